@@ -1,0 +1,87 @@
+// ferry/buffer_pool.h: the bottom layer. Fixed-size memory blocks, recycled through a per-thread
+// cache (no lock, no atomic read-modify-write) backed by one shared free list (a mutex, touched
+// only when a thread's cache is empty or full). Everything above (slices, the framing codec, the
+// HTTP/2 connection) takes its memory from here, so a warm process allocates nothing per message.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace ferry {
+
+namespace detail {
+
+// A pooled block: this header, then BufferPool::kBlockSize bytes of data. Reference-counted by the
+// Slices that point into it; returned to the pool when the count drops to zero.
+struct Block {
+  static constexpr std::size_t kHeaderSize = 64;  // keeps data() cache-line aligned
+
+  std::atomic<std::uint32_t> refs{1};
+  // Bytes handed out to the block's single writer (a SliceChain); data past it is free.
+  std::uint32_t used = 0;
+  Block* next_free = nullptr;
+
+  std::uint8_t* data() { return reinterpret_cast<std::uint8_t*>(this) + kHeaderSize; }
+};
+
+// Returns b to the pool of the calling thread. Call only when no reference is left.
+void release_block(Block* b) noexcept;
+
+inline void block_ref(Block* b) noexcept { b->refs.fetch_add(1, std::memory_order_relaxed); }
+
+inline void block_unref(Block* b) noexcept {
+  // A count of one is ours alone: nobody else can add a reference, so skip the atomic decrement.
+  if (b->refs.load(std::memory_order_acquire) == 1 ||
+      b->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    release_block(b);
+  }
+}
+
+}  // namespace detail
+
+// Counters of the process-wide pool. Exact when no other thread is acquiring or releasing.
+struct BufferPoolStats {
+  std::uint64_t blocks_allocated = 0;       // blocks ever obtained from the OS
+  std::uint64_t blocks_freed_to_os = 0;     // blocks given back to the OS (trim, overflow)
+  std::int64_t blocks_in_use = 0;           // handed out and not yet released
+  std::uint64_t blocks_idle() const {       // cached in a thread or the shared list
+    return blocks_allocated - blocks_freed_to_os - static_cast<std::uint64_t>(blocks_in_use);
+  }
+};
+
+// The process-wide pool of 64 KiB blocks.
+//
+// Thread safety: every function may be called from any thread. A block acquired on one thread may
+// be released on another; it then joins the releasing thread's cache.
+//
+// Bounds: each thread caches at most kThreadCacheBlocks idle blocks and the shared list at most
+// kSharedListBlocks; blocks released beyond that go back to the OS, so idle memory stays bounded
+// (4 MiB a thread + 64 MiB shared) whatever the peak was.
+class BufferPool {
+ public:
+  // 64 KiB: the HTTP/2 default window and the read size that amortises a syscall over many
+  // requests; small messages share a block (see SliceChain::reserve), large ones chain blocks.
+  static constexpr std::size_t kBlockSize = 64 * 1024;
+  static constexpr std::size_t kThreadCacheBlocks = 64;
+  static constexpr std::size_t kSharedListBlocks = 1024;
+
+  static BufferPool& instance();
+
+  // Returns a block with a reference count of one and nothing used. Costs a pointer pop from the
+  // thread's cache when warm; allocates from the OS only when every cache is empty.
+  detail::Block* acquire();
+
+  BufferPoolStats stats() const;
+
+  // Gives every idle block in the shared list and in the calling thread's cache back to the OS.
+  void trim();
+
+  BufferPool(const BufferPool&) = delete;
+  BufferPool& operator=(const BufferPool&) = delete;
+
+ private:
+  BufferPool() = default;
+};
+
+}  // namespace ferry

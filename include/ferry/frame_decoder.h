@@ -1,0 +1,74 @@
+// ferry/frame_decoder.h: the incremental gRPC Length-Prefixed-Message decoder (codec layer). It is
+// fed the bytes of a stream in chunks split anywhere (even inside the 5-byte prefix) and yields
+// each complete message as a SliceChain over the chunks it arrived in: a message that lies inside
+// one chunk is one slice of that chunk's block, and nothing is ever copied.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "ferry/frame.h"
+#include "ferry/slice_chain.h"
+
+namespace google::protobuf {
+class MessageLite;
+}
+
+namespace ferry {
+
+struct FrameDecoderOptions {
+  // A message whose declared length exceeds this is refused with RESOURCE_EXHAUSTED as soon as its
+  // prefix arrives, before any of its payload is buffered.
+  std::size_t max_message_size = kDefaultMaxReceiveMessageSize;
+  // Whether a compression encoding was negotiated for the stream (grpc-encoding). Without one, a
+  // message with the compressed flag set is an INTERNAL error, as the gRPC spec says.
+  bool compression_negotiated = false;
+};
+
+// One message as received.
+struct DecodedMessage {
+  bool compressed = false;
+  SliceChain payload;
+};
+
+// Not thread-safe: one stream, one owner.
+class FrameDecoder {
+ public:
+  explicit FrameDecoder(FrameDecoderOptions options = {}) : options_(options) {}
+
+  // Appends the next bytes of the stream, by reference.
+  void push(Slice chunk);
+  // Appends a copy of bytes ferry does not own.
+  void push_copy(const void* data, std::size_t size);
+
+  // Takes the next complete message off the front into out. Returns true when it did, false when
+  // more bytes are needed. A malformed stream returns an error, and every later call returns it
+  // again (the stream is unusable):
+  //   INTERNAL            compressed flag not 0 or 1, or 1 without negotiated compression;
+  //   RESOURCE_EXHAUSTED  declared length above max_message_size.
+  [[nodiscard]] absl::StatusOr<bool> next(DecodedMessage& out);
+
+  // Call at the end of the stream: INTERNAL when it ended inside a message.
+  [[nodiscard]] absl::Status finish() const;
+
+  // Bytes pushed and not yet returned by next().
+  std::size_t buffered_bytes() const { return pending_.size(); }
+
+  const FrameDecoderOptions& options() const { return options_; }
+  void set_options(const FrameDecoderOptions& options) { options_ = options; }
+
+ private:
+  FrameDecoderOptions options_;
+  SliceChain pending_;
+  absl::Status error_;
+};
+
+// Parses a payload into msg (which may live on a protobuf Arena): straight from the block when the
+// payload is one slice, through a zero-copy stream over the slices otherwise. A payload that is not
+// a valid encoding of msg's type gets INTERNAL.
+[[nodiscard]] absl::Status parse_message(const SliceChain& payload,
+                                         google::protobuf::MessageLite& msg);
+
+}  // namespace ferry

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ferry builds with, when any is missing. Idempotent and quiet when
+# everything is already there. Used by scripts/main.sh and scripts/test.sh.
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build pkg-config python3
+  libprotobuf-dev protobuf-compiler libprotoc-dev
+  libabsl-dev libasio-dev libnghttp2-dev zlib1g-dev
+  libbenchmark-dev libgtest-dev libgmock-dev
+  libgrpc++-dev protobuf-compiler-grpc grpc-proto
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "installing: ${missing[*]}"
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# ferry's whole test suite: installs missing Debian packages, builds and runs every test with
+# ctest, then builds and runs them again under AddressSanitizer + UndefinedBehaviorSanitizer (any
+# report aborts the test, so it fails). Exits non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/install_deps.sh
+jobs=$(nproc)
+
+echo "== Release build and tests"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake --build build -j "$jobs"
+(cd build && ctest -j "$jobs" --output-on-failure)
+
+echo "== AddressSanitizer + UndefinedBehaviorSanitizer build and tests"
+cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFERRY_SANITIZE=ON \
+  -DFERRY_BUILD_BENCHMARKS=OFF
+cmake --build build-sanitize -j "$jobs"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+(cd build-sanitize && ctest -j "$jobs" --output-on-failure)

@@ -1,0 +1,83 @@
+// Implementation of ferry/frame_decoder.h.
+#include "ferry/frame_decoder.h"
+
+#include <climits>
+
+#include "absl/strings/str_cat.h"
+#include "codec/chain_streams.h"
+#include "google/protobuf/message_lite.h"
+
+namespace ferry {
+
+void FrameDecoder::push(Slice chunk) { pending_.append(std::move(chunk)); }
+
+void FrameDecoder::push_copy(const void* data, std::size_t size) {
+  pending_.append_copy(data, size);
+}
+
+absl::StatusOr<bool> FrameDecoder::next(DecodedMessage& out) {
+  if (!error_.ok()) return error_;
+  if (pending_.size() < kFramePrefixSize) return false;
+
+  std::uint8_t copied[kFramePrefixSize];
+  const std::uint8_t* prefix = pending_.slice(0).data();
+  if (pending_.slice(0).size() < kFramePrefixSize) {  // the prefix straddles chunks
+    pending_.copy_to(0, kFramePrefixSize, copied);
+    prefix = copied;
+  }
+  const std::uint8_t flag = prefix[0];
+  const std::size_t length = read_frame_length(prefix);
+
+  if (flag > 1) {
+    error_ = absl::InternalError(
+        absl::StrCat("invalid gRPC message: compressed flag is ", flag, " (must be 0 or 1)"));
+  } else if (flag == 1 && !options_.compression_negotiated) {
+    error_ = absl::InternalError(
+        "invalid gRPC message: compressed flag set but no grpc-encoding was negotiated");
+  } else if (length > options_.max_message_size) {
+    error_ = absl::ResourceExhaustedError(absl::StrCat("received message larger than max (",
+                                                       length, " vs. ", options_.max_message_size,
+                                                       " bytes)"));
+  }
+  if (!error_.ok()) {
+    pending_.clear();
+    return error_;
+  }
+
+  if (pending_.size() - kFramePrefixSize < length) return false;
+  pending_.consume(kFramePrefixSize);
+  out.compressed = flag == 1;
+  out.payload = pending_.split_front(length);
+  return true;
+}
+
+absl::Status FrameDecoder::finish() const {
+  if (!error_.ok()) return error_;
+  if (!pending_.empty()) {
+    return absl::InternalError(absl::StrCat("stream ended inside a gRPC message (",
+                                            pending_.size(), " bytes of it received)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status parse_message(const SliceChain& payload, google::protobuf::MessageLite& msg) {
+  if (payload.size() > static_cast<std::size_t>(INT_MAX)) {
+    return absl::ResourceExhaustedError("message too large for protobuf to parse (over 2 GiB)");
+  }
+  bool ok;
+  if (payload.slice_count() <= 1) {
+    ok = payload.empty() ? msg.ParseFromArray(nullptr, 0)
+                         : msg.ParseFromArray(payload.slice(0).data(),
+                                              static_cast<int>(payload.size()));
+  } else {
+    detail::ChainInputStream stream(payload);
+    ok = msg.ParseFromZeroCopyStream(&stream);
+  }
+  if (!ok) {
+    return absl::InternalError(absl::StrCat("failed to parse message of type ", msg.GetTypeName(),
+                                            " (", payload.size(), " bytes)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ferry

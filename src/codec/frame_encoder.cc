@@ -1,0 +1,91 @@
+// Implementation of ferry/frame_encoder.h.
+#include "ferry/frame_encoder.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "codec/chain_streams.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/message_lite.h"
+
+namespace ferry {
+namespace {
+
+absl::Status check_size(std::size_t size, std::size_t max_size) {
+  if (size > max_size || size > kMaxFramePayloadSize) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "message to send is larger than the limit (", size, " vs. ",
+        std::min(max_size, kMaxFramePayloadSize), " bytes)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status size_changed(std::size_t expected, std::size_t written) {
+  return absl::InternalError(absl::StrCat("message changed size while being serialized (", expected,
+                                          " bytes expected, ", written, " written)"));
+}
+
+}  // namespace
+
+absl::Status encode_message(const google::protobuf::MessageLite& msg, SliceChain& out,
+                            std::size_t max_size) {
+  const std::size_t size = msg.ByteSizeLong();
+  if (absl::Status s = check_size(size, max_size); !s.ok()) return s;
+
+  if (size <= BufferPool::kBlockSize - kFramePrefixSize) {
+    std::uint8_t* p = out.reserve(kFramePrefixSize + size);
+    write_frame_prefix(p, false, static_cast<std::uint32_t>(size));
+    std::uint8_t* end = msg.SerializeWithCachedSizesToArray(p + kFramePrefixSize);
+    const auto written = static_cast<std::size_t>(end - p) - kFramePrefixSize;
+    if (written != size) return size_changed(size, written);
+    out.commit(kFramePrefixSize + size);
+    return absl::OkStatus();
+  }
+
+  // Larger than a block: the prefix goes into out's tail, the body streams into fresh blocks that
+  // join out only once serialization succeeded, so a failure leaves out untouched.
+  std::uint8_t* prefix = out.reserve(kFramePrefixSize);
+  write_frame_prefix(prefix, false, static_cast<std::uint32_t>(size));
+  SliceChain body;
+  {
+    detail::ChainOutputStream stream(body);
+    {
+      google::protobuf::io::CodedOutputStream coded(&stream);
+      msg.SerializeWithCachedSizes(&coded);
+    }
+    stream.finish();
+  }
+  if (body.size() != size) return size_changed(size, body.size());
+  out.commit(kFramePrefixSize);
+  out.append(std::move(body));
+  return absl::OkStatus();
+}
+
+absl::Status encode_bytes(std::string_view payload, bool compressed, SliceChain& out,
+                          std::size_t max_size) {
+  if (absl::Status s = check_size(payload.size(), max_size); !s.ok()) return s;
+  const auto length = static_cast<std::uint32_t>(payload.size());
+  if (payload.size() <= BufferPool::kBlockSize - kFramePrefixSize) {
+    std::uint8_t* p = out.reserve(kFramePrefixSize + payload.size());
+    write_frame_prefix(p, compressed, length);
+    if (!payload.empty()) std::memcpy(p + kFramePrefixSize, payload.data(), payload.size());
+    out.commit(kFramePrefixSize + payload.size());
+    return absl::OkStatus();
+  }
+  write_frame_prefix(out.reserve(kFramePrefixSize), compressed, length);
+  out.commit(kFramePrefixSize);
+  out.append_copy(payload.data(), payload.size());
+  return absl::OkStatus();
+}
+
+absl::Status encode_chain(SliceChain&& payload, bool compressed, SliceChain& out,
+                          std::size_t max_size) {
+  if (absl::Status s = check_size(payload.size(), max_size); !s.ok()) return s;
+  write_frame_prefix(out.reserve(kFramePrefixSize), compressed,
+                     static_cast<std::uint32_t>(payload.size()));
+  out.commit(kFramePrefixSize);
+  out.append(std::move(payload));
+  return absl::OkStatus();
+}
+
+}  // namespace ferry

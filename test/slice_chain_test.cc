@@ -1,0 +1,140 @@
+// Tests for ferry/slice_chain.h: packing, splitting, consuming, sharing, gathering.
+#include "ferry/slice_chain.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+namespace ferry {
+namespace {
+
+std::string pattern(std::size_t n) {
+  std::string s(n, '\0');
+  for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + (i * 7) % 26);
+  return s;
+}
+
+TEST(SliceChain, ReserveCommitPacksWritesIntoOneSlice) {
+  SliceChain chain;
+  std::memcpy(chain.reserve(3), "abc", 3);
+  chain.commit(3);
+  std::memcpy(chain.reserve(100), "de", 2);
+  chain.commit(2);  // less than reserved
+  EXPECT_EQ(chain.size(), 5u);
+  EXPECT_EQ(chain.slice_count(), 1u);
+  EXPECT_EQ(chain.to_string(), "abcde");
+  EXPECT_EQ(chain.tail_room(), BufferPool::kBlockSize - 5);
+}
+
+TEST(SliceChain, ReserveStartsANewBlockWhenTheTailIsTooSmall) {
+  SliceChain chain;
+  chain.append_copy(pattern(BufferPool::kBlockSize - 10).data(), BufferPool::kBlockSize - 10);
+  const std::uint8_t* p = chain.reserve(20);
+  std::memset(const_cast<std::uint8_t*>(p), 'z', 20);
+  chain.commit(20);
+  EXPECT_EQ(chain.slice_count(), 2u);
+  EXPECT_EQ(chain.slice(1).data(), p);
+  EXPECT_NE(chain.slice(0).block(), chain.slice(1).block());
+  EXPECT_EQ(chain.size(), BufferPool::kBlockSize + 10);
+}
+
+TEST(SliceChain, AppendCopySpansBlocks) {
+  const std::string data = pattern(3 * BufferPool::kBlockSize + 123);
+  SliceChain chain;
+  chain.append_copy(data.data(), data.size());
+  EXPECT_EQ(chain.slice_count(), 4u);
+  EXPECT_EQ(chain.to_string(), data);
+}
+
+TEST(SliceChain, SplitFrontSharesBlocksAndKeepsTheRest) {
+  const std::string data = pattern(2 * BufferPool::kBlockSize);
+  SliceChain chain;
+  chain.append_copy(data.data(), data.size());
+  for (std::size_t cut : {std::size_t{0}, std::size_t{1}, BufferPool::kBlockSize,
+                          BufferPool::kBlockSize + 7}) {
+    SliceChain copy = chain.share();
+    SliceChain front = copy.split_front(cut);
+    EXPECT_EQ(front.to_string(), data.substr(0, cut));
+    EXPECT_EQ(copy.to_string(), data.substr(cut));
+    if (cut > 0) {
+      EXPECT_EQ(front.slice(0).data(), chain.slice(0).data()) << "split must not copy";
+    }
+  }
+}
+
+TEST(SliceChain, SplitOffWritesLeaveTheWriterPackingTheSameBlock) {
+  SliceChain scratch;
+  std::memcpy(scratch.reserve(4), "one!", 4);
+  scratch.commit(4);
+  SliceChain first = scratch.split_front(4);
+  EXPECT_TRUE(scratch.empty());
+  std::memcpy(scratch.reserve(4), "two!", 4);
+  scratch.commit(4);
+  EXPECT_EQ(first.to_string(), "one!");
+  EXPECT_EQ(scratch.to_string(), "two!");
+  EXPECT_EQ(first.slice(0).block(), scratch.slice(0).block());
+  EXPECT_EQ(first.slice(0).data() + 4, scratch.slice(0).data());
+}
+
+TEST(SliceChain, ConsumeDropsFromTheFront) {
+  const std::string data = pattern(BufferPool::kBlockSize + 50);
+  SliceChain chain;
+  chain.append_copy(data.data(), data.size());
+  chain.consume(10);
+  EXPECT_EQ(chain.to_string(), data.substr(10));
+  chain.consume(BufferPool::kBlockSize);
+  EXPECT_EQ(chain.to_string(), data.substr(10 + BufferPool::kBlockSize));
+  chain.consume(chain.size());
+  EXPECT_TRUE(chain.empty());
+  EXPECT_EQ(chain.slice_count(), 0u);
+}
+
+TEST(SliceChain, CopyToReadsAcrossSlices) {
+  SliceChain chain;
+  chain.append(Slice::copy_of("hel", 3));
+  chain.append(Slice::copy_of("lo w", 4));
+  chain.append(Slice::copy_of("orld", 4));
+  char out[6] = {};
+  chain.copy_to(2, 5, out);
+  EXPECT_STREQ(out, "llo w");
+}
+
+TEST(SliceChain, AppendChainMovesSlicesWithoutCopying) {
+  SliceChain a;
+  a.append(Slice::copy_of("abc", 3));
+  SliceChain b;
+  b.append(Slice::copy_of("def", 3));
+  const std::uint8_t* where = b.slice(0).data();
+  a.append(std::move(b));
+  EXPECT_TRUE(b.empty());
+  EXPECT_EQ(a.to_string(), "abcdef");
+  EXPECT_EQ(a.slice(1).data(), where);
+}
+
+TEST(SliceChain, GathersAsioBuffers) {
+  SliceChain chain;
+  chain.append(Slice::copy_of("head", 4));
+  chain.append(Slice::unowned("payload", 7));
+  std::vector<asio::const_buffer> buffers;
+  chain.append_buffers(buffers);
+  ASSERT_EQ(buffers.size(), 2u);
+  EXPECT_EQ(asio::buffer_size(buffers), 11u);
+  EXPECT_EQ(std::string(static_cast<const char*>(buffers[1].data()), buffers[1].size()), "payload");
+}
+
+TEST(SliceChain, DestroyingEverythingReturnsEveryBlock) {
+  const std::int64_t before = BufferPool::instance().stats().blocks_in_use;
+  {
+    SliceChain chain;
+    const std::string data = pattern(5 * BufferPool::kBlockSize);
+    chain.append_copy(data.data(), data.size());
+    SliceChain shared = chain.share();
+    SliceChain front = chain.split_front(100);
+    EXPECT_GT(BufferPool::instance().stats().blocks_in_use, before);
+  }
+  EXPECT_EQ(BufferPool::instance().stats().blocks_in_use, before);
+}
+
+}  // namespace
+}  // namespace ferry

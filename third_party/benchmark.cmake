@@ -1,0 +1,2 @@
+# google-benchmark (Debian: libbenchmark-dev), benchmarks only. Ships a CMake config.
+find_package(benchmark CONFIG REQUIRED)
