@@ -1,0 +1,89 @@
+// ferry/channel.h: a client's connection to one gRPC server (channel layer, public). It connects
+// lazily on the first call, multiplexes every call over one HTTP/2 connection, and reconnects on
+// a later call once that connection is lost or draining (GOAWAY). A call that cannot connect
+// fails with UNAVAILABLE.
+//
+//   asio::io_context io;
+//   ferry::Channel channel(io, "127.0.0.1:50051");
+//   ferry::ClientContext ctx;
+//   ctx.set_timeout(std::chrono::seconds(1));
+//   absl::Status s = co_await channel.call("/helloworld.Greeter/SayHello", ctx, request, reply);
+//
+// Threading: the connection and its calls live on the channel's executor (a single-threaded
+// io_context). A Channel constructed without one runs its own I/O thread; its blocking API may
+// then be used from any other thread.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "asio/awaitable.hpp"
+#include "asio/io_context.hpp"
+#include "ferry/client_context.h"
+#include "ferry/client_stream.h"
+#include "ferry/frame.h"
+
+namespace google::protobuf {
+class MessageLite;
+}
+
+namespace ferry {
+
+struct ChannelOptions {
+  // Larger responses fail the call with RESOURCE_EXHAUSTED before they are buffered.
+  std::size_t max_receive_message_size = kDefaultMaxReceiveMessageSize;
+  // Larger requests fail the write with RESOURCE_EXHAUSTED.
+  std::size_t max_send_message_size = kMaxFramePayloadSize;
+  // How long establishing a connection may take before calls fail with UNAVAILABLE.
+  std::chrono::milliseconds connect_timeout = std::chrono::seconds(20);
+  // :authority; empty means the target.
+  std::string authority;
+  std::string user_agent = "ferry/0.1";
+  // Receive windows (bound the memory unread responses may take).
+  std::uint32_t stream_window = 1u << 20;
+  std::uint32_t connection_window = 16u << 20;
+  std::uint32_t max_header_list_size = 16u << 10;
+};
+
+namespace detail {
+struct ChannelCore;
+}
+
+class Channel {
+ public:
+  // target: "host:port", "[v6addr]:port", optionally prefixed "dns:///".
+  Channel(asio::io_context& io, std::string target, ChannelOptions options = {});
+  // Runs its own I/O thread.
+  explicit Channel(std::string target, ChannelOptions options = {});
+  // Closes the connection (calls still running fail) and joins the own thread, if any.
+  ~Channel();
+  Channel(const Channel&) = delete;
+  Channel& operator=(const Channel&) = delete;
+
+  asio::io_context::executor_type executor() const;
+
+  // A unary call: sends request, receives response. method: "/package.Service/Method".
+  asio::awaitable<absl::Status> call(std::string_view method, ClientContext& context,
+                                     const google::protobuf::MessageLite& request,
+                                     google::protobuf::MessageLite& response);
+
+  // Starts a streaming call (any kind). Failures (cannot connect, deadline already passed)
+  // surface as the status from finish(); reads return false and writes fail before that.
+  asio::awaitable<ClientStream> open(std::string_view method, ClientContext& context);
+
+  // Blocking unary call, for simple programs: from any thread but the channel's own.
+  absl::Status call_blocking(std::string_view method, ClientContext& context,
+                             const google::protobuf::MessageLite& request,
+                             google::protobuf::MessageLite& response);
+
+ private:
+  std::unique_ptr<asio::io_context> own_io_;
+  std::shared_ptr<detail::ChannelCore> core_;
+  std::thread own_thread_;
+};
+
+}  // namespace ferry

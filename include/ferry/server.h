@@ -1,0 +1,78 @@
+// ferry/server.h: a gRPC server over HTTP/2 cleartext (h2c, prior knowledge) (server layer,
+// public). It runs N I/O threads, one io_context each; an acceptor hands each new connection to
+// the next thread, and the connection, its calls and their handlers stay on that thread.
+//
+//   ferry::Service greeter("helloworld.Greeter");
+//   greeter.add_unary<HelloRequest, HelloReply>("SayHello",
+//       [](ferry::ServerContext&, const HelloRequest& req, HelloReply& reply)
+//           -> asio::awaitable<absl::Status> {
+//         reply.set_message("hello " + req.name());
+//         co_return absl::OkStatus();
+//       });
+//   ferry::Server server;
+//   server.add_service(greeter);
+//   absl::StatusOr<int> port = server.start("127.0.0.1", 50051);
+//   ...
+//   server.shutdown(std::chrono::seconds(5));
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "ferry/frame.h"
+#include "ferry/service.h"
+
+namespace ferry {
+
+struct ServerOptions {
+  // I/O threads; 0 means one per hardware thread.
+  unsigned num_threads = 0;
+  // Larger requests are refused with RESOURCE_EXHAUSTED before they are buffered.
+  std::size_t max_receive_message_size = kDefaultMaxReceiveMessageSize;
+  // Larger responses fail the write with RESOURCE_EXHAUSTED.
+  std::size_t max_send_message_size = kMaxFramePayloadSize;
+  // Concurrent streams per connection (SETTINGS_MAX_CONCURRENT_STREAMS).
+  std::uint32_t max_concurrent_streams = 1000;
+  // Per-stream and per-connection receive windows: bound the memory a client can make the
+  // server hold for requests nobody has read yet.
+  std::uint32_t stream_window = 1u << 20;
+  std::uint32_t connection_window = 16u << 20;
+  // Largest request header block accepted (SETTINGS_MAX_HEADER_LIST_SIZE).
+  std::uint32_t max_header_list_size = 16u << 10;
+};
+
+class Server {
+ public:
+  explicit Server(ServerOptions options = {});
+  // Shuts down (with no grace period) if still running.
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Registers the service's methods; before start(). The service must outlive the server.
+  void add_service(const Service& service);
+
+  // Binds host:port (port 0 picks a free one), starts the I/O threads and accepts connections.
+  // Returns the bound port, or UNAVAILABLE when binding fails.
+  [[nodiscard]] absl::StatusOr<int> start(const std::string& host, int port);
+
+  // Graceful shutdown: stops accepting, sends GOAWAY on every connection, lets calls in flight
+  // finish for up to `grace`, then cancels the rest (their handlers see is_cancelled() and their
+  // reads and writes fail), closes every connection and joins the threads. Blocks until done;
+  // call it from a thread that is not one of the server's.
+  void shutdown(std::chrono::milliseconds grace = std::chrono::seconds(5));
+
+  // Calls currently running (for tests and monitoring).
+  std::size_t active_calls() const;
+
+  struct Impl;  // defined in src/rpc/server.cc
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ferry

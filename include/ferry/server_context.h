@@ -1,0 +1,70 @@
+// ferry/server_context.h: what a server handler knows of and can do to its call (calls layer,
+// public): the client's metadata, the deadline, cancellation, metadata to send back, the call's
+// protobuf Arena, and the type-erased message operations the typed readers and writers
+// (server_stream.h) forward to.
+//
+// Threading: a call belongs to its connection's thread; use its ServerContext only from the
+// handler coroutine, which ferry runs on that thread.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "asio/awaitable.hpp"
+#include "ferry/metadata.h"
+
+namespace google::protobuf {
+class Arena;
+class MessageLite;
+}  // namespace google::protobuf
+
+namespace ferry {
+
+namespace detail {
+class ServerCall;
+}
+
+class ServerContext {
+ public:
+  explicit ServerContext(detail::ServerCall* call) : call_(call) {}
+
+  // "/package.Service/Method".
+  std::string_view method() const;
+  // The client's custom metadata (-bin values decoded to raw bytes).
+  const Metadata& client_metadata() const;
+  // The client's deadline (from grpc-timeout); time_point::max() when it set none. When it
+  // passes, ferry ends the call with DEADLINE_EXCEEDED and pending reads and writes fail.
+  std::chrono::steady_clock::time_point deadline() const;
+  // True once the call can no longer complete normally: the client cancelled (RST_STREAM), the
+  // deadline passed, the connection was lost, or the server is shutting down past its deadline.
+  bool is_cancelled() const;
+  // "ipv4:127.0.0.1:54321" or "ipv6:[::1]:54321".
+  std::string peer() const;
+
+  // Metadata for the response headers; only before the first message is written.
+  void add_initial_metadata(std::string_view key, std::string_view value);
+  // Metadata for the trailers, sent with the status.
+  void add_trailing_metadata(std::string_view key, std::string_view value);
+
+  // The call's arena: request and response messages live here and die with the call.
+  google::protobuf::Arena* arena() const;
+
+  // --- type-erased message operations (the typed readers and writers call these) ------------
+  // Waits for the next request message. False at the end of the client's stream, or when the
+  // call is over (cancelled, deadline, bad message: ferry has then sent the status itself).
+  asio::awaitable<bool> read(google::protobuf::MessageLite& msg);
+  // Sends a response message (and the response headers first, if not sent yet). Suspends while
+  // the client's flow-control window is exhausted. Errors: the call is over (its status), or the
+  // message is over the send limit (RESOURCE_EXHAUSTED).
+  asio::awaitable<absl::Status> write(const google::protobuf::MessageLite& msg);
+  // Ends the call with status, sending msg first when it is non-null (a unary response: headers,
+  // message and trailers then leave in one write). Later calls are ignored.
+  void finish(const absl::Status& status, const google::protobuf::MessageLite* msg = nullptr);
+
+ private:
+  detail::ServerCall* call_;
+};
+
+}  // namespace ferry

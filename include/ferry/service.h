@@ -1,0 +1,115 @@
+// ferry/service.h: a gRPC service as a table of methods (calls layer, public). Handlers are
+// coroutines returning the call's status; the typed add_* templates adapt them to one
+// type-erased signature, so a method costs one small lambda, not a class hierarchy. Generated
+// service bases (protoc-gen-ferry) register their methods through this same table.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "asio/awaitable.hpp"
+#include "ferry/server_context.h"
+#include "ferry/server_stream.h"
+#include "google/protobuf/arena.h"
+
+namespace ferry {
+
+enum class RpcKind { kUnary, kClientStreaming, kServerStreaming, kBidiStreaming };
+
+// A type-erased handler: runs the whole call and returns its status.
+using MethodHandler = std::function<asio::awaitable<absl::Status>(ServerContext&)>;
+
+template <class Request, class Response>
+using UnaryHandler =
+    std::function<asio::awaitable<absl::Status>(ServerContext&, const Request&, Response&)>;
+template <class Request, class Response>
+using ClientStreamingHandler = std::function<asio::awaitable<absl::Status>(
+    ServerContext&, ServerReader<Request>&, Response&)>;
+template <class Request, class Response>
+using ServerStreamingHandler = std::function<asio::awaitable<absl::Status>(
+    ServerContext&, const Request&, ServerWriter<Response>&)>;
+template <class Request, class Response>
+using BidiStreamingHandler = std::function<asio::awaitable<absl::Status>(
+    ServerContext&, ServerReaderWriter<Request, Response>&)>;
+
+struct Method {
+  std::string name;  // "Method"
+  RpcKind kind;
+  MethodHandler handler;
+};
+
+// Not thread-safe while being built; the Server reads it after add_service, from all threads.
+class Service {
+ public:
+  // full_name: "package.Service" as in the .proto.
+  explicit Service(std::string full_name) : full_name_(std::move(full_name)) {}
+  virtual ~Service() = default;
+
+  const std::string& full_name() const { return full_name_; }
+  const std::vector<Method>& methods() const { return methods_; }
+
+  void add_method(std::string name, RpcKind kind, MethodHandler handler) {
+    methods_.push_back(Method{std::move(name), kind, std::move(handler)});
+  }
+
+  template <class Request, class Response>
+  void add_unary(std::string name, UnaryHandler<Request, Response> handler) {
+    add_method(std::move(name), RpcKind::kUnary,
+               [h = std::move(handler)](ServerContext& ctx) -> asio::awaitable<absl::Status> {
+                 auto* request = google::protobuf::Arena::CreateMessage<Request>(ctx.arena());
+                 auto* response = google::protobuf::Arena::CreateMessage<Response>(ctx.arena());
+                 if (!co_await ctx.read(*request)) co_return missing_request();
+                 absl::Status status = co_await h(ctx, *request, *response);
+                 ctx.finish(status, status.ok() ? response : nullptr);
+                 co_return status;
+               });
+  }
+
+  template <class Request, class Response>
+  void add_client_streaming(std::string name, ClientStreamingHandler<Request, Response> handler) {
+    add_method(std::move(name), RpcKind::kClientStreaming,
+               [h = std::move(handler)](ServerContext& ctx) -> asio::awaitable<absl::Status> {
+                 auto* response = google::protobuf::Arena::CreateMessage<Response>(ctx.arena());
+                 ServerReader<Request> reader(ctx);
+                 absl::Status status = co_await h(ctx, reader, *response);
+                 ctx.finish(status, status.ok() ? response : nullptr);
+                 co_return status;
+               });
+  }
+
+  template <class Request, class Response>
+  void add_server_streaming(std::string name, ServerStreamingHandler<Request, Response> handler) {
+    add_method(std::move(name), RpcKind::kServerStreaming,
+               [h = std::move(handler)](ServerContext& ctx) -> asio::awaitable<absl::Status> {
+                 auto* request = google::protobuf::Arena::CreateMessage<Request>(ctx.arena());
+                 if (!co_await ctx.read(*request)) co_return missing_request();
+                 ServerWriter<Response> writer(ctx);
+                 co_return co_await h(ctx, *request, writer);
+               });
+  }
+
+  template <class Request, class Response>
+  void add_bidi_streaming(std::string name, BidiStreamingHandler<Request, Response> handler) {
+    add_method(std::move(name), RpcKind::kBidiStreaming,
+               [h = std::move(handler)](ServerContext& ctx) -> asio::awaitable<absl::Status> {
+                 ServerReaderWriter<Request, Response> stream(ctx);
+                 co_return co_await h(ctx, stream);
+               });
+  }
+
+ private:
+  // The status of a unary or server-streaming call whose request never arrived. When the call
+  // itself is over (cancelled, bad message) ferry has already sent the real status.
+  static absl::Status missing_request() {
+    return absl::InternalError("the client closed its stream without sending a request message");
+  }
+
+  std::string full_name_;
+  std::vector<Method> methods_;
+};
+
+}  // namespace ferry

@@ -1,0 +1,380 @@
+// Implementation of src/http2/connection.h.
+#include "http2/connection.h"
+
+#include <cassert>
+
+#include "asio/post.hpp"
+#include "asio/write.hpp"
+
+namespace ferry::http2 {
+namespace {
+
+// While this much is already queued behind a write in progress, stop asking nghttp2 for more:
+// the socket is the bottleneck, and the streams' own queues (bounded by their writers) hold it.
+constexpr std::size_t kMaxPendingOutput = 1u << 20;
+
+Stream* stream_of(nghttp2_session* session, std::int32_t id) {
+  return static_cast<Stream*>(nghttp2_session_get_stream_user_data(session, id));
+}
+
+}  // namespace
+
+struct Connection::Callbacks {
+  static Connection& self(void* user_data) { return *static_cast<Connection*>(user_data); }
+
+  // Control frames and DATA frame padding: small, so copied into the pending output.
+  static ssize_t send(nghttp2_session*, const std::uint8_t* data, std::size_t length, int,
+                            void* user_data) {
+    self(user_data).pending_.append_copy(data, length);
+    return static_cast<ssize_t>(length);
+  }
+
+  // A DATA frame: its 9-byte header is copied, its payload moved by reference from the stream.
+  static int send_data(nghttp2_session*, nghttp2_frame* frame, const std::uint8_t* framehd,
+                       std::size_t length, nghttp2_data_source* source, void* user_data) {
+    Connection& c = self(user_data);
+    auto* stream = static_cast<Stream*>(source->ptr);
+    c.pending_.append_copy(framehd, 9);
+    c.pending_.append(stream->outbound.split_front(length));
+    assert(frame->data.padlen == 0);
+    (void)frame;
+    stream->on_outbound_taken();
+    return 0;
+  }
+
+  static ssize_t read_data(nghttp2_session* session, std::int32_t, std::uint8_t*,
+                                 std::size_t length, std::uint32_t* flags,
+                                 nghttp2_data_source* source, void*) {
+    auto* stream = static_cast<Stream*>(source->ptr);
+    const std::size_t available = stream->outbound.size();
+    const std::size_t n = std::min(length, available);
+    *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+    if (n == available && stream->outbound_end) {
+      *flags |= NGHTTP2_DATA_FLAG_EOF;
+      if (!stream->trailers.empty()) {
+        *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+        std::vector<nghttp2_nv> nva;
+        nva.reserve(stream->trailers.size());
+        for (const Header& h : stream->trailers) nva.push_back(make_nv(h.name, h.value));
+        if (nghttp2_submit_trailer(session, stream->id_, nva.data(), nva.size()) != 0) {
+          return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+        }
+      }
+      return static_cast<ssize_t>(n);
+    }
+    if (n == 0) {
+      stream->deferred_ = true;
+      return NGHTTP2_ERR_DEFERRED;
+    }
+    return static_cast<ssize_t>(n);
+  }
+
+  static int begin_headers(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
+    Connection& c = self(user_data);
+    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST ||
+        c.role_ != Role::kServer) {
+      return 0;
+    }
+    Stream* stream = c.observer_->on_stream_open(frame->hd.stream_id);
+    if (stream == nullptr) {
+      nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
+                                NGHTTP2_REFUSED_STREAM);
+      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    }
+    stream->id_ = frame->hd.stream_id;
+    c.link(stream);
+    nghttp2_session_set_stream_user_data(session, frame->hd.stream_id, stream);
+    return 0;
+  }
+
+  static int header(nghttp2_session* session, const nghttp2_frame* frame, const std::uint8_t* name,
+                    std::size_t namelen, const std::uint8_t* value, std::size_t valuelen,
+                    std::uint8_t, void*) {
+    Stream* stream = stream_of(session, frame->hd.stream_id);
+    if (stream == nullptr) return 0;
+    const bool ok = stream->on_header(
+        std::string_view(reinterpret_cast<const char*>(name), namelen),
+        std::string_view(reinterpret_cast<const char*>(value), valuelen));
+    // Resets the stream (RST_STREAM INTERNAL_ERROR) without tearing down the connection.
+    return ok ? 0 : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  }
+
+  static int frame_recv(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
+    Connection& c = self(user_data);
+    if (frame->hd.type == NGHTTP2_GOAWAY) {
+      c.goaway_received_ = true;
+      c.observer_->on_goaway(frame->goaway.last_stream_id, frame->goaway.error_code);
+      return 0;
+    }
+    if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
+    Stream* stream = stream_of(session, frame->hd.stream_id);
+    if (stream == nullptr) return 0;
+    if (frame->hd.type == NGHTTP2_HEADERS) stream->on_headers_done();
+    if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) stream->on_remote_end();
+    return 0;
+  }
+
+  static int data_chunk(nghttp2_session* session, std::uint8_t, std::int32_t stream_id,
+                        const std::uint8_t* data, std::size_t len, void* user_data) {
+    Connection& c = self(user_data);
+    Stream* stream = stream_of(session, stream_id);
+    if (stream == nullptr) {
+      nghttp2_session_consume(session, stream_id, len);
+      return 0;
+    }
+    detail::Block* block = c.read_block_;
+    if (block != nullptr && data >= block->data() && data + len <= block->data() + block->used) {
+      stream->on_data(Slice(block, data, len));  // zero-copy: a view of the read block
+    } else {
+      stream->on_data(Slice::copy_of(data, len));
+    }
+    return 0;
+  }
+
+  static int stream_close(nghttp2_session* session, std::int32_t stream_id, std::uint32_t error,
+                          void* user_data) {
+    Connection& c = self(user_data);
+    Stream* stream = stream_of(session, stream_id);
+    if (stream == nullptr) return 0;
+    nghttp2_session_set_stream_user_data(session, stream_id, nullptr);
+    c.unlink(stream);
+    stream->on_closed(error);
+    return 0;
+  }
+
+  static nghttp2_session_callbacks* make() {
+    nghttp2_session_callbacks* cbs;
+    nghttp2_session_callbacks_new(&cbs);
+    nghttp2_session_callbacks_set_send_callback(cbs, send);
+    nghttp2_session_callbacks_set_send_data_callback(cbs, send_data);
+    nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(cbs, header);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, frame_recv);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, data_chunk);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, stream_close);
+    return cbs;
+  }
+};
+
+Connection::Connection(asio::ip::tcp::socket socket, Role role, const ConnectionSettings& settings,
+                       ConnectionObserver* observer)
+    : executor_(socket.get_executor()), socket_(std::move(socket)), role_(role),
+      observer_(observer) {
+  asio::error_code ignored;
+  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);  // no 40 ms delayed-ACK stalls
+
+  static nghttp2_session_callbacks* const callbacks = Callbacks::make();
+  nghttp2_option* option;
+  nghttp2_option_new(&option);
+  // The application acknowledges DATA as it consumes it: flow control bounds its memory.
+  nghttp2_option_set_no_auto_window_update(option, 1);
+  if (role == Role::kServer) {
+    nghttp2_session_server_new2(&session_, callbacks, this, option);
+  } else {
+    nghttp2_session_client_new2(&session_, callbacks, this, option);
+  }
+  nghttp2_option_del(option);
+
+  std::vector<nghttp2_settings_entry> entries = {
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, settings.stream_window},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, settings.max_header_list_size},
+  };
+  if (role == Role::kServer) {
+    entries.push_back({NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, settings.max_concurrent_streams});
+  } else {
+    entries.push_back({NGHTTP2_SETTINGS_ENABLE_PUSH, 0});
+  }
+  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, entries.data(), entries.size());
+  nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
+                                        static_cast<std::int32_t>(settings.connection_window));
+}
+
+Connection::~Connection() {
+  // Normally close() has emptied the list. If not (the loop stopped first), forget the streams
+  // without calling into a layer above that may already be gone.
+  while (streams_ != nullptr) unlink(streams_);
+  nghttp2_session_del(session_);
+  if (read_block_ != nullptr) detail::block_unref(read_block_);
+}
+
+void Connection::start() {
+  schedule_flush();
+  start_read();
+}
+
+std::string Connection::peer_address() const {
+  asio::error_code ec;
+  auto endpoint = socket_.remote_endpoint(ec);
+  if (ec) return "unknown";
+  return (endpoint.address().is_v6() ? "ipv6:[" : "ipv4:") + endpoint.address().to_string() +
+         (endpoint.address().is_v6() ? "]:" : ":") + std::to_string(endpoint.port());
+}
+
+bool Connection::accepts_new_streams() const {
+  return !closed_ && !goaway_received_ && nghttp2_session_check_request_allowed(session_) != 0;
+}
+
+std::int32_t Connection::submit_request(Stream* stream, std::span<const nghttp2_nv> headers) {
+  if (closed_) return NGHTTP2_ERR_EOF;
+  nghttp2_data_provider provider;
+  provider.source.ptr = stream;
+  provider.read_callback = Callbacks::read_data;
+  const std::int32_t id =
+      nghttp2_submit_request(session_, nullptr, headers.data(), headers.size(), &provider, stream);
+  if (id < 0) return id;
+  stream->id_ = id;
+  stream->has_provider_ = true;
+  link(stream);
+  schedule_flush();
+  return id;
+}
+
+int Connection::submit_response(Stream* stream, std::span<const nghttp2_nv> headers,
+                                bool with_data) {
+  if (closed_) return NGHTTP2_ERR_EOF;
+  nghttp2_data_provider provider;
+  provider.source.ptr = stream;
+  provider.read_callback = Callbacks::read_data;
+  const int rv = nghttp2_submit_response(session_, stream->id_, headers.data(), headers.size(),
+                                          with_data ? &provider : nullptr);
+  if (rv == 0 && with_data) stream->has_provider_ = true;
+  schedule_flush();
+  return rv;
+}
+
+void Connection::resume(Stream* stream) {
+  if (closed_) return;
+  if (stream->deferred_) {
+    stream->deferred_ = false;
+    nghttp2_session_resume_data(session_, stream->id_);
+  }
+  schedule_flush();
+}
+
+void Connection::reset(Stream* stream, std::uint32_t error_code) {
+  if (closed_ || stream->id_ <= 0) return;
+  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream->id_, error_code);
+  schedule_flush();
+}
+
+void Connection::consume(Stream* stream, std::size_t n) {
+  if (closed_ || n == 0 || stream->id_ <= 0) return;
+  nghttp2_session_consume(session_, stream->id_, n);
+  schedule_flush();
+}
+
+void Connection::shutdown() {
+  if (closed_) return;
+  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
+                        nghttp2_session_get_last_proc_stream_id(session_), NGHTTP2_NO_ERROR,
+                        nullptr, 0);
+  schedule_flush();
+}
+
+void Connection::close() {
+  if (closed_) return;
+  closed_ = true;
+  asio::error_code ignored;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+  socket_.close(ignored);
+  // The session is kept (it is deleted with the Connection) but forgets every stream now.
+  while (streams_ != nullptr) {
+    Stream* stream = streams_;
+    unlink(stream);
+    nghttp2_session_set_stream_user_data(session_, stream->id_, nullptr);
+    stream->on_closed(kConnectionLost);
+  }
+  pending_.clear();
+  observer_->on_connection_closed();
+}
+
+void Connection::link(Stream* stream) {
+  stream->prev_ = nullptr;
+  stream->next_ = streams_;
+  if (streams_ != nullptr) streams_->prev_ = stream;
+  streams_ = stream;
+}
+
+void Connection::unlink(Stream* stream) {
+  if (stream->prev_ != nullptr) stream->prev_->next_ = stream->next_;
+  if (stream->next_ != nullptr) stream->next_->prev_ = stream->prev_;
+  if (streams_ == stream) streams_ = stream->next_;
+  stream->prev_ = stream->next_ = nullptr;
+}
+
+void Connection::start_read() {
+  // Reuse the last block when no slice kept it; else take a fresh one.
+  if (read_block_ != nullptr && read_block_->refs.load(std::memory_order_acquire) != 1) {
+    detail::block_unref(read_block_);
+    read_block_ = nullptr;
+  }
+  if (read_block_ == nullptr) read_block_ = BufferPool::instance().acquire();
+  read_block_->used = 0;
+  socket_.async_read_some(
+      asio::buffer(read_block_->data(), BufferPool::kBlockSize),
+      [self = shared_from_this()](const asio::error_code& ec, std::size_t n) { self->on_read(ec, n); });
+}
+
+void Connection::on_read(const asio::error_code& ec, std::size_t n) {
+  if (closed_) return;
+  if (ec) {
+    close();
+    return;
+  }
+  read_block_->used = static_cast<std::uint32_t>(n);
+  const ssize_t rv = nghttp2_session_mem_recv(session_, read_block_->data(), n);
+  if (rv < 0) {
+    // A protocol error: nghttp2 has queued GOAWAY where it could; send it, then close.
+    nghttp2_session_terminate_session(session_, NGHTTP2_PROTOCOL_ERROR);
+    flush();
+    close_if_done();
+    if (!writing_now_) close();
+    return;
+  }
+  // Everything this read delivered has been dispatched; answer it with one flush.
+  schedule_flush();
+  if (nghttp2_session_want_read(session_)) start_read();
+}
+
+void Connection::schedule_flush() {
+  if (flush_scheduled_ || closed_) return;
+  flush_scheduled_ = true;
+  asio::post(executor_, [self = shared_from_this()] { self->flush(); });
+}
+
+void Connection::flush() {
+  flush_scheduled_ = false;
+  if (closed_) return;
+  if (pending_.size() < kMaxPendingOutput) {
+    if (nghttp2_session_send(session_) != 0) {
+      close();
+      return;
+    }
+  }
+  if (!writing_now_ && !pending_.empty()) start_write();
+  close_if_done();
+}
+
+void Connection::close_if_done() {
+  if (closed_ || writing_now_ || !pending_.empty()) return;
+  if (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_)) close();
+}
+
+void Connection::start_write() {
+  writing_ = std::move(pending_);
+  iov_.clear();
+  writing_.append_buffers(iov_);
+  writing_now_ = true;
+  asio::async_write(socket_, iov_,
+                    [self = shared_from_this()](const asio::error_code& ec, std::size_t) {
+                      self->writing_now_ = false;
+                      self->writing_.clear();
+                      if (ec) {
+                        self->close();
+                        return;
+                      }
+                      self->flush();
+                    });
+}
+
+}  // namespace ferry::http2

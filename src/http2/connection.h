@@ -1,0 +1,130 @@
+// One HTTP/2 connection: an nghttp2 session over an asio TCP socket (http2 layer, private).
+// Reads go into pooled blocks and DATA reaches streams as slices of them; DATA is sent without
+// copying (NGHTTP2_DATA_FLAG_NO_COPY) by gathering frame headers and the streams' pooled slices
+// into one writev. Everything happens on the socket's executor, which must be single-threaded
+// (one io_context run by one thread): no locks.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include <nghttp2/nghttp2.h>
+
+#include "asio/ip/tcp.hpp"
+#include "ferry/slice_chain.h"
+#include "http2/stream.h"
+
+namespace ferry::http2 {
+
+enum class Role { kClient, kServer };
+
+// Passed to Stream::on_closed when the stream dies with its connection (not an HTTP/2 code).
+inline constexpr std::uint32_t kConnectionLost = 0x100;
+
+struct ConnectionSettings {
+  // Streams the peer may open at once (SETTINGS_MAX_CONCURRENT_STREAMS; server side).
+  std::uint32_t max_concurrent_streams = 1000;
+  // Bytes a peer may send on one stream before the application consumes them: bounds memory
+  // per stream (SETTINGS_INITIAL_WINDOW_SIZE).
+  std::uint32_t stream_window = 1u << 20;
+  // The same for all streams together (connection-level WINDOW_UPDATE).
+  std::uint32_t connection_window = 16u << 20;
+  // SETTINGS_MAX_HEADER_LIST_SIZE, advertised; the call layer enforces it.
+  std::uint32_t max_header_list_size = 16u << 10;
+};
+
+// The layer above, told about connection-wide events.
+class ConnectionObserver {
+ public:
+  virtual ~ConnectionObserver() = default;
+  // Server: the peer opened stream `id`. Return the Stream that will own it (the connection
+  // reports to it until on_closed), or null to refuse it with RST_STREAM(REFUSED_STREAM).
+  virtual Stream* on_stream_open(std::int32_t id) = 0;
+  // The peer sent GOAWAY: streams above last_stream_id were not processed.
+  virtual void on_goaway(std::int32_t last_stream_id, std::uint32_t error_code) = 0;
+  // The connection is closed; every open stream got on_closed first.
+  virtual void on_connection_closed() = 0;
+};
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(asio::ip::tcp::socket socket, Role role, const ConnectionSettings& settings,
+             ConnectionObserver* observer);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Sends the preface and SETTINGS and starts reading.
+  void start();
+
+  // Client: opens a stream with request headers; its DATA comes from stream->outbound. Returns
+  // the stream id, or a negative nghttp2 error (e.g. no more stream ids, GOAWAY received).
+  std::int32_t submit_request(Stream* stream, std::span<const nghttp2_nv> headers);
+  // Server: response headers; with_data attaches stream->outbound as the body (ended by
+  // outbound_end + trailers), without it the headers end the stream (Trailers-Only).
+  int submit_response(Stream* stream, std::span<const nghttp2_nv> headers, bool with_data);
+  // Outbound data or the end was queued on stream: let the session send it.
+  void resume(Stream* stream);
+  // RST_STREAM with the given HTTP/2 error code.
+  void reset(Stream* stream, std::uint32_t error_code);
+  // The application took n bytes of the stream's DATA: WINDOW_UPDATE them.
+  void consume(Stream* stream, std::size_t n);
+
+  // Graceful shutdown: GOAWAY(last processed stream); existing streams go on, new ones are
+  // refused; the connection closes when the last stream is done.
+  void shutdown();
+  // Closes the socket now; every open stream gets on_closed(kConnectionLost).
+  void close();
+
+  bool is_open() const { return !closed_; }
+  // Whether a new stream may still be opened (open, no GOAWAY either way).
+  bool accepts_new_streams() const;
+  const asio::any_io_executor& executor() const { return executor_; }
+  std::string peer_address() const;
+
+ private:
+  struct Callbacks;  // the nghttp2 callbacks, with access to the private members
+
+  void start_read();
+  void on_read(const asio::error_code& ec, std::size_t n);
+  void schedule_flush();
+  void flush();
+  void start_write();
+  void link(Stream* stream);
+  void unlink(Stream* stream);
+  void close_if_done();
+
+  asio::any_io_executor executor_;
+  asio::ip::tcp::socket socket_;
+  Role role_;
+  ConnectionObserver* observer_;
+  nghttp2_session* session_ = nullptr;
+
+  detail::Block* read_block_ = nullptr;  // the block mem_recv is parsing (for zero-copy DATA)
+  SliceChain pending_;                   // frames produced by nghttp2, not yet written
+  SliceChain writing_;                   // frames handed to the socket
+  std::vector<asio::const_buffer> iov_;  // gathered view of writing_
+  bool writing_now_ = false;
+  bool flush_scheduled_ = false;
+  bool closed_ = false;
+  bool goaway_received_ = false;
+  Stream* streams_ = nullptr;            // open streams, for close()
+};
+
+// A header field for a submit call; nghttp2 copies name and value during the call.
+inline nghttp2_nv make_nv(std::string_view name, std::string_view value) {
+  return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
+          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(),
+          value.size(), NGHTTP2_NV_FLAG_NONE};
+}
+
+// A header field of static storage (string literals): nghttp2 keeps pointers, copies nothing.
+inline nghttp2_nv make_static_nv(std::string_view name, std::string_view value) {
+  nghttp2_nv nv = make_nv(name, value);
+  nv.flags = NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE;
+  return nv;
+}
+
+}  // namespace ferry::http2

@@ -1,0 +1,109 @@
+// What client and server calls share (calls layer, private): an HTTP/2 stream whose inbound DATA
+// is deframed into a queue of messages, acknowledged to the peer's flow control only as the
+// application reads them, and whose outbound messages are encoded in place into pooled blocks,
+// the writer suspending while too much is queued. One executor thread owns a call; only the
+// reference count may be touched from elsewhere.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/status/status.h"
+#include "asio/awaitable.hpp"
+#include "ferry/frame_decoder.h"
+#include "http2/connection.h"
+#include "rpc/event.h"
+
+namespace google::protobuf {
+class MessageLite;
+}
+
+namespace ferry::detail {
+
+struct CallLimits {
+  std::size_t max_receive_message_size = kDefaultMaxReceiveMessageSize;
+  std::size_t max_send_message_size = kMaxFramePayloadSize;
+};
+
+class CallStream : public http2::Stream {
+ public:
+  // A writer suspends while more than this is queued on its stream and not yet taken by the
+  // connection (which takes it as the peer's flow-control window allows).
+  static constexpr std::size_t kWriteHighWater = 256 * 1024;
+
+  CallStream(const asio::any_io_executor& executor, http2::Connection* connection,
+             const CallLimits& limits);
+
+  // Reference counting: the connection holds one while the stream is open, the application
+  // one per handle. The last release deletes the call on its executor's thread.
+  void ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void unref();
+
+  const asio::any_io_executor& executor() const { return executor_; }
+
+  // Why the call was aborted locally (cancelled, deadline, connection lost, bad message); OK
+  // while it was not.
+  const absl::Status& abort_status() const { return abort_; }
+
+ protected:
+  ~CallStream() override = default;
+
+  // Waits for the next message and parses it into msg. False at the end of the inbound stream
+  // or once the call is aborted; a message that fails to parse aborts the call (INTERNAL).
+  asio::awaitable<bool> read_message(google::protobuf::MessageLite& msg);
+  // Takes the next message's payload off the queue, waiting for one.
+  asio::awaitable<bool> next_payload(DecodedMessage& out);
+
+  // Encodes msg onto the outbound queue (and marks the end of the outbound side when last),
+  // asks the connection to send it, then waits while the queue is above the high-water mark.
+  asio::awaitable<absl::Status> write_message(const google::protobuf::MessageLite& msg, bool last);
+  // The encode-and-queue half of write_message, without waiting.
+  absl::Status enqueue_message(const google::protobuf::MessageLite& msg);
+
+  // Aborts the call: the first status wins; every waiting read and write wakes and fails.
+  void abort(absl::Status status);
+  void wake_all() {
+    read_event_.notify();
+    write_event_.notify();
+  }
+  // Whether more outbound data makes sense (subclasses: the call has not ended).
+  virtual bool can_write() const = 0;
+  // Whether the inbound side will bring no more messages (beyond those queued).
+  virtual bool inbound_done() const { return remote_ended_ || closed_; }
+  // A malformed or oversized inbound message: the subclass ends the call with status.
+  virtual void on_receive_error(absl::Status status) = 0;
+
+  // http2::Stream
+  void on_data(Slice chunk) override;
+  void on_remote_end() override;
+  void on_outbound_taken() override;
+
+  asio::any_io_executor executor_;
+  http2::Connection* connection_;  // null once the stream is closed
+  CallLimits limits_;
+  bool remote_ended_ = false;
+  bool closed_ = false;
+  absl::Status abort_;
+
+ private:
+  void acknowledge(std::size_t n);
+
+  // A complete message waiting for the reader, and how many of the DATA bytes not yet given
+  // back to flow control it accounts for (given back when it is read).
+  struct Ready {
+    DecodedMessage message;
+    std::size_t held;
+  };
+
+  std::atomic<int> refs_{1};
+  FrameDecoder decoder_;
+  absl::InlinedVector<Ready, 1> ready_;
+  std::size_t ready_head_ = 0;
+  std::size_t held_ = 0;     // sum of Ready::held
+  std::size_t unacked_ = 0;  // DATA bytes received and not yet given back; always >= held_
+  Event read_event_;
+  Event write_event_;
+};
+
+}  // namespace ferry::detail

@@ -1,0 +1,230 @@
+// Implementation of ferry/channel.h: lazy connection, reconnection, and the unary, streaming
+// and blocking entry points.
+#include "ferry/channel.h"
+
+#include <future>
+
+#include "absl/strings/str_cat.h"
+#include "asio/co_spawn.hpp"
+#include "asio/connect.hpp"
+#include "asio/executor_work_guard.hpp"
+#include "asio/ip/tcp.hpp"
+#include "asio/post.hpp"
+#include "asio/redirect_error.hpp"
+#include "asio/use_awaitable.hpp"
+#include "asio/use_future.hpp"
+#include "http2/connection.h"
+#include "rpc/client_call.h"
+#include "rpc/event.h"
+
+namespace ferry {
+namespace detail {
+
+// One HTTP/2 connection of a channel, and its observer.
+struct ChannelConnection final : http2::ConnectionObserver {
+  std::shared_ptr<http2::Connection> connection;
+  http2::Stream* on_stream_open(std::int32_t) override { return nullptr; }  // no server push
+  void on_goaway(std::int32_t, std::uint32_t) override {}
+  void on_connection_closed() override {}
+};
+
+struct ChannelCore : std::enable_shared_from_this<ChannelCore> {
+  asio::io_context::executor_type executor;
+  std::string target;
+  std::string host;
+  std::string port;
+  ChannelOptions options;
+  std::shared_ptr<ChannelConnection> current;
+  bool connecting = false;
+  bool closed = false;
+  absl::Status connect_error;
+  Event connected;
+
+  ChannelCore(asio::io_context::executor_type ex, std::string t, ChannelOptions o)
+      : executor(ex), target(std::move(t)), options(std::move(o)), connected(ex) {
+    std::string_view rest = target;
+    if (rest.substr(0, 6) == "dns:///") rest.remove_prefix(6);
+    if (rest.substr(0, 5) == "ipv4:" || rest.substr(0, 5) == "ipv6:") rest.remove_prefix(5);
+    const std::size_t colon = rest.rfind(':');
+    host = std::string(colon == std::string_view::npos ? rest : rest.substr(0, colon));
+    port = colon == std::string_view::npos ? "443" : std::string(rest.substr(colon + 1));
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+      host = host.substr(1, host.size() - 2);
+    }
+    if (options.authority.empty()) options.authority = std::string(rest);
+  }
+
+  bool usable() const { return current != nullptr && current->connection->accepts_new_streams(); }
+
+  // The connection to start a call on: the current one, or a new one.
+  asio::awaitable<absl::StatusOr<std::shared_ptr<ChannelConnection>>> connection() {
+    auto self = shared_from_this();
+    while (true) {
+      if (closed) co_return absl::CancelledError("the channel is closed");
+      if (usable()) co_return current;
+      if (!connecting) break;
+      co_await connected.wait();  // another call is connecting: share its outcome
+      if (!connecting && !usable()) co_return connect_error;
+    }
+    connecting = true;
+    absl::Status status = co_await connect();
+    connecting = false;
+    connect_error = status;
+    connected.notify();
+    if (!status.ok()) co_return status;
+    co_return current;
+  }
+
+  asio::awaitable<absl::Status> connect() {
+    asio::error_code ec;
+    asio::ip::tcp::resolver resolver(executor);
+    auto endpoints = co_await resolver.async_resolve(
+        host, port, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+      co_return absl::UnavailableError(
+          absl::StrCat("cannot resolve ", target, ": ", ec.message()));
+    }
+    asio::ip::tcp::socket socket(executor);
+    asio::steady_timer timeout(executor, options.connect_timeout);
+    bool timed_out = false;
+    timeout.async_wait([&socket, &timed_out](const asio::error_code& e) {
+      if (e) return;
+      timed_out = true;
+      asio::error_code ignored;
+      socket.close(ignored);
+    });
+    co_await asio::async_connect(socket, endpoints, asio::redirect_error(asio::use_awaitable, ec));
+    timeout.cancel();
+    if (timed_out) {
+      co_return absl::UnavailableError(absl::StrCat("timed out connecting to ", target));
+    }
+    if (ec) {
+      co_return absl::UnavailableError(
+          absl::StrCat("failed to connect to ", target, ": ", ec.message()));
+    }
+    if (closed) co_return absl::CancelledError("the channel is closed");
+    http2::ConnectionSettings settings;
+    settings.stream_window = options.stream_window;
+    settings.connection_window = options.connection_window;
+    settings.max_header_list_size = options.max_header_list_size;
+    auto conn = std::make_shared<ChannelConnection>();
+    conn->connection = std::make_shared<http2::Connection>(std::move(socket), http2::Role::kClient,
+                                                           settings, conn.get());
+    conn->connection->start();
+    if (current != nullptr && current->connection->is_open()) {
+      // The old connection drains (GOAWAY received): it stays alive through its calls.
+    }
+    current = std::move(conn);
+    co_return absl::OkStatus();
+  }
+
+  // Starts a call: the returned ClientCall holds one reference for the caller.
+  asio::awaitable<ClientCall*> start_call(std::string_view method, ClientContext& context) {
+    absl::StatusOr<std::shared_ptr<ChannelConnection>> conn = co_await connection();
+    if (!conn.ok()) co_return new ClientCall(executor, &context, conn.status());
+    const CallLimits limits{options.max_receive_message_size, options.max_send_message_size};
+    http2::Connection* h2 = (*conn)->connection.get();
+    auto* call = new ClientCall(*conn, h2, &context, limits, options.max_header_list_size);
+    call->start(method, options.authority, options.user_agent);
+    co_return call;
+  }
+
+  void close() {
+    closed = true;
+    if (current != nullptr) current->connection->close();
+    current.reset();
+    connected.notify();
+  }
+};
+
+}  // namespace detail
+
+namespace {
+
+template <class Make>
+auto on_channel_executor(const asio::io_context::executor_type& ex, Make make) -> decltype(make()) {
+  if (ex.running_in_this_thread()) co_return co_await make();
+  co_return co_await asio::co_spawn(ex, make(), asio::use_awaitable);
+}
+
+asio::awaitable<absl::Status> unary_on_executor(std::shared_ptr<detail::ChannelCore> core,
+                                                std::string_view method, ClientContext& context,
+                                                const google::protobuf::MessageLite& request,
+                                                google::protobuf::MessageLite& response) {
+  detail::ClientCall* call = co_await core->start_call(method, context);
+  bool got = false;
+  if (!call->done()) {
+    absl::Status written = co_await call->write(request, /*last=*/true);
+    if (written.ok()) {
+      got = co_await call->read(response);
+    } else {
+      call->cancel(written);  // e.g. over the send limit: the status is the write's
+    }
+  }
+  absl::Status status = co_await call->finish();
+  call->unref();
+  if (status.ok() && !got) {
+    status = absl::InternalError("the server sent no response message for a unary call");
+  }
+  co_return status;
+}
+
+}  // namespace
+
+Channel::Channel(asio::io_context& io, std::string target, ChannelOptions options)
+    : core_(std::make_shared<detail::ChannelCore>(io.get_executor(), std::move(target),
+                                                  std::move(options))) {}
+
+Channel::Channel(std::string target, ChannelOptions options)
+    : own_io_(std::make_unique<asio::io_context>(1)),
+      core_(std::make_shared<detail::ChannelCore>(own_io_->get_executor(), std::move(target),
+                                                  std::move(options))) {
+  own_thread_ = std::thread([io = own_io_.get()] {
+    auto work = asio::make_work_guard(*io);
+    io->run();
+  });
+}
+
+Channel::~Channel() {
+  auto core = core_;
+  if (own_io_ != nullptr) {
+    asio::post(core->executor, [core] { core->close(); });
+    asio::post(core->executor, [io = own_io_.get()] { io->stop(); });
+    own_thread_.join();
+  } else {
+    asio::post(core->executor, [core] { core->close(); });
+  }
+}
+
+asio::io_context::executor_type Channel::executor() const { return core_->executor; }
+
+asio::awaitable<absl::Status> Channel::call(std::string_view method, ClientContext& context,
+                                            const google::protobuf::MessageLite& request,
+                                            google::protobuf::MessageLite& response) {
+  auto core = core_;
+  co_return co_await on_channel_executor(core->executor, [&, core] {
+    return unary_on_executor(core, method, context, request, response);
+  });
+}
+
+asio::awaitable<ClientStream> Channel::open(std::string_view method, ClientContext& context) {
+  auto core = core_;
+  detail::ClientCall* call = co_await on_channel_executor(
+      core->executor, [&, core] { return core->start_call(method, context); });
+  co_return ClientStream(call);
+}
+
+absl::Status Channel::call_blocking(std::string_view method, ClientContext& context,
+                                    const google::protobuf::MessageLite& request,
+                                    google::protobuf::MessageLite& response) {
+  if (core_->executor.running_in_this_thread()) {
+    return absl::FailedPreconditionError(
+        "call_blocking on the channel's own thread would deadlock");
+  }
+  std::future<absl::Status> result = asio::co_spawn(
+      core_->executor, unary_on_executor(core_, method, context, request, response),
+      asio::use_future);
+  return result.get();
+}
+
+}  // namespace ferry

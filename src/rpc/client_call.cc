@@ -1,0 +1,187 @@
+// Implementation of src/rpc/client_call.h.
+#include "rpc/client_call.h"
+
+#include "absl/strings/str_cat.h"
+#include "rpc/wire_format.h"
+
+namespace ferry::detail {
+
+ClientCall::ClientCall(std::shared_ptr<void> keepalive, http2::Connection* connection,
+                       ClientContext* context, const CallLimits& limits,
+                       std::size_t max_header_bytes)
+    : CallStream(connection->executor(), connection, limits),
+      keepalive_(std::move(keepalive)),
+      context_(context),
+      max_header_bytes_(max_header_bytes),
+      deadline_timer_(connection->executor()),
+      done_event_(connection->executor()) {}
+
+ClientCall::ClientCall(const asio::any_io_executor& executor, ClientContext* context,
+                       absl::Status status)
+    : CallStream(executor, nullptr, CallLimits{}),
+      context_(context),
+      deadline_timer_(executor),
+      done_event_(executor) {
+  closed_ = true;
+  complete(std::move(status));
+  abort(status_);
+}
+
+void ClientCall::start(std::string_view path, std::string_view authority,
+                       std::string_view user_agent) {
+  const auto deadline = context_->deadline();
+  const auto now = ClientContext::Clock::now();
+  if (deadline <= now) {
+    closed_ = true;
+    connection_ = nullptr;
+    complete(absl::DeadlineExceededError("deadline exceeded before the call started"));
+    abort(status_);
+    return;
+  }
+
+  std::vector<http2::Header> owned;  // values that need storage until submit returns
+  std::string timeout;
+  if (deadline != ClientContext::Clock::time_point::max()) {
+    timeout = format_grpc_timeout(deadline - now);
+  }
+  for (const auto& [key, value] : context_->metadata()) {
+    if (absl::Status s = validate_metadata(key, value); !s.ok()) {
+      closed_ = true;
+      connection_ = nullptr;
+      complete(s);
+      abort(status_);
+      return;
+    }
+    owned.push_back({key, is_binary_metadata_key(key) ? encode_binary_header(value) : value});
+  }
+
+  std::vector<nghttp2_nv> nva;
+  nva.reserve(8 + owned.size());
+  nva.push_back(http2::make_static_nv(":method", "POST"));
+  nva.push_back(http2::make_static_nv(":scheme", "http"));
+  nva.push_back(http2::make_nv(":path", path));
+  nva.push_back(http2::make_nv(":authority", authority));
+  nva.push_back(http2::make_static_nv("content-type", "application/grpc"));
+  nva.push_back(http2::make_static_nv("te", "trailers"));
+  nva.push_back(http2::make_nv("user-agent", user_agent));
+  if (!timeout.empty()) nva.push_back(http2::make_nv("grpc-timeout", timeout));
+  for (const http2::Header& h : owned) nva.push_back(http2::make_nv(h.name, h.value));
+
+  ref();  // the connection's reference, released in on_closed
+  if (connection_->submit_request(this, nva) < 0) {
+    closed_ = true;
+    connection_ = nullptr;
+    unref();
+    complete(absl::UnavailableError("the connection cannot take a new stream"));
+    abort(status_);
+    return;
+  }
+  if (deadline != ClientContext::Clock::time_point::max()) {
+    deadline_timer_.expires_at(deadline);
+    ref();
+    deadline_timer_.async_wait([this](const asio::error_code& ec) {
+      if (!ec && !done_) abort_call(absl::DeadlineExceededError("deadline exceeded"));
+      unref();
+    });
+  }
+}
+
+bool ClientCall::on_header(std::string_view name, std::string_view value) {
+  header_bytes_ += name.size() + value.size() + 32;
+  if (header_bytes_ > max_header_bytes_) return false;
+  if (name == ":status") {
+    int code = 0;
+    for (char c : value) code = code * 10 + (c - '0');
+    http_status_ = code;
+    return true;
+  }
+  if (name == "grpc-status") {
+    has_grpc_status_ = true;
+    grpc_status_ = parse_grpc_status(value);
+    return true;
+  }
+  if (name == "grpc-message") {
+    grpc_message_ = percent_decode(value);
+    return true;
+  }
+  if (name[0] == ':' || name == "content-type" || name.substr(0, 5) == "grpc-") return true;
+  Metadata& md = initial_done_ ? context_->trailing_metadata_ : context_->initial_metadata_;
+  if (is_binary_metadata_key(name)) {
+    std::optional<std::string> raw = decode_binary_header(value);
+    if (!raw) return false;
+    md.add(name, *raw);
+  } else {
+    md.add(name, value);
+  }
+  return true;
+}
+
+void ClientCall::on_headers_done() { initial_done_ = true; }
+
+void ClientCall::on_remote_end() {
+  CallStream::on_remote_end();
+  if (http_status_ != 200) {
+    complete(absl::Status(status_code_from_http(http_status_),
+                          absl::StrCat("unexpected HTTP status ", http_status_,
+                                       grpc_message_.empty() ? "" : ": ", grpc_message_)));
+  } else if (!has_grpc_status_) {
+    complete(absl::InternalError("the server ended the stream without a grpc-status"));
+  } else {
+    complete(absl::Status(grpc_status_, grpc_message_));
+  }
+}
+
+void ClientCall::on_closed(std::uint32_t h2_error) {
+  closed_ = true;
+  connection_ = nullptr;
+  deadline_timer_.cancel();
+  if (!done_) {
+    complete(h2_error == http2::kConnectionLost
+                 ? absl::UnavailableError("the connection to the server was lost")
+                 : status_from_rst_stream(h2_error));
+  }
+  wake_all();
+  unref();  // the connection's reference
+}
+
+void ClientCall::on_receive_error(absl::Status status) { abort_call(std::move(status)); }
+
+void ClientCall::complete(absl::Status status) {
+  if (done_) return;
+  done_ = true;
+  status_ = std::move(status);
+  deadline_timer_.cancel();
+  done_event_.notify();
+  wake_all();
+}
+
+void ClientCall::abort_call(absl::Status status) {
+  if (done_) return;
+  complete(status);
+  abort(std::move(status));
+  if (connection_ != nullptr) connection_->reset(this, NGHTTP2_CANCEL);
+}
+
+void ClientCall::cancel(absl::Status why) { abort_call(std::move(why)); }
+
+asio::awaitable<absl::Status> ClientCall::write(const google::protobuf::MessageLite& msg,
+                                                bool last) {
+  if (done_) co_return status_.ok() ? absl::FailedPreconditionError("the call has ended") : status_;
+  co_return co_await write_message(msg, last);
+}
+
+void ClientCall::writes_done() {
+  if (outbound_end || closed_ || connection_ == nullptr) return;
+  outbound_end = true;
+  connection_->resume(this);
+}
+
+asio::awaitable<absl::Status> ClientCall::finish() {
+  ref();
+  while (!done_) co_await done_event_.wait();
+  absl::Status status = status_;
+  unref();
+  co_return status;
+}
+
+}  // namespace ferry::detail

@@ -1,0 +1,64 @@
+// One call on the client (calls layer, private): sends the request headers (with grpc-timeout
+// and metadata), parses the response headers and trailers into the ClientContext, and turns
+// every way a call can end (trailers, reset, deadline, cancel, lost connection) into one status.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "asio/steady_timer.hpp"
+#include "ferry/client_context.h"
+#include "rpc/call_stream.h"
+
+namespace ferry::detail {
+
+class ClientCall final : public CallStream {
+ public:
+  // keepalive: whatever must outlive the call along with the connection (its observer).
+  ClientCall(std::shared_ptr<void> keepalive, http2::Connection* connection,
+             ClientContext* context, const CallLimits& limits, std::size_t max_header_bytes);
+
+  // A call that never reached a connection: it is over from the start, with status.
+  ClientCall(const asio::any_io_executor& executor, ClientContext* context, absl::Status status);
+
+  // Submits the request headers. On failure the call is over with UNAVAILABLE.
+  void start(std::string_view path, std::string_view authority, std::string_view user_agent);
+
+  asio::awaitable<absl::Status> write(const google::protobuf::MessageLite& msg, bool last);
+  void writes_done();
+  asio::awaitable<bool> read(google::protobuf::MessageLite& msg) { return read_message(msg); }
+  asio::awaitable<absl::Status> finish();
+  void cancel(absl::Status why);
+  bool done() const { return done_; }
+
+ private:
+  bool on_header(std::string_view name, std::string_view value) override;
+  void on_headers_done() override;
+  void on_remote_end() override;
+  void on_closed(std::uint32_t h2_error) override;
+  void on_receive_error(absl::Status status) override;
+  bool can_write() const override { return !done_ && !closed_ && !outbound_end; }
+  bool inbound_done() const override { return done_ || CallStream::inbound_done(); }
+
+  // Records the call's status (the first one wins) and wakes everyone waiting.
+  void complete(absl::Status status);
+  // Ends the call from this side: status, RST_STREAM(CANCEL).
+  void abort_call(absl::Status status);
+
+  std::shared_ptr<void> keepalive_;
+  ClientContext* context_;
+  std::size_t max_header_bytes_ = 0;
+  std::size_t header_bytes_ = 0;
+  bool initial_done_ = false;
+  bool done_ = false;
+  int http_status_ = 0;
+  bool has_grpc_status_ = false;
+  absl::StatusCode grpc_status_ = absl::StatusCode::kUnknown;
+  std::string grpc_message_;
+  absl::Status status_;
+  asio::steady_timer deadline_timer_;
+  Event done_event_;
+};
+
+}  // namespace ferry::detail

@@ -1,0 +1,189 @@
+// Implementation of src/rpc/server_call.h.
+#include "rpc/server_call.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/strings.h"
+#include "rpc/wire_format.h"
+
+namespace ferry::detail {
+namespace {
+
+constexpr std::string_view kStatusOk = "200";
+constexpr std::string_view kGrpcContentType = "application/grpc";
+
+}  // namespace
+
+ServerCall::ServerCall(Owner* owner, http2::Connection* connection, const CallLimits& limits,
+                       std::size_t max_header_bytes)
+    : CallStream(connection->executor(), connection, limits),
+      owner_(owner),
+      max_header_bytes_(max_header_bytes),
+      deadline_timer_(connection->executor()),
+      arena_(arena_block_, sizeof(arena_block_)) {}
+
+bool ServerCall::on_header(std::string_view name, std::string_view value) {
+  header_bytes_ += name.size() + value.size() + 32;  // HPACK's accounting (RFC 7541 4.1)
+  if (header_bytes_ > max_header_bytes_) return false;
+  if (headers_done_) return true;  // trailers from a client carry nothing gRPC uses
+  if (name.empty()) return false;
+  if (name[0] == ':') {
+    if (name == ":method") method_ = value;
+    else if (name == ":path") path_ = value;
+    return true;
+  }
+  if (name == "content-type") {
+    content_type_ = value;
+    has_content_type_ = true;
+  } else if (name == "grpc-timeout") {
+    if (auto timeout = parse_grpc_timeout(value)) {
+      const auto now = std::chrono::steady_clock::now();
+      const auto max_left = std::chrono::steady_clock::time_point::max() - now;
+      deadline_ = *timeout >= max_left ? std::chrono::steady_clock::time_point::max()
+                                        : now + std::chrono::duration_cast<
+                                                    std::chrono::steady_clock::duration>(*timeout);
+    }
+  } else if (name == "grpc-encoding") {
+    encoding_ = value;
+  } else if (name == "te" || name.substr(0, 5) == "grpc-") {
+    // transport-level or reserved: not metadata
+  } else if (is_binary_metadata_key(name)) {
+    std::optional<std::string> raw = decode_binary_header(value);
+    if (!raw) return false;  // malformed base64: reset the stream
+    client_metadata_.add(name, *raw);
+  } else {
+    client_metadata_.add(name, value);
+  }
+  return true;
+}
+
+void ServerCall::on_headers_done() {
+  if (headers_done_) return;
+  headers_done_ = true;
+  owner_->dispatch(this);
+}
+
+void ServerCall::start_deadline() {
+  if (deadline_ == std::chrono::steady_clock::time_point::max()) return;
+  deadline_timer_.expires_at(deadline_);
+  ref();
+  deadline_timer_.async_wait([this](const asio::error_code& ec) {
+    if (!ec && !finished_ && !closed_) {
+      const absl::Status expired = absl::DeadlineExceededError("deadline exceeded");
+      finish(expired, nullptr);
+      abort(expired);
+    }
+    unref();
+  });
+}
+
+void ServerCall::append_metadata(const Metadata& md, std::vector<http2::Header>& out) {
+  for (const auto& [key, value] : md) {
+    if (!validate_metadata(key, value).ok()) continue;  // documented: invalid entries are dropped
+    if (is_binary_metadata_key(key)) {
+      out.push_back({key, encode_binary_header(value)});
+    } else {
+      out.push_back({key, value});
+    }
+  }
+}
+
+void ServerCall::send_headers() {
+  headers_sent_ = true;
+  std::vector<http2::Header> custom;
+  append_metadata(initial_metadata_, custom);
+  std::vector<nghttp2_nv> nva;
+  nva.reserve(2 + custom.size());
+  nva.push_back(http2::make_static_nv(":status", kStatusOk));
+  nva.push_back(http2::make_static_nv("content-type", kGrpcContentType));
+  for (const http2::Header& h : custom) nva.push_back(http2::make_nv(h.name, h.value));
+  connection_->submit_response(this, nva, /*with_data=*/true);
+}
+
+asio::awaitable<absl::Status> ServerCall::write(const google::protobuf::MessageLite& msg) {
+  if (!headers_sent_ && can_write() && connection_ != nullptr) send_headers();
+  co_return co_await write_message(msg, /*last=*/false);
+}
+
+void ServerCall::finish(const absl::Status& status_in, const google::protobuf::MessageLite* msg) {
+  if (finished_ || closed_ || connection_ == nullptr) return;
+  absl::Status status = status_in;
+  if (msg != nullptr) {
+    if (absl::Status s = enqueue_message(*msg); !s.ok()) status = s;
+  }
+  finished_ = true;
+  deadline_timer_.cancel();
+
+  std::vector<http2::Header> trailers;
+  trailers.push_back({"grpc-status", std::to_string(static_cast<int>(status.code()))});
+  if (!status.message().empty()) {
+    trailers.push_back({"grpc-message", percent_encode(to_std(status.message()))});
+  }
+  append_metadata(trailing_metadata_, trailers);
+
+  if (!headers_sent_ && outbound.empty()) {
+    // Trailers-Only: one HEADERS frame with END_STREAM carries everything.
+    headers_sent_ = true;
+    std::vector<http2::Header> initial;
+    append_metadata(initial_metadata_, initial);
+    std::vector<nghttp2_nv> nva;
+    nva.reserve(2 + initial.size() + trailers.size());
+    nva.push_back(http2::make_static_nv(":status", kStatusOk));
+    nva.push_back(http2::make_static_nv("content-type", kGrpcContentType));
+    for (const http2::Header& h : initial) nva.push_back(http2::make_nv(h.name, h.value));
+    for (const http2::Header& h : trailers) nva.push_back(http2::make_nv(h.name, h.value));
+    connection_->submit_response(this, nva, /*with_data=*/false);
+  } else {
+    if (!headers_sent_) send_headers();
+    this->trailers = std::move(trailers);
+    outbound_end = true;
+    connection_->resume(this);
+  }
+  wake_all();  // a handler's pending read returns false: the call is over
+}
+
+void ServerCall::reject_http(int http_status) {
+  if (finished_ || connection_ == nullptr) return;
+  finished_ = true;
+  headers_sent_ = true;
+  const std::string code = std::to_string(http_status);
+  const std::string message = http_status == 415
+                                  ? percent_encode(absl::StrCat("invalid gRPC request content-type '",
+                                                                to_absl(content_type_), "'"))
+                                  : percent_encode(absl::StrCat("invalid gRPC request method '",
+                                                                method_, "'"));
+  const nghttp2_nv nva[] = {
+      http2::make_nv(":status", code),
+      http2::make_static_nv("content-type", kGrpcContentType),
+      http2::make_static_nv("grpc-status", "13"),
+      http2::make_nv("grpc-message", message),
+  };
+  connection_->submit_response(this, nva, /*with_data=*/false);
+}
+
+void ServerCall::cancel(absl::Status why) {
+  if (closed_) return;
+  finished_ = true;
+  if (connection_ != nullptr) connection_->reset(this, NGHTTP2_CANCEL);
+  abort(std::move(why));
+}
+
+void ServerCall::on_receive_error(absl::Status status) {
+  finish(status, nullptr);
+  abort(std::move(status));
+}
+
+void ServerCall::on_closed(std::uint32_t h2_error) {
+  closed_ = true;
+  connection_ = nullptr;
+  deadline_timer_.cancel();
+  if (!finished_) {
+    abort(h2_error == http2::kConnectionLost
+              ? absl::CancelledError("the connection to the client was lost")
+              : status_from_rst_stream(h2_error));
+  }
+  wake_all();
+  owner_->call_closed();
+  unref();  // the connection's reference
+}
+
+}  // namespace ferry::detail

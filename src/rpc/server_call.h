@@ -1,0 +1,95 @@
+// One call on the server (calls layer, private): parses the request headers, owns the call's
+// Arena, deadline timer and metadata, and writes the response headers, messages and trailers
+// (or a Trailers-Only response) as the handler asks.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "absl/status/status.h"
+#include "asio/steady_timer.hpp"
+#include "ferry/metadata.h"
+#include "ferry/server_context.h"
+#include "google/protobuf/arena.h"
+#include "rpc/call_stream.h"
+
+namespace ferry::detail {
+
+class ServerCall final : public CallStream {
+ public:
+  // The connection's side: routes a call once its headers are in, and counts calls.
+  class Owner {
+   public:
+    virtual ~Owner() = default;
+    virtual void dispatch(ServerCall* call) = 0;
+    virtual void call_closed() = 0;
+    virtual const std::string& peer() const = 0;
+  };
+
+  ServerCall(Owner* owner, http2::Connection* connection, const CallLimits& limits,
+             std::size_t max_header_bytes);
+
+  // --- request, as parsed from the headers --------------------------------------------------
+  std::string_view path() const { return path_; }
+  std::string_view method() const { return method_; }
+  std::string_view content_type() const { return content_type_; }
+  std::string_view encoding() const { return encoding_; }
+  const Metadata& client_metadata() const { return client_metadata_; }
+  std::chrono::steady_clock::time_point deadline() const { return deadline_; }
+  bool has_content_type() const { return has_content_type_; }
+  const std::string& peer() const { return owner_->peer(); }
+
+  google::protobuf::Arena* arena() { return &arena_; }
+  bool is_cancelled() const { return !abort_.ok(); }
+  bool finished() const { return finished_; }
+
+  Metadata& initial_metadata() { return initial_metadata_; }
+  Metadata& trailing_metadata() { return trailing_metadata_; }
+
+  // Starts the deadline timer (when the client sent grpc-timeout) once the call is dispatched.
+  void start_deadline();
+
+  // Handler operations (see ServerContext).
+  asio::awaitable<bool> read(google::protobuf::MessageLite& msg) { return read_message(msg); }
+  asio::awaitable<absl::Status> write(const google::protobuf::MessageLite& msg);
+  void finish(const absl::Status& status, const google::protobuf::MessageLite* msg);
+
+  // Rejections before dispatch: a bare HTTP status (415, 405), or a Trailers-Only status.
+  void reject_http(int http_status);
+
+  // Cancels the call from the server side (shutdown past its grace): RST_STREAM(CANCEL).
+  void cancel(absl::Status why);
+
+ private:
+  bool on_header(std::string_view name, std::string_view value) override;
+  void on_headers_done() override;
+  void on_closed(std::uint32_t h2_error) override;
+  void on_receive_error(absl::Status status) override;
+  bool can_write() const override { return !finished_ && !closed_; }
+  bool inbound_done() const override { return finished_ || CallStream::inbound_done(); }
+
+  void send_headers();
+  void append_metadata(const Metadata& md, std::vector<http2::Header>& out);
+
+  Owner* owner_;
+  std::size_t max_header_bytes_;
+  std::size_t header_bytes_ = 0;
+  bool headers_done_ = false;
+  bool headers_sent_ = false;
+  bool finished_ = false;
+  bool has_content_type_ = false;
+  std::string method_;
+  std::string path_;
+  std::string content_type_;
+  std::string encoding_;
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
+  asio::steady_timer deadline_timer_;
+  Metadata client_metadata_;
+  Metadata initial_metadata_;
+  Metadata trailing_metadata_;
+  // The arena's first block lives in the call, so a small call allocates nothing for messages.
+  alignas(16) char arena_block_[2048];
+  google::protobuf::Arena arena_;
+};
+
+}  // namespace ferry::detail

@@ -1,0 +1,35 @@
+// Implementation of ferry/server_context.h: forwards to the private ServerCall.
+#include "ferry/server_context.h"
+
+#include "rpc/server_call.h"
+
+namespace ferry {
+
+std::string_view ServerContext::method() const { return call_->path(); }
+const Metadata& ServerContext::client_metadata() const { return call_->client_metadata(); }
+std::chrono::steady_clock::time_point ServerContext::deadline() const { return call_->deadline(); }
+bool ServerContext::is_cancelled() const { return call_->is_cancelled(); }
+std::string ServerContext::peer() const { return call_->peer(); }
+google::protobuf::Arena* ServerContext::arena() const { return call_->arena(); }
+
+void ServerContext::add_initial_metadata(std::string_view key, std::string_view value) {
+  call_->initial_metadata().add(key, value);
+}
+
+void ServerContext::add_trailing_metadata(std::string_view key, std::string_view value) {
+  call_->trailing_metadata().add(key, value);
+}
+
+asio::awaitable<bool> ServerContext::read(google::protobuf::MessageLite& msg) {
+  return call_->read(msg);
+}
+
+asio::awaitable<absl::Status> ServerContext::write(const google::protobuf::MessageLite& msg) {
+  return call_->write(msg);
+}
+
+void ServerContext::finish(const absl::Status& status, const google::protobuf::MessageLite* msg) {
+  call_->finish(status, msg);
+}
+
+}  // namespace ferry

@@ -1,0 +1,154 @@
+// Implementation of src/rpc/wire_format.h.
+#include "rpc/wire_format.h"
+
+#include <nghttp2/nghttp2.h>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/strings.h"
+
+namespace ferry::detail {
+
+std::string format_grpc_timeout(std::chrono::nanoseconds timeout) {
+  std::int64_t ns = std::max<std::int64_t>(timeout.count(), 1);
+  constexpr std::int64_t kMax = 99'999'999;
+  struct Unit {
+    std::int64_t ns;
+    char name;
+  };
+  static constexpr Unit kUnits[] = {{1, 'n'},
+                                    {1'000, 'u'},
+                                    {1'000'000, 'm'},
+                                    {1'000'000'000, 'S'},
+                                    {60'000'000'000, 'M'},
+                                    {3'600'000'000'000, 'H'}};
+  for (const Unit& unit : kUnits) {
+    const std::int64_t value = (ns + unit.ns - 1) / unit.ns;  // round up
+    if (value <= kMax) return absl::StrCat(value, std::string(1, unit.name));
+  }
+  return absl::StrCat(kMax, "H");
+}
+
+std::optional<std::chrono::nanoseconds> parse_grpc_timeout(std::string_view value) {
+  if (value.size() < 2 || value.size() > 9) return std::nullopt;
+  std::int64_t amount = 0;
+  for (char c : value.substr(0, value.size() - 1)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    amount = amount * 10 + (c - '0');
+  }
+  using namespace std::chrono;
+  switch (value.back()) {
+    case 'H': return duration_cast<nanoseconds>(hours(amount));
+    case 'M': return duration_cast<nanoseconds>(minutes(amount));
+    case 'S': return duration_cast<nanoseconds>(seconds(amount));
+    case 'm': return duration_cast<nanoseconds>(milliseconds(amount));
+    case 'u': return duration_cast<nanoseconds>(microseconds(amount));
+    case 'n': return nanoseconds(amount);
+    default: return std::nullopt;
+  }
+}
+
+std::string percent_encode(std::string_view message) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(message.size());
+  for (char ch : message) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c <= 0x7E && c != '%') {
+      out.push_back(ch);
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+std::string percent_decode(std::string_view encoded) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(encoded.size());
+  for (std::size_t i = 0; i < encoded.size(); ++i) {
+    if (encoded[i] == '%' && i + 2 < encoded.size()) {
+      const int hi = hex(encoded[i + 1]);
+      const int lo = hex(encoded[i + 2]);
+      if (hi >= 0 && lo >= 0) {
+        out.push_back(static_cast<char>(hi * 16 + lo));
+        i += 2;
+        continue;
+      }
+    }
+    out.push_back(encoded[i]);
+  }
+  return out;
+}
+
+std::string encode_binary_header(std::string_view raw) {
+  std::string out = absl::Base64Escape(to_absl(raw));
+  while (!out.empty() && out.back() == '=') out.pop_back();
+  return out;
+}
+
+std::optional<std::string> decode_binary_header(std::string_view encoded) {
+  // Values may arrive comma-joined from a proxy; each element is base64 of its own.
+  std::string out;
+  std::size_t start = 0;
+  while (start <= encoded.size()) {
+    std::size_t comma = encoded.find(',', start);
+    if (comma == std::string_view::npos) comma = encoded.size();
+    std::string_view part = encoded.substr(start, comma - start);
+    while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
+    std::string decoded;
+    if (!absl::Base64Unescape(to_absl(part), &decoded)) return std::nullopt;
+    if (start > 0) out.push_back(',');
+    out += decoded;
+    start = comma + 1;
+  }
+  return out;
+}
+
+absl::StatusCode status_code_from_http(int http_status) {
+  switch (http_status) {
+    case 400: return absl::StatusCode::kInternal;
+    case 401: return absl::StatusCode::kUnauthenticated;
+    case 403: return absl::StatusCode::kPermissionDenied;
+    case 404: return absl::StatusCode::kUnimplemented;
+    case 429:
+    case 502:
+    case 503:
+    case 504: return absl::StatusCode::kUnavailable;
+    default: return absl::StatusCode::kUnknown;
+  }
+}
+
+absl::Status status_from_rst_stream(std::uint32_t h2_error) {
+  switch (h2_error) {
+    case NGHTTP2_NO_ERROR:
+      return absl::InternalError("stream closed by the peer before the call ended (NO_ERROR)");
+    case NGHTTP2_REFUSED_STREAM:
+      return absl::UnavailableError("stream refused by the peer (REFUSED_STREAM)");
+    case NGHTTP2_CANCEL: return absl::CancelledError("stream cancelled by the peer (CANCEL)");
+    case NGHTTP2_ENHANCE_YOUR_CALM:
+      return absl::ResourceExhaustedError("peer reset the stream: ENHANCE_YOUR_CALM");
+    case NGHTTP2_INADEQUATE_SECURITY:
+      return absl::PermissionDeniedError("peer reset the stream: INADEQUATE_SECURITY");
+    default:
+      return absl::InternalError(
+          absl::StrCat("stream reset by the peer: ", nghttp2_http2_strerror(h2_error)));
+  }
+}
+
+absl::StatusCode parse_grpc_status(std::string_view value) {
+  int code;
+  if (!absl::SimpleAtoi(to_absl(value), &code) || code < 0 || code > 16) return absl::StatusCode::kUnknown;
+  return static_cast<absl::StatusCode>(code);
+}
+
+}  // namespace ferry::detail

@@ -1,0 +1,37 @@
+// gRPC-over-HTTP/2 header encodings (calls layer, private): grpc-timeout, grpc-message
+// percent-encoding, -bin base64, and the mapping of HTTP/2 and HTTP failures to gRPC status.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+
+namespace ferry::detail {
+
+// grpc-timeout: at most 8 digits and a unit (H M S m u n). Rounds up so the peer never sees a
+// deadline earlier than ours.
+std::string format_grpc_timeout(std::chrono::nanoseconds timeout);
+std::optional<std::chrono::nanoseconds> parse_grpc_timeout(std::string_view value);
+
+// grpc-message: percent-encode bytes outside 0x20-0x7E and '%' itself (UTF-8 passes as bytes).
+std::string percent_encode(std::string_view message);
+// Lenient, as the spec asks: a malformed escape is kept as it is.
+std::string percent_decode(std::string_view encoded);
+
+// -bin metadata values: base64 without padding when sending; padded or unpadded when receiving.
+std::string encode_binary_header(std::string_view raw);
+std::optional<std::string> decode_binary_header(std::string_view encoded);
+
+// The gRPC status for a response whose HTTP status is not 200 (gRPC's http-grpc-status-mapping).
+absl::StatusCode status_code_from_http(int http_status);
+// The gRPC status for a stream reset with an HTTP/2 error code.
+absl::Status status_from_rst_stream(std::uint32_t h2_error);
+
+// The status from a received grpc-status value: UNKNOWN when it is not a number in 0..16.
+absl::StatusCode parse_grpc_status(std::string_view value);
+
+}  // namespace ferry::detail

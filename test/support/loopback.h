@@ -1,0 +1,66 @@
+// A server with the Echo service on 127.0.0.1 and a channel to it, driven from the test thread
+// (test support). run() spawns a coroutine on the client's io_context and turns the loop until
+// it is done.
+#pragma once
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "asio/co_spawn.hpp"
+#include "asio/io_context.hpp"
+#include "asio/use_future.hpp"
+#include "ferry/channel.h"
+#include "ferry/server.h"
+#include "support/echo_service.h"
+
+namespace ferry::testing {
+
+class Loopback {
+ public:
+  explicit Loopback(ServerOptions server_options = {}, ChannelOptions channel_options = {})
+      : service_(make_echo_service()), server_(server_options) {
+    server_.add_service(service_);
+    absl::StatusOr<int> port = server_.start("127.0.0.1", 0);
+    if (!port.ok()) throw std::runtime_error(std::string(port.status().message()));
+    port_ = *port;
+    channel_ = std::make_unique<Channel>(io_, target(), std::move(channel_options));
+  }
+
+  ~Loopback() {
+    channel_.reset();
+    // Let the channel's close run before the server goes.
+    for (int i = 0; i < 100 && io_.poll() > 0; ++i) {
+    }
+    server_.shutdown(std::chrono::milliseconds(100));
+  }
+
+  std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
+  int port() const { return port_; }
+  Channel& channel() { return *channel_; }
+  Server& server() { return server_; }
+  asio::io_context& io() { return io_; }
+
+  // Runs make() (returning an asio::awaitable<T>) to completion on the client's loop.
+  template <class Make>
+  auto run(Make make, std::chrono::seconds limit = std::chrono::seconds(60)) {
+    auto future = asio::co_spawn(io_, make(), asio::use_future);
+    const auto until = std::chrono::steady_clock::now() + limit;
+    while (future.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      if (std::chrono::steady_clock::now() > until) throw std::runtime_error("run(): timed out");
+      io_.run_one_for(std::chrono::milliseconds(50));
+    }
+    return future.get();
+  }
+
+ private:
+  Service service_;
+  Server server_;
+  int port_ = 0;
+  asio::io_context io_{1};
+  std::unique_ptr<Channel> channel_;
+};
+
+}  // namespace ferry::testing

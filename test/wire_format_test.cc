@@ -1,0 +1,100 @@
+// Tests for src/rpc/wire_format.h: grpc-timeout, grpc-message percent-encoding, -bin base64,
+// HTTP and RST_STREAM status mapping.
+#include "rpc/wire_format.h"
+
+#include <gtest/gtest.h>
+#include <nghttp2/nghttp2.h>
+
+namespace ferry::detail {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(GrpcTimeout, FormatsWithTheFinestUnitThatFitsEightDigits) {
+  EXPECT_EQ(format_grpc_timeout(1ns), "1n");
+  EXPECT_EQ(format_grpc_timeout(99'999'999ns), "99999999n");
+  EXPECT_EQ(format_grpc_timeout(100'000'000ns), "100000u");
+  EXPECT_EQ(format_grpc_timeout(1500ms), "1500000u");
+  EXPECT_EQ(format_grpc_timeout(200s), "200000m");
+  EXPECT_EQ(format_grpc_timeout(1000h), "3600000S");
+  EXPECT_EQ(format_grpc_timeout(0ns), "1n") << "a zero or past timeout still says 1 ns";
+}
+
+TEST(GrpcTimeout, RoundsUpNeverDown) {
+  // 100000000.5 µs-worth of ns does not fit as ns; must round up in µs.
+  const auto t = 100'000'001ns;
+  EXPECT_EQ(format_grpc_timeout(t), "100001u");
+  EXPECT_GE(*parse_grpc_timeout(format_grpc_timeout(t)), t);
+}
+
+TEST(GrpcTimeout, ParsesEveryUnitAndRejectsGarbage) {
+  EXPECT_EQ(parse_grpc_timeout("1H"), std::chrono::nanoseconds(1h));
+  EXPECT_EQ(parse_grpc_timeout("2M"), std::chrono::nanoseconds(2min));
+  EXPECT_EQ(parse_grpc_timeout("3S"), std::chrono::nanoseconds(3s));
+  EXPECT_EQ(parse_grpc_timeout("4m"), std::chrono::nanoseconds(4ms));
+  EXPECT_EQ(parse_grpc_timeout("5u"), std::chrono::nanoseconds(5us));
+  EXPECT_EQ(parse_grpc_timeout("6n"), 6ns);
+  EXPECT_FALSE(parse_grpc_timeout(""));
+  EXPECT_FALSE(parse_grpc_timeout("S"));
+  EXPECT_FALSE(parse_grpc_timeout("10"));
+  EXPECT_FALSE(parse_grpc_timeout("1x"));
+  EXPECT_FALSE(parse_grpc_timeout("-1S"));
+  EXPECT_FALSE(parse_grpc_timeout("123456789S")) << "more than 8 digits";
+}
+
+TEST(PercentEncoding, RoundTripsTheInteropSpecialMessage) {
+  const std::string message = "\t\ntest with whitespace\r\nand Unicode BMP ☺ and non-BMP 😈\t\n";
+  const std::string encoded = percent_encode(message);
+  for (char c : encoded) {
+    EXPECT_TRUE(c >= 0x20 && c <= 0x7E) << "unencoded byte " << int(c);
+  }
+  EXPECT_EQ(encoded.substr(0, 9), "%09%0Ates");
+  EXPECT_EQ(percent_decode(encoded), message);
+}
+
+TEST(PercentEncoding, EncodesPercentAndKeepsMalformedEscapes) {
+  EXPECT_EQ(percent_encode("100%"), "100%25");
+  EXPECT_EQ(percent_decode("100%25"), "100%");
+  EXPECT_EQ(percent_decode("bad %zz and %4"), "bad %zz and %4");
+  EXPECT_EQ(percent_decode("%e2%98%BA"), "☺");
+}
+
+TEST(BinaryHeaders, EncodeUnpaddedDecodePaddedOrNot) {
+  const std::string raw("\xab\xab\xab\x00\x01", 5);
+  const std::string encoded = encode_binary_header(raw);
+  EXPECT_EQ(encoded.find('='), std::string::npos);
+  EXPECT_EQ(decode_binary_header(encoded), raw);
+  EXPECT_EQ(decode_binary_header("q6ur"), std::string("\xab\xab\xab"));
+  EXPECT_EQ(decode_binary_header("YQ=="), "a");
+  EXPECT_EQ(decode_binary_header("YQ"), "a");
+  EXPECT_EQ(decode_binary_header("YQ,Yg=="), "a,b");
+  EXPECT_FALSE(decode_binary_header("!!!"));
+}
+
+TEST(StatusMapping, HttpStatusesFollowTheGrpcTable) {
+  EXPECT_EQ(status_code_from_http(400), absl::StatusCode::kInternal);
+  EXPECT_EQ(status_code_from_http(401), absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(status_code_from_http(403), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(status_code_from_http(404), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(status_code_from_http(429), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(status_code_from_http(503), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(status_code_from_http(415), absl::StatusCode::kUnknown);
+}
+
+TEST(StatusMapping, RstStreamCodes) {
+  EXPECT_EQ(status_from_rst_stream(NGHTTP2_CANCEL).code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(status_from_rst_stream(NGHTTP2_REFUSED_STREAM).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(status_from_rst_stream(NGHTTP2_ENHANCE_YOUR_CALM).code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(status_from_rst_stream(NGHTTP2_PROTOCOL_ERROR).code(), absl::StatusCode::kInternal);
+}
+
+TEST(StatusMapping, GrpcStatusValues) {
+  EXPECT_EQ(parse_grpc_status("0"), absl::StatusCode::kOk);
+  EXPECT_EQ(parse_grpc_status("16"), absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(parse_grpc_status("17"), absl::StatusCode::kUnknown);
+  EXPECT_EQ(parse_grpc_status("x"), absl::StatusCode::kUnknown);
+}
+
+}  // namespace
+}  // namespace ferry::detail
