@@ -138,3 +138,73 @@ TEST(SliceChain, DestroyingEverythingReturnsEveryBlock) {
 
 }  // namespace
 }  // namespace ferry
+
+namespace ferry {
+namespace {
+
+TEST(SliceChain, MoveFrontToReplacesDestinationAndKeepsTheRest) {
+  const std::string data = pattern(BufferPool::kBlockSize + 100);
+  SliceChain chain;
+  chain.append_copy(data.data(), data.size());
+  SliceChain dst;
+  dst.append(Slice::copy_of("old", 3));
+  chain.move_front_to(10, dst);
+  EXPECT_EQ(dst.to_string(), data.substr(0, 10));
+  chain.move_front_to(BufferPool::kBlockSize, dst);  // spans the block boundary
+  EXPECT_EQ(dst.to_string(), data.substr(10, BufferPool::kBlockSize));
+  EXPECT_EQ(chain.to_string(), data.substr(10 + BufferPool::kBlockSize));
+  chain.move_front_to(chain.size(), dst);  // exactly the last slice: moved whole
+  EXPECT_EQ(dst.to_string(), data.substr(10 + BufferPool::kBlockSize));
+  EXPECT_TRUE(chain.empty());
+}
+
+TEST(SliceChain, TruncateDropsBytesFromTheEnd) {
+  const std::string data = pattern(2 * BufferPool::kBlockSize + 10);
+  SliceChain chain;
+  chain.append_copy(data.data(), data.size());
+  chain.truncate(BufferPool::kBlockSize + 5);
+  EXPECT_EQ(chain.to_string(), data.substr(0, BufferPool::kBlockSize + 5));
+  chain.truncate(3);
+  EXPECT_EQ(chain.to_string(), data.substr(0, 3));
+  EXPECT_EQ(chain.slice_count(), 1u);
+  // Writing after a truncate appends after the kept bytes.
+  std::memcpy(chain.reserve(2), "zz", 2);
+  chain.commit(2);
+  EXPECT_EQ(chain.to_string(), data.substr(0, 3) + "zz");
+}
+
+TEST(SliceChain, ManySlicesGrowPastTheInlineSlotsAndSurviveMoves) {
+  SliceChain chain;
+  std::string expected;
+  for (int i = 0; i < 100; ++i) {
+    const std::string piece = "piece" + std::to_string(i) + ";";
+    chain.append(Slice::copy_of(piece.data(), piece.size()));
+    expected += piece;
+  }
+  EXPECT_EQ(chain.slice_count(), 100u);
+  SliceChain moved(std::move(chain));
+  EXPECT_EQ(moved.to_string(), expected);
+  EXPECT_TRUE(chain.empty());
+  SliceChain assigned;
+  assigned = std::move(moved);
+  SliceChain copy = assigned.share();
+  assigned.consume(7 + 7);  // "piece0;piece1;"
+  EXPECT_EQ(assigned.to_string(), expected.substr(14));
+  EXPECT_EQ(copy.to_string(), expected);
+}
+
+TEST(SliceChain, ClearKeepsWorkingAfterSharingTheWriteBlock) {
+  // A slice of the write block held elsewhere must keep the block alive through clear().
+  SliceChain chain;
+  std::memcpy(chain.reserve(5), "hello", 5);
+  chain.commit(5);
+  SliceChain other = chain.share();
+  chain.clear();
+  EXPECT_EQ(other.to_string(), "hello");
+  const std::int64_t in_use = BufferPool::instance().stats().blocks_in_use;
+  other.clear();
+  EXPECT_EQ(BufferPool::instance().stats().blocks_in_use, in_use - 1);
+}
+
+}  // namespace
+}  // namespace ferry

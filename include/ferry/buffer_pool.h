@@ -27,8 +27,18 @@ struct Block {
 
 // Returns b to the pool of the calling thread. Call only when no reference is left.
 void release_block(Block* b) noexcept;
+// BufferPool::instance().acquire() without the singleton's guard: the hot path's way in.
+Block* acquire_block();
 
-inline void block_ref(Block* b) noexcept { b->refs.fetch_add(1, std::memory_order_relaxed); }
+inline void block_ref(Block* b) noexcept {
+  // A count of one is the caller's own reference: no other thread can touch the count, so a
+  // plain store does (the common case of a writer slicing its fresh block).
+  if (b->refs.load(std::memory_order_relaxed) == 1) {
+    b->refs.store(2, std::memory_order_relaxed);
+  } else {
+    b->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+}
 
 inline void block_unref(Block* b) noexcept {
   // A count of one is ours alone: nobody else can add a reference, so skip the atomic decrement.

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/inlined_vector.h"
 #include "asio/buffer.hpp"
 #include "ferry/slice.h"
+#include "ferry/slice_vector.h"
 
 namespace ferry {
 
@@ -35,7 +35,11 @@ class SliceChain {
   auto end() const { return slices_.end(); }
 
   // Appends bytes by reference.
-  void append(Slice s);
+  void append(Slice s) {
+    if (s.empty()) return;
+    size_ += s.size();
+    slices_.push_back(std::move(s));
+  }
   void append(SliceChain&& other);
   // Appends a copy of [data, data + size), packed into the tail block and further pooled blocks.
   void append_copy(const void* data, std::size_t size);
@@ -44,18 +48,63 @@ class SliceChain {
   // chain: the free tail of the block this chain writes into when it has room, else a new block
   // (the rest of the old one is abandoned). Nothing is part of the chain until commit(k), k <= n.
   // Consecutive small reserve/commit pairs pack many messages into one block.
-  std::uint8_t* reserve(std::size_t n);
-  void commit(std::size_t n);
+  std::uint8_t* reserve(std::size_t n) {
+    if (tail_room() < n) return reserve_in_new_block(n);
+    return write_block_->data() + write_block_->used;
+  }
+  void commit(std::size_t n) {
+    if (n == 0) return;
+    std::uint8_t* start = write_block_->data() + write_block_->used;
+    write_block_->used += static_cast<std::uint32_t>(n);
+    size_ += n;
+    // Grow the last slice when it ends where this write starts; else begin a new one.
+    if (!slices_.empty()) {
+      Slice& last = slices_.back();
+      if (last.block_ == write_block_ && last.data_ + last.size_ == start) {
+        last.size_ += n;
+        return;
+      }
+    }
+    slices_.push_back(Slice(write_block_, start, n));
+  }
 
   // Free bytes left in the block this chain writes into (0 when it has none).
-  std::size_t tail_room() const;
+  std::size_t tail_room() const {
+    return write_block_ == nullptr ? 0 : BufferPool::kBlockSize - write_block_->used;
+  }
 
   // Removes the first n bytes (n <= size()) and returns them as a chain sharing the blocks.
   SliceChain split_front(std::size_t n);
+  // Moves the first n bytes (n <= size()) to dst, replacing what dst held; dst keeps its slice
+  // storage, so a reused dst allocates nothing. Bytes inside the first slice move without
+  // touching a reference count when they are all of it.
+  void move_front_to(std::size_t n, SliceChain& dst) {
+    dst.clear();
+    if (!slices_.empty() && slices_[0].size() == n) {
+      dst.slices_.push_back(std::move(slices_[0]));
+      slices_.erase_front(1);
+      dst.size_ = n;
+      size_ -= n;
+      return;
+    }
+    move_front_into(n, dst);
+  }
+  // Drops bytes from the end, leaving the first new_size (<= size()).
+  void truncate(std::size_t new_size);
   // Drops the first n bytes (n <= size()).
-  void consume(std::size_t n);
-  // Drops everything, including the block this chain writes into.
-  void clear();
+  void consume(std::size_t n) {
+    if (!slices_.empty() && slices_[0].size() > n) {
+      slices_[0].remove_prefix(n);
+      size_ -= n;
+      return;
+    }
+    consume_slow(n);
+  }
+  // Drops everything, including the block this chain writes into. Keeps the slice storage.
+  void clear() {
+    if (write_block_ == nullptr && slices_.empty()) return;
+    clear_slow();
+  }
 
   // A second chain over the same bytes (shares the blocks; only this one keeps writing).
   SliceChain share() const;
@@ -69,7 +118,13 @@ class SliceChain {
   void append_buffers(std::vector<asio::const_buffer>& out) const;
 
  private:
-  absl::InlinedVector<Slice, 2> slices_;
+  // Moves the first n bytes into out, which must be empty.
+  void move_front_into(std::size_t n, SliceChain& out);
+  std::uint8_t* reserve_in_new_block(std::size_t n);
+  void clear_slow();
+  void consume_slow(std::size_t n);
+
+  detail::SliceVector slices_;
   std::size_t size_ = 0;
   // The block reserve() writes into; this chain holds one reference to it.
   detail::Block* write_block_ = nullptr;

@@ -48,6 +48,9 @@ struct ThreadCache;
 // Set once the thread's cache is destroyed: a Slice destroyed later in thread exit (another
 // thread_local's destructor) must not touch it. Trivially destructible, so always readable.
 thread_local bool t_cache_destroyed = false;
+// The fast path's way to the thread's cache: a trivially initialised thread_local costs one
+// TLS load, where the cache object itself would be guarded by an initialisation check.
+thread_local ThreadCache* t_cache = nullptr;
 
 
 // State shared by all threads. Leaked on purpose: thread caches may outlive static destruction.
@@ -85,6 +88,7 @@ struct ThreadCache {
     s.exited_released += released.get();
     std::erase(s.caches, this);
     t_cache_destroyed = true;
+    t_cache = nullptr;
   }
 
   static void give_to_shared_locked(Shared& s, detail::Block* b) {
@@ -125,7 +129,9 @@ struct ThreadCache {
 };
 
 ThreadCache& thread_cache() {
+  if (t_cache != nullptr) return *t_cache;
   thread_local ThreadCache cache;
+  t_cache = &cache;
   return cache;
 }
 
@@ -161,7 +167,9 @@ BufferPool& BufferPool::instance() {
   return *pool;
 }
 
-detail::Block* BufferPool::acquire() {
+detail::Block* BufferPool::acquire() { return detail::acquire_block(); }
+
+detail::Block* detail::acquire_block() {
   detail::Block* b;
   if (t_cache_destroyed) {
     Shared& s = shared();

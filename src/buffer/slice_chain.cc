@@ -10,15 +10,12 @@ namespace ferry {
 SliceChain::SliceChain(SliceChain&& other) noexcept
     : slices_(std::move(other.slices_)),
       size_(std::exchange(other.size_, 0)),
-      write_block_(std::exchange(other.write_block_, nullptr)) {
-  other.slices_.clear();
-}
+      write_block_(std::exchange(other.write_block_, nullptr)) {}
 
 SliceChain& SliceChain::operator=(SliceChain&& other) noexcept {
   if (this != &other) {
     clear();
     slices_ = std::move(other.slices_);
-    other.slices_.clear();
     size_ = std::exchange(other.size_, 0);
     write_block_ = std::exchange(other.write_block_, nullptr);
   }
@@ -29,18 +26,9 @@ SliceChain::~SliceChain() {
   if (write_block_ != nullptr) detail::block_unref(write_block_);
 }
 
-void SliceChain::append(Slice s) {
-  if (s.empty()) return;
-  size_ += s.size();
-  slices_.push_back(std::move(s));
-}
-
 void SliceChain::append(SliceChain&& other) {
-  if (slices_.empty()) {
-    slices_ = std::move(other.slices_);
-  } else {
-    for (Slice& s : other.slices_) slices_.push_back(std::move(s));
-  }
+  slices_.reserve(slices_.size() + other.slices_.size());
+  for (Slice& s : other.slices_) slices_.push_back(std::move(s));
   other.slices_.clear();
   size_ += std::exchange(other.size_, 0);
 }
@@ -58,57 +46,56 @@ void SliceChain::append_copy(const void* data, std::size_t size) {
   }
 }
 
-std::size_t SliceChain::tail_room() const {
-  return write_block_ == nullptr ? 0 : BufferPool::kBlockSize - write_block_->used;
-}
-
-std::uint8_t* SliceChain::reserve(std::size_t n) {
+std::uint8_t* SliceChain::reserve_in_new_block(std::size_t n) {
   assert(n > 0 && n <= BufferPool::kBlockSize);
-  if (tail_room() < n) {
-    if (write_block_ != nullptr) detail::block_unref(write_block_);
-    write_block_ = BufferPool::instance().acquire();
-  }
-  return write_block_->data() + write_block_->used;
-}
-
-void SliceChain::commit(std::size_t n) {
-  if (n == 0) return;
-  assert(write_block_ != nullptr && n <= tail_room());
-  std::uint8_t* start = write_block_->data() + write_block_->used;
-  write_block_->used += static_cast<std::uint32_t>(n);
-  size_ += n;
-  // Grow the last slice when it ends where this write starts; else begin a new one.
-  if (!slices_.empty()) {
-    Slice& last = slices_.back();
-    if (last.block_ == write_block_ && last.data_ + last.size_ == start) {
-      last.size_ += n;
-      return;
-    }
-  }
-  slices_.push_back(Slice(write_block_, start, n));
+  (void)n;
+  if (write_block_ != nullptr) detail::block_unref(write_block_);
+  write_block_ = detail::acquire_block();
+  return write_block_->data();
 }
 
 SliceChain SliceChain::split_front(std::size_t n) {
-  assert(n <= size_);
   SliceChain front;
+  move_front_into(n, front);
+  return front;
+}
+
+void SliceChain::move_front_into(std::size_t n, SliceChain& out) {
+  assert(n <= size_ && out.empty());
   std::size_t whole = 0;  // slices that move over entirely
   std::size_t left = n;
   while (whole < slices_.size() && slices_[whole].size() <= left) {
     left -= slices_[whole].size();
     ++whole;
   }
-  for (std::size_t i = 0; i < whole; ++i) front.slices_.push_back(std::move(slices_[i]));
+  out.slices_.reserve(whole + 1);
+  for (std::size_t i = 0; i < whole; ++i) out.slices_.push_back(std::move(slices_[i]));
   if (left > 0) {
-    front.slices_.push_back(slices_[whole].subslice(0, left));
+    out.slices_.push_back(slices_[whole].subslice(0, left));
     slices_[whole].remove_prefix(left);
   }
-  slices_.erase(slices_.begin(), slices_.begin() + static_cast<std::ptrdiff_t>(whole));
-  front.size_ = n;
+  slices_.erase_front(whole);
+  out.size_ = n;
   size_ -= n;
-  return front;
 }
 
-void SliceChain::consume(std::size_t n) {
+void SliceChain::truncate(std::size_t new_size) {
+  assert(new_size <= size_);
+  std::size_t drop = size_ - new_size;
+  while (drop > 0) {
+    Slice& last = slices_.back();
+    if (last.size() <= drop) {
+      drop -= last.size();
+      slices_.pop_back();
+    } else {
+      last.remove_suffix(drop);
+      drop = 0;
+    }
+  }
+  size_ = new_size;
+}
+
+void SliceChain::consume_slow(std::size_t n) {
   assert(n <= size_);
   size_ -= n;
   std::size_t whole = 0;
@@ -117,18 +104,33 @@ void SliceChain::consume(std::size_t n) {
     ++whole;
   }
   if (n > 0) slices_[whole].remove_prefix(n);
-  slices_.erase(slices_.begin(), slices_.begin() + static_cast<std::ptrdiff_t>(whole));
+  slices_.erase_front(whole);
 }
 
-void SliceChain::clear() {
+void SliceChain::clear_slow() {
+  if (write_block_ != nullptr) {
+    // Count this chain's own references to its write block (its own plus its slices'). When they
+    // are all there are, nobody else can see the block: release it without atomic decrements.
+    std::uint32_t mine = 1;
+    for (Slice& s : slices_) {
+      if (s.block_ == write_block_) {
+        s.block_ = nullptr;
+        ++mine;
+      }
+    }
+    detail::Block* b = std::exchange(write_block_, nullptr);
+    if (b->refs.load(std::memory_order_acquire) == mine ||
+        b->refs.fetch_sub(mine, std::memory_order_acq_rel) == mine) {
+      detail::release_block(b);
+    }
+  }
   slices_.clear();
   size_ = 0;
-  if (write_block_ != nullptr) detail::block_unref(std::exchange(write_block_, nullptr));
 }
 
 SliceChain SliceChain::share() const {
   SliceChain copy;
-  copy.slices_ = slices_;
+  copy.slices_ = detail::SliceVector(slices_);
   copy.size_ = size_;
   return copy;
 }

@@ -47,7 +47,7 @@ absl::StatusOr<bool> FrameDecoder::next(DecodedMessage& out) {
   if (pending_.size() - kFramePrefixSize < length) return false;
   pending_.consume(kFramePrefixSize);
   out.compressed = flag == 1;
-  out.payload = pending_.split_front(length);
+  pending_.move_front_to(length, out.payload);
   return true;
 }
 

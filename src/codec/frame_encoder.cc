@@ -11,12 +11,15 @@
 namespace ferry {
 namespace {
 
-absl::Status check_size(std::size_t size, std::size_t max_size) {
-  if (size > max_size || size > kMaxFramePayloadSize) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "message to send is larger than the limit (", size, " vs. ",
-        std::min(max_size, kMaxFramePayloadSize), " bytes)"));
-  }
+[[gnu::noinline, gnu::cold]] absl::Status too_large(std::size_t size, std::size_t max_size) {
+  return absl::ResourceExhaustedError(absl::StrCat("message to send is larger than the limit (",
+                                                   size, " vs. ",
+                                                   std::min(max_size, kMaxFramePayloadSize),
+                                                   " bytes)"));
+}
+
+inline absl::Status check_size(std::size_t size, std::size_t max_size) {
+  if (size > max_size || size > kMaxFramePayloadSize) [[unlikely]] return too_large(size, max_size);
   return absl::OkStatus();
 }
 
@@ -42,22 +45,24 @@ absl::Status encode_message(const google::protobuf::MessageLite& msg, SliceChain
     return absl::OkStatus();
   }
 
-  // Larger than a block: the prefix goes into out's tail, the body streams into fresh blocks that
-  // join out only once serialization succeeded, so a failure leaves out untouched.
-  std::uint8_t* prefix = out.reserve(kFramePrefixSize);
-  write_frame_prefix(prefix, false, static_cast<std::uint32_t>(size));
-  SliceChain body;
+  // Larger than a block: the prefix and then the body stream into out's tail block and as many
+  // fresh blocks as it takes; a failure truncates out back to where it was.
+  const std::size_t mark = out.size();
+  write_frame_prefix(out.reserve(kFramePrefixSize), false, static_cast<std::uint32_t>(size));
+  out.commit(kFramePrefixSize);
   {
-    detail::ChainOutputStream stream(body);
+    detail::ChainOutputStream stream(out);
     {
       google::protobuf::io::CodedOutputStream coded(&stream);
       msg.SerializeWithCachedSizes(&coded);
     }
     stream.finish();
   }
-  if (body.size() != size) return size_changed(size, body.size());
-  out.commit(kFramePrefixSize);
-  out.append(std::move(body));
+  const std::size_t written = out.size() - mark - kFramePrefixSize;
+  if (written != size) {
+    out.truncate(mark);
+    return size_changed(size, written);
+  }
   return absl::OkStatus();
 }
 
