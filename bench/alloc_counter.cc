@@ -24,13 +24,19 @@ namespace {
 
 // constinit: malloc runs before any dynamic initializer, so the counter must need none.
 constinit std::atomic<std::uint64_t> g_allocations{0};
+// Initial-exec TLS of the executable: reading it never allocates, even on a thread's first malloc.
+constinit thread_local std::uint64_t t_allocations [[gnu::tls_model("initial-exec")]] = 0;
 
-inline void count_allocation() { g_allocations.fetch_add(1, std::memory_order_relaxed); }
+inline void count_allocation() {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  ++t_allocations;
+}
 
 }  // namespace
 
 namespace ferry::bench {
 std::uint64_t allocation_count() { return g_allocations.load(std::memory_order_relaxed); }
+std::uint64_t thread_allocation_count() { return t_allocations; }
 }  // namespace ferry::bench
 
 extern "C" {

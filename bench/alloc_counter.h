@@ -12,4 +12,8 @@ namespace ferry::bench {
 // Frees are not counted. Costs one relaxed load; exact when no other thread is allocating.
 std::uint64_t allocation_count();
 
+// Allocations made by the calling thread since it started (e.g. a server's I/O thread, read from
+// inside a handler). Costs one TLS load.
+std::uint64_t thread_allocation_count();
+
 }  // namespace ferry::bench

@@ -142,6 +142,23 @@ struct Connection::Callbacks {
     return 0;
   }
 
+  // A server that has sent its whole response (END_STREAM) while the client is still sending
+  // asks it to stop with RST_STREAM(NO_ERROR) (RFC 9113 8.1), as gRPC servers do. Without it a
+  // client that never half-closes (a bidi call ended by a status mid-stream) keeps the stream,
+  // its call and its unread DATA alive on both sides until the connection goes. Sent only once
+  // the END_STREAM frame is out: submitted earlier, RST_STREAM would overtake queued DATA.
+  static int frame_send(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
+    Connection& c = self(user_data);
+    if (c.role_ == Role::kServer &&
+        (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
+        (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0 &&
+        nghttp2_session_get_stream_remote_close(session, frame->hd.stream_id) == 0) {
+      nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
+                                NGHTTP2_NO_ERROR);
+    }
+    return 0;
+  }
+
   static nghttp2_session_callbacks* make() {
     nghttp2_session_callbacks* cbs;
     nghttp2_session_callbacks_new(&cbs);
@@ -152,6 +169,7 @@ struct Connection::Callbacks {
     nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, frame_recv);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, data_chunk);
     nghttp2_session_callbacks_set_on_stream_close_callback(cbs, stream_close);
+    nghttp2_session_callbacks_set_on_frame_send_callback(cbs, frame_send);
     return cbs;
   }
 };
@@ -260,6 +278,12 @@ void Connection::reset(Stream* stream, std::uint32_t error_code) {
 void Connection::consume(Stream* stream, std::size_t n) {
   if (closed_ || n == 0 || stream->id_ <= 0) return;
   nghttp2_session_consume(session_, stream->id_, n);
+  schedule_flush();
+}
+
+void Connection::consume_connection(std::size_t n) {
+  if (closed_ || n == 0) return;
+  nghttp2_session_consume_connection(session_, n);
   schedule_flush();
 }
 

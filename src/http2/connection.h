@@ -71,6 +71,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void reset(Stream* stream, std::uint32_t error_code);
   // The application took n bytes of the stream's DATA: WINDOW_UPDATE them.
   void consume(Stream* stream, std::size_t n);
+  // The same for the connection window only: bytes of a stream that is closing (may be called
+  // from Stream::on_closed), which would otherwise stay charged to the window all streams share.
+  void consume_connection(std::size_t n);
 
   // Graceful shutdown: GOAWAY(last processed stream); existing streams go on, new ones are
   // refused; the connection closes when the last stream is done.

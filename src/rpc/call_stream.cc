@@ -10,7 +10,8 @@ namespace ferry::detail {
 namespace {
 
 // Messages of all calls on a thread are encoded back to back into this chain's block and then
-// moved (by reference) to their stream: many small responses share one pooled block.
+// moved (by reference) to their stream: many small responses share one pooled block. Small
+// inbound messages packed out of stale read blocks (pack_stale) go here too.
 SliceChain& encode_scratch() {
   thread_local SliceChain scratch;
   return scratch;
@@ -38,10 +39,41 @@ void CallStream::abort(absl::Status status) {
   wake_all();
 }
 
+void CallStream::release_window() {
+  // Bytes held by queued messages are acknowledged on the connection only: the stream is going,
+  // so its own window no longer matters, and a closed stream's ids must not be touched. Unread
+  // bytes of a stream closed normally (the application read fewer messages than arrived) were
+  // otherwise charged to the shared connection window forever.
+  if (connection_ != nullptr) connection_->consume_connection(unacked_);
+  unacked_ = 0;
+  held_ = 0;
+  for (std::size_t i = ready_head_; i < ready_.size(); ++i) ready_[i].held = 0;
+}
+
 void CallStream::acknowledge(std::size_t n) {
   if (n == 0) return;
   unacked_ -= n;
   if (connection_ != nullptr) connection_->consume(this, n);
+}
+
+void CallStream::pack_stale(const detail::Block* current) {
+  // A small message still queued from an earlier read pins that read's 64 KiB block for a few
+  // bytes. A reader that falls behind while each message arrives in its own read (a trickle)
+  // then held a block per message: 1,000 messages of 100 bytes, 64 MiB, far beyond the window.
+  // Such messages are copied, packed together, once a later read shows their block is stale;
+  // the messages of the current read share its block and cost nothing, so a reader that keeps
+  // up never pays for a copy.
+  if (packed_upto_ < ready_head_) packed_upto_ = ready_head_;
+  for (; packed_upto_ < ready_.size(); ++packed_upto_) {
+    SliceChain& payload = ready_[packed_upto_].message.payload;
+    if (payload.slice_count() == 1 && payload.slice(0).block() == current) break;
+    if (payload.empty() || payload.size() >= kPackBelow) continue;  // large ones fill blocks
+    SliceChain& scratch = encode_scratch();
+    const std::size_t n = payload.size();
+    payload.copy_to(0, n, scratch.reserve(n));
+    scratch.commit(n);
+    payload = scratch.split_front(n);
+  }
 }
 
 void CallStream::on_data(Slice chunk) {
@@ -50,6 +82,7 @@ void CallStream::on_data(Slice chunk) {
     acknowledge(unacked_ - held_);
     return;
   }
+  if (ready_head_ < ready_.size()) pack_stale(chunk.block());
   decoder_.push(std::move(chunk));
   DecodedMessage message;
   while (true) {
@@ -73,9 +106,12 @@ void CallStream::on_data(Slice chunk) {
     held_ += held;
     ready_.push_back(Ready{std::move(message), held});
   }
-  // Complete messages hold the window until read (a slow reader stops the sender); the bytes
-  // of a message still arriving are acknowledged now, so one larger than the window completes.
-  acknowledge(unacked_ - held_);
+  // Complete messages hold the window until read (a slow reader stops the sender). The bytes of
+  // a message still arriving are acknowledged only while no complete message waits, so that one
+  // larger than the window completes for a reader that keeps up. Acknowledging them always let
+  // each queued message hold just its last DATA frame's worth of window: a reader behind on
+  // 64 KiB messages in 16 KiB frames held four times the window (window x message / frame).
+  if (ready_head_ == ready_.size()) acknowledge(unacked_ - held_);
   read_event_.notify();
 }
 
@@ -97,12 +133,14 @@ asio::awaitable<bool> CallStream::next_payload(DecodedMessage& out) {
       out = std::move(next.message);
       const std::size_t held = next.held;
       ++ready_head_;
+      held_ -= held;
+      acknowledge(held);
       if (ready_head_ == ready_.size()) {
         ready_.clear();
         ready_head_ = 0;
+        packed_upto_ = 0;
+        acknowledge(unacked_ - held_);  // caught up: the message still arriving may go on
       }
-      held_ -= held;
-      acknowledge(held);
       got = true;
       break;
     }

@@ -11,6 +11,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "asio/awaitable.hpp"
+#include "ferry/buffer_pool.h"
 #include "ferry/frame_decoder.h"
 #include "http2/connection.h"
 #include "rpc/event.h"
@@ -63,6 +64,9 @@ class CallStream : public http2::Stream {
 
   // Aborts the call: the first status wins; every waiting read and write wakes and fails.
   void abort(absl::Status status);
+  // The stream is closing: subclasses call this from on_closed, before dropping connection_.
+  // Gives the connection window back for DATA not read yet (the messages stay readable).
+  void release_window();
   void wake_all() {
     read_event_.notify();
     write_event_.notify();
@@ -88,6 +92,12 @@ class CallStream : public http2::Stream {
 
  private:
   void acknowledge(std::size_t n);
+  // Copies small queued messages out of read blocks other than current (see the .cc).
+  void pack_stale(const detail::Block* current);
+
+  // Queued messages below this size are packed when their read block goes stale; larger ones
+  // use at least a quarter of the blocks they keep.
+  static constexpr std::size_t kPackBelow = BufferPool::kBlockSize / 4;
 
   // A complete message waiting for the reader, and how many of the DATA bytes not yet given
   // back to flow control it accounts for (given back when it is read).
@@ -100,6 +110,7 @@ class CallStream : public http2::Stream {
   FrameDecoder decoder_;
   absl::InlinedVector<Ready, 1> ready_;
   std::size_t ready_head_ = 0;
+  std::size_t packed_upto_ = 0;  // ready_ before this index has been through pack_stale
   std::size_t held_ = 0;     // sum of Ready::held
   std::size_t unacked_ = 0;  // DATA bytes received and not yet given back; always >= held_
   Event read_event_;

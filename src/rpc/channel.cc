@@ -38,7 +38,7 @@ struct ChannelCore : std::enable_shared_from_this<ChannelCore> {
   bool connecting = false;
   bool closed = false;
   absl::Status connect_error;
-  Event connected;
+  Signal connected;  // any number of calls may wait for one connection attempt
 
   ChannelCore(asio::io_context::executor_type ex, std::string t, ChannelOptions o)
       : executor(ex), target(std::move(t)), options(std::move(o)), connected(ex) {
@@ -70,7 +70,7 @@ struct ChannelCore : std::enable_shared_from_this<ChannelCore> {
     absl::Status status = co_await connect();
     connecting = false;
     connect_error = status;
-    connected.notify();
+    connected.notify_all();
     if (!status.ok()) co_return status;
     co_return current;
   }
@@ -133,7 +133,7 @@ struct ChannelCore : std::enable_shared_from_this<ChannelCore> {
     closed = true;
     if (current != nullptr) current->connection->close();
     current.reset();
-    connected.notify();
+    connected.notify_all();
   }
 };
 
@@ -181,7 +181,14 @@ Channel::Channel(std::string target, ChannelOptions options)
                                                   std::move(options))) {
   own_thread_ = std::thread([io = own_io_.get()] {
     auto work = asio::make_work_guard(*io);
-    io->run();
+    io->run();  // until ~Channel stops it, right after closing the connection
+    // Then let what the close set off finish: the calls' deletion (posted by their last
+    // release), the socket's aborted operations that hold the connection. Stopped with those
+    // still queued, the io_context destroyed them unrun and leaked every call and connection.
+    // Bounded, in case a user's operation on this loop is still waiting on something.
+    io->restart();
+    work.reset();
+    io->run_for(std::chrono::seconds(1));
   });
 }
 
@@ -202,15 +209,17 @@ asio::awaitable<absl::Status> Channel::call(std::string_view method, ClientConte
                                             const google::protobuf::MessageLite& request,
                                             google::protobuf::MessageLite& response) {
   auto core = core_;
-  co_return co_await on_channel_executor(core->executor, [&, core] {
-    return unary_on_executor(core, method, context, request, response);
-  });
+  // The lambda is named, not passed as a temporary: GCC 12 destroys a lambda temporary that is
+  // an argument of a coroutine call inside co_await twice, which released `core` twice per call
+  // (use-after-free of the ChannelCore once the channel was destroyed).
+  auto make = [&, core] { return unary_on_executor(core, method, context, request, response); };
+  co_return co_await on_channel_executor(core->executor, std::move(make));
 }
 
 asio::awaitable<ClientStream> Channel::open(std::string_view method, ClientContext& context) {
   auto core = core_;
-  detail::ClientCall* call = co_await on_channel_executor(
-      core->executor, [&, core] { return core->start_call(method, context); });
+  auto make = [&, core] { return core->start_call(method, context); };  // named: see call()
+  detail::ClientCall* call = co_await on_channel_executor(core->executor, std::move(make));
   co_return ClientStream(call);
 }
 

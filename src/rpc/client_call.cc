@@ -129,16 +129,30 @@ void ClientCall::on_remote_end() {
   } else {
     complete(absl::Status(grpc_status_, grpc_message_));
   }
+  // The server has ended the call while our side is still open (it answered before we
+  // half-closed): nothing we send matters any more. Close the stream as gRPC clients do
+  // (RST_STREAM NO_ERROR) rather than leave it, and a writer waiting for window, hanging.
+  if (connection_ != nullptr && !(outbound_end && outbound.empty())) {
+    connection_->reset(this, NGHTTP2_NO_ERROR);
+  }
 }
 
 void ClientCall::on_closed(std::uint32_t h2_error) {
+  release_window();
   closed_ = true;
   connection_ = nullptr;
   deadline_timer_.cancel();
   if (!done_) {
-    complete(h2_error == http2::kConnectionLost
-                 ? absl::UnavailableError("the connection to the server was lost")
-                 : status_from_rst_stream(h2_error));
+    if (h2_error == NGHTTP2_CANCEL && context_->deadline() <= ClientContext::Clock::now()) {
+      // A server enforcing the same deadline resets the stream when it passes; that reset may
+      // be read before our own deadline timer runs. The call failed by its deadline either way
+      // (grpc-go's client does the same).
+      complete(absl::DeadlineExceededError("deadline exceeded"));
+    } else {
+      complete(h2_error == http2::kConnectionLost
+                   ? absl::UnavailableError("the connection to the server was lost")
+                   : status_from_rst_stream(h2_error));
+    }
   }
   wake_all();
   unref();  // the connection's reference
@@ -167,7 +181,10 @@ void ClientCall::cancel(absl::Status why) { abort_call(std::move(why)); }
 asio::awaitable<absl::Status> ClientCall::write(const google::protobuf::MessageLite& msg,
                                                 bool last) {
   if (done_) co_return status_.ok() ? absl::FailedPreconditionError("the call has ended") : status_;
-  co_return co_await write_message(msg, last);
+  absl::Status written = co_await write_message(msg, last);
+  // The call ended while the write waited for window: the message may never have left.
+  if (written.ok() && done_ && !status_.ok()) written = status_;
+  co_return written;
 }
 
 void ClientCall::writes_done() {

@@ -1,6 +1,9 @@
 // Implementation of src/rpc/server_call.h.
 #include "rpc/server_call.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "common/strings.h"
 #include "rpc/wire_format.h"
@@ -19,7 +22,12 @@ ServerCall::ServerCall(Owner* owner, http2::Connection* connection, const CallLi
       owner_(owner),
       max_header_bytes_(max_header_bytes),
       deadline_timer_(connection->executor()),
-      arena_(arena_block_, sizeof(arena_block_)) {}
+      arena_(arena_block_, sizeof(arena_block_)) {
+  // "ipv6:[<address>%<scope>]:<port>" fits: never truncated in practice.
+  const std::string& peer = owner->peer();
+  peer_size_ = std::min(peer.size(), sizeof(peer_));
+  std::memcpy(peer_, peer.data(), peer_size_);
+}
 
 bool ServerCall::on_header(std::string_view name, std::string_view value) {
   header_bytes_ += name.size() + value.size() + 32;  // HPACK's accounting (RFC 7541 4.1)
@@ -173,6 +181,7 @@ void ServerCall::on_receive_error(absl::Status status) {
 }
 
 void ServerCall::on_closed(std::uint32_t h2_error) {
+  release_window();
   closed_ = true;
   connection_ = nullptr;
   deadline_timer_.cancel();

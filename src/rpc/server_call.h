@@ -37,7 +37,7 @@ class ServerCall final : public CallStream {
   const Metadata& client_metadata() const { return client_metadata_; }
   std::chrono::steady_clock::time_point deadline() const { return deadline_; }
   bool has_content_type() const { return has_content_type_; }
-  const std::string& peer() const { return owner_->peer(); }
+  std::string_view peer() const { return {peer_, peer_size_}; }
 
   google::protobuf::Arena* arena() { return &arena_; }
   bool is_cancelled() const { return !abort_.ok(); }
@@ -71,7 +71,12 @@ class ServerCall final : public CallStream {
   void send_headers();
   void append_metadata(const Metadata& md, std::vector<http2::Header>& out);
 
+  // The connection's side: it may be gone once on_closed has run, while the handler still runs.
   Owner* owner_;
+  // The peer's address, copied from the owner at construction (no allocation): a handler may
+  // ask for it after the connection, and with it the owner, is gone.
+  char peer_[96];
+  std::size_t peer_size_ = 0;
   std::size_t max_header_bytes_;
   std::size_t header_bytes_ = 0;
   bool headers_done_ = false;

@@ -9,7 +9,7 @@ std::string_view ServerContext::method() const { return call_->path(); }
 const Metadata& ServerContext::client_metadata() const { return call_->client_metadata(); }
 std::chrono::steady_clock::time_point ServerContext::deadline() const { return call_->deadline(); }
 bool ServerContext::is_cancelled() const { return call_->is_cancelled(); }
-std::string ServerContext::peer() const { return call_->peer(); }
+std::string ServerContext::peer() const { return std::string(call_->peer()); }
 google::protobuf::Arena* ServerContext::arena() const { return call_->arena(); }
 
 void ServerContext::add_initial_metadata(std::string_view key, std::string_view value) {

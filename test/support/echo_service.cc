@@ -36,6 +36,12 @@ absl::Status requested_status(const EchoRequest& request) {
                       request.status_message());
 }
 
+// The handler's outcome, reported to the probe (if any) on the way out.
+absl::Status report(EchoProbe* probe, ServerContext& ctx, absl::Status status) {
+  if (probe != nullptr) probe->record(status, ctx.is_cancelled());
+  return status;
+}
+
 void echo_metadata(ServerContext& ctx) {
   for (const auto& [key, value] : ctx.client_metadata()) {
     if (key.rfind("initial-", 0) == 0) ctx.add_initial_metadata(key, value);
@@ -45,69 +51,84 @@ void echo_metadata(ServerContext& ctx) {
 
 }  // namespace
 
-Service make_echo_service() {
+Service make_echo_service(EchoProbe* probe) {
   Service service("ferry.testing.Echo");
 
   service.add_unary<EchoRequest, EchoResponse>(
       "Echo",
-      [](ServerContext& ctx, const EchoRequest& request,
-         EchoResponse& response) -> asio::awaitable<absl::Status> {
+      [probe](ServerContext& ctx, const EchoRequest& request,
+              EchoResponse& response) -> asio::awaitable<absl::Status> {
+        if (probe != nullptr) probe->started.fetch_add(1);
         echo_metadata(ctx);
         if (request.delay_ms() > 0) co_await wait_unless_cancelled(ctx, request.delay_ms());
-        if (ctx.is_cancelled()) co_return absl::CancelledError("cancelled");
+        if (ctx.is_cancelled()) co_return report(probe, ctx, absl::CancelledError("cancelled"));
         fill_response(request, response);
-        co_return requested_status(request);
+        co_return report(probe, ctx, requested_status(request));
       });
 
   service.add_client_streaming<EchoRequest, EchoResponse>(
       "Collect",
-      [](ServerContext& ctx, ServerReader<EchoRequest>& reader,
-         EchoResponse& response) -> asio::awaitable<absl::Status> {
+      [probe](ServerContext& ctx, ServerReader<EchoRequest>& reader,
+              EchoResponse& response) -> asio::awaitable<absl::Status> {
+        if (probe != nullptr) probe->started.fetch_add(1);
         echo_metadata(ctx);
         EchoRequest request;
         std::int64_t bytes = 0;
         int count = 0;
         while (co_await reader.read(request)) {
+          if (probe != nullptr) probe->messages_read.fetch_add(1);
           ++count;
           bytes += static_cast<std::int64_t>(request.payload().size());
+          if (request.status_code() != 0) co_return report(probe, ctx, requested_status(request));
+          if (request.delay_ms() > 0) co_await wait_unless_cancelled(ctx, request.delay_ms());
         }
-        if (ctx.is_cancelled()) co_return absl::CancelledError("cancelled");
+        if (ctx.is_cancelled()) co_return report(probe, ctx, absl::CancelledError("cancelled"));
         response.set_received_messages(count);
         response.set_received_bytes(bytes);
-        co_return absl::OkStatus();
+        co_return report(probe, ctx, absl::OkStatus());
       });
 
   service.add_server_streaming<EchoRequest, EchoResponse>(
       "Expand",
-      [](ServerContext& ctx, const EchoRequest& request,
-         ServerWriter<EchoResponse>& writer) -> asio::awaitable<absl::Status> {
+      [probe](ServerContext& ctx, const EchoRequest& request,
+              ServerWriter<EchoResponse>& writer) -> asio::awaitable<absl::Status> {
+        if (probe != nullptr) probe->started.fetch_add(1);
         echo_metadata(ctx);
         EchoResponse response;
         fill_response(request, response);
         for (int i = 0; i < request.response_count(); ++i) {
           if (request.delay_ms() > 0) co_await wait_unless_cancelled(ctx, request.delay_ms());
           response.set_index(i);
-          if (absl::Status s = co_await writer.write(response); !s.ok()) co_return s;
+          if (absl::Status s = co_await writer.write(response); !s.ok()) {
+            co_return report(probe, ctx, s);
+          }
+          if (probe != nullptr) probe->messages_written.fetch_add(1);
         }
-        co_return requested_status(request);
+        co_return report(probe, ctx, requested_status(request));
       });
 
   service.add_bidi_streaming<EchoRequest, EchoResponse>(
       "Chat",
-      [](ServerContext& ctx,
-         ServerReaderWriter<EchoRequest, EchoResponse>& stream) -> asio::awaitable<absl::Status> {
+      [probe](ServerContext& ctx, ServerReaderWriter<EchoRequest, EchoResponse>& stream)
+          -> asio::awaitable<absl::Status> {
+        if (probe != nullptr) probe->started.fetch_add(1);
         echo_metadata(ctx);
         EchoRequest request;
         EchoResponse response;
         int index = 0;
         while (co_await stream.read(request)) {
-          if (request.status_code() != 0) co_return requested_status(request);
+          if (probe != nullptr) probe->messages_read.fetch_add(1);
+          if (request.status_code() != 0) co_return report(probe, ctx, requested_status(request));
           if (request.delay_ms() > 0) co_await wait_unless_cancelled(ctx, request.delay_ms());
           fill_response(request, response);
           response.set_index(index++);
-          if (absl::Status s = co_await stream.write(response); !s.ok()) co_return s;
+          if (absl::Status s = co_await stream.write(response); !s.ok()) {
+            co_return report(probe, ctx, s);
+          }
+          if (probe != nullptr) probe->messages_written.fetch_add(1);
         }
-        co_return absl::OkStatus();
+        if (ctx.is_cancelled()) co_return report(probe, ctx, absl::CancelledError("cancelled"));
+        co_return report(probe, ctx, absl::OkStatus());
       });
 
   return service;

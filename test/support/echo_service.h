@@ -2,17 +2,62 @@
 // knobs in echo.proto. Used by the transport tests and the loopback benchmarks.
 #pragma once
 
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
 #include "ferry/service.h"
 
 namespace ferry::testing {
+
+// What the Echo handlers did, for tests that must see the server side of a call (cancellation,
+// backpressure). Handlers run on the server's threads: every field may be read from any thread.
+struct EchoProbe {
+  std::atomic<int> started{0};            // handlers entered
+  std::atomic<int> finished{0};           // handlers returned
+  std::atomic<int> saw_cancellation{0};   // handlers that returned with ctx.is_cancelled()
+  std::atomic<long> messages_read{0};     // request messages the streaming handlers read
+  std::atomic<long> messages_written{0};  // response writes that returned OK
+
+  // The status each handler returned, in order of return.
+  std::vector<absl::Status> results() const {
+    std::lock_guard lock(mutex_);
+    return results_;
+  }
+  // The server threads the handlers ran on.
+  std::set<std::thread::id> threads() const {
+    std::lock_guard lock(mutex_);
+    return threads_;
+  }
+  void record(const absl::Status& status, bool cancelled) {
+    {
+      std::lock_guard lock(mutex_);
+      results_.push_back(status);
+      threads_.insert(std::this_thread::get_id());
+    }
+    if (cancelled) saw_cancellation.fetch_add(1);
+    finished.fetch_add(1);
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<absl::Status> results_;
+  std::set<std::thread::id> threads_;
+};
 
 // A Service named "ferry.testing.Echo" with methods:
 //   Echo    (unary)             one response: payload echoed or response_size bytes; echoes
 //                               "initial-*" client metadata in the response headers and
 //                               "trailing-*" in the trailers; status_code/delay_ms honoured.
-//   Collect (client streaming)  counts the requests and their payload bytes.
+//   Collect (client streaming)  counts the requests and their payload bytes; after reading a
+//                               request with delay_ms it waits that long before reading on (a
+//                               slow reader); a request with status_code ends the call with it.
 //   Expand  (server streaming)  response_count responses of response_size bytes, delay_ms apart.
 //   Chat    (bidi)              answers each request at once, like Echo.
-Service make_echo_service();
+// When probe is non-null (it must outlive the service's calls) every handler reports to it.
+Service make_echo_service(EchoProbe* probe = nullptr);
 
 }  // namespace ferry::testing

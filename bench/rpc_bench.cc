@@ -1,0 +1,291 @@
+// bench/rpc_bench.cc: end-to-end loopback RPCs through ferry's server and channel, beside a raw
+// TCP echo over the same loopback (the floor any RPC stack sits on), in one process and one run.
+// Measures unary latency with one call in flight (p50/p99), unary calls/s with 64 in flight on
+// one connection, the server's CPU time and heap allocations per call (read on the server's own
+// I/O thread), and server-streaming throughput with 64 KiB messages. Prints a table of medians.
+#include <pthread.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "alloc_counter.h"
+#include "asio/co_spawn.hpp"
+#include "asio/detached.hpp"
+#include "asio/io_context.hpp"
+#include "asio/ip/tcp.hpp"
+#include "asio/read.hpp"
+#include "asio/use_awaitable.hpp"
+#include "asio/use_future.hpp"
+#include "asio/write.hpp"
+#include "ferry/channel.h"
+#include "ferry/server.h"
+#include "ferry/testing/echo.pb.h"
+#include "support/echo_service.h"
+
+namespace ferry::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using testing::EchoRequest;
+using testing::EchoResponse;
+
+constexpr std::string_view kEcho = "/ferry.testing.Echo/Echo";
+constexpr std::string_view kSample = "/ferry.bench.Stats/Sample";
+constexpr std::size_t kPayload = 32;
+constexpr int kInFlight = 64;
+
+std::int64_t thread_cpu_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+std::int64_t thread_cpu_ns(std::thread& t) {
+  clockid_t id;
+  pthread_getcpuclockid(t.native_handle(), &id);
+  timespec ts;
+  clock_gettime(id, &ts);
+  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+// CPU time and allocations of the server's I/O thread, sampled by a handler running on it.
+struct ServerSample {
+  std::int64_t cpu_ns = 0;
+  std::uint64_t allocs = 0;
+};
+
+Service make_stats_service() {
+  Service service("ferry.bench.Stats");
+  service.add_unary<EchoRequest, EchoResponse>(
+      "Sample",
+      [](ServerContext&, const EchoRequest&, EchoResponse& response) -> asio::awaitable<absl::Status> {
+        response.set_received_bytes(thread_cpu_ns());
+        response.set_index(static_cast<std::int32_t>(thread_allocation_count() & 0x7fffffff));
+        co_return absl::OkStatus();
+      });
+  return service;
+}
+
+double percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v[static_cast<std::size_t>(p * static_cast<double>(v.size() - 1))];
+}
+
+template <class Make>
+auto run(asio::io_context& io, Make make) {
+  auto future = asio::co_spawn(io, make(), asio::use_future);
+  while (future.wait_for(std::chrono::seconds(0)) != std::future_status::ready) io.run_one();
+  try {
+    return future.get();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rpc_bench: %s\n", e.what());
+    std::exit(1);
+  }
+}
+
+struct FerryResult {
+  double p50_us, p99_us, calls_per_s, cpu_us_per_call, allocs_per_call, stream_mb_per_s;
+};
+
+FerryResult measure_ferry(int latency_calls, int throughput_calls, int stream_messages) {
+  ServerOptions options;
+  options.num_threads = 1;
+  Server server(options);
+  Service echo = testing::make_echo_service();
+  Service stats = make_stats_service();
+  server.add_service(echo);
+  server.add_service(stats);
+  const int port = server.start("127.0.0.1", 0).value();
+  asio::io_context io(1);
+  Channel channel(io, "127.0.0.1:" + std::to_string(port));
+  FerryResult r{};
+
+  EchoResponse sampled;
+  auto sample_rpc = [&]() -> asio::awaitable<absl::Status> {
+    EchoRequest request;
+    ClientContext ctx;
+    co_return co_await channel.call(kSample, ctx, request, sampled);
+  };
+  auto sample = [&] {
+    const absl::Status s = run(io, sample_rpc);
+    if (!s.ok()) {
+      std::fprintf(stderr, "rpc_bench: sample failed: %s\n", s.ToString().c_str());
+      std::exit(1);
+    }
+    return ServerSample{sampled.received_bytes(), static_cast<std::uint64_t>(sampled.index())};
+  };
+  auto calls = [&](int n, std::vector<double>* latencies) -> asio::awaitable<void> {
+    EchoRequest request;
+    request.set_payload(std::string(kPayload, 'p'));
+    EchoResponse response;
+    for (int i = 0; i < n; ++i) {
+      ClientContext ctx;
+      const auto start = Clock::now();
+      absl::Status s = co_await channel.call(kEcho, ctx, request, response);
+      if (!s.ok()) {
+        std::fprintf(stderr, "rpc_bench: call failed: %s\n", s.ToString().c_str());
+        std::exit(1);
+      }
+      if (latencies != nullptr) {
+        latencies->push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+      }
+    }
+  };
+
+  run(io, [&] { return calls(2000, nullptr); });  // warm-up: pools, arenas, coroutine frames
+
+  std::vector<double> latencies;
+  latencies.reserve(static_cast<std::size_t>(latency_calls));
+  run(io, [&] { return calls(latency_calls, &latencies); });
+  r.p50_us = percentile(latencies, 0.50);
+  r.p99_us = percentile(latencies, 0.99);
+
+  const ServerSample before = sample();
+  const auto start = Clock::now();
+  run(io, [&]() -> asio::awaitable<void> {
+    std::vector<std::future<void>> done;
+    for (int i = 0; i < kInFlight; ++i) {
+      done.push_back(asio::co_spawn(io, calls(throughput_calls / kInFlight, nullptr), asio::use_future));
+    }
+    asio::steady_timer timer(io);
+    for (auto& f : done) {
+      while (f.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+        timer.expires_after(std::chrono::microseconds(200));
+        co_await timer.async_wait(asio::use_awaitable);
+      }
+    }
+  });
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const ServerSample after = sample();
+  const int n = throughput_calls / kInFlight * kInFlight;
+  r.calls_per_s = n / seconds;
+  // Each sample is itself a call: subtract nothing, it is one call in n + 1.
+  r.cpu_us_per_call = static_cast<double>(after.cpu_ns - before.cpu_ns) / 1000.0 / n;
+  r.allocs_per_call = static_cast<double>(after.allocs - before.allocs) / n;
+
+  // Server streaming through the typed API: write the request, then read everything.
+  r.stream_mb_per_s = run(io, [&]() -> asio::awaitable<double> {
+    ClientContext ctx;
+    ClientStream stream = co_await channel.open("/ferry.testing.Echo/Expand", ctx);
+    EchoRequest request;
+    request.set_response_size(64 * 1024);
+    request.set_response_count(stream_messages);
+    const auto t0 = Clock::now();
+    (void)co_await stream.write_last(request);
+    EchoResponse response;
+    std::int64_t bytes = 0;
+    while (co_await stream.read(response)) bytes += static_cast<std::int64_t>(response.payload().size());
+    absl::Status s = co_await stream.finish();
+    const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (!s.ok() || bytes != std::int64_t{64 * 1024} * stream_messages) {
+      std::fprintf(stderr, "rpc_bench: stream failed: %s\n", s.ToString().c_str());
+      std::exit(1);
+    }
+    co_return static_cast<double>(bytes) / secs / 1e6;
+  });
+  return r;
+}
+
+struct EchoResult {
+  double p50_us, p99_us, msgs_per_s, cpu_us_per_msg;
+};
+
+// A raw TCP echo server on its own thread, and a client that sends kPayload-byte messages.
+EchoResult measure_tcp_echo(int latency_msgs, int throughput_msgs) {
+  asio::io_context server_io(1);
+  asio::ip::tcp::acceptor acceptor(server_io, {asio::ip::make_address("127.0.0.1"), 0});
+  const auto endpoint = acceptor.local_endpoint();
+  asio::co_spawn(server_io, [&]() -> asio::awaitable<void> {
+    asio::ip::tcp::socket socket = co_await acceptor.async_accept(asio::use_awaitable);
+    socket.set_option(asio::ip::tcp::no_delay(true));
+    std::vector<char> buf(64 * 1024);
+    try {
+      while (true) {
+        const std::size_t n = co_await socket.async_read_some(asio::buffer(buf), asio::use_awaitable);
+        co_await asio::async_write(socket, asio::buffer(buf.data(), n), asio::use_awaitable);
+      }
+    } catch (...) {
+    }
+  }, asio::detached);
+  std::thread server_thread([&] { server_io.run(); });
+
+  asio::io_context io(1);
+  asio::ip::tcp::socket socket(io);
+  socket.connect(endpoint);
+  socket.set_option(asio::ip::tcp::no_delay(true));
+  std::vector<char> out(kPayload * kInFlight, 'p');
+  std::vector<char> in(kPayload * kInFlight);
+  EchoResult r{};
+  std::vector<double> latencies;
+  for (int i = 0; i < latency_msgs + 2000; ++i) {
+    const auto start = Clock::now();
+    asio::write(socket, asio::buffer(out.data(), kPayload));
+    asio::read(socket, asio::buffer(in.data(), kPayload));
+    if (i >= 2000) {
+      latencies.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+    }
+  }
+  r.p50_us = percentile(latencies, 0.50);
+  r.p99_us = percentile(latencies, 0.99);
+
+  const std::int64_t cpu_before = thread_cpu_ns(server_thread);
+  const auto start = Clock::now();
+  const int rounds = throughput_msgs / kInFlight;
+  for (int i = 0; i < rounds; ++i) {
+    asio::write(socket, asio::buffer(out));
+    asio::read(socket, asio::buffer(in));
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const std::int64_t cpu_after = thread_cpu_ns(server_thread);
+  r.msgs_per_s = rounds * kInFlight / seconds;
+  r.cpu_us_per_msg = static_cast<double>(cpu_after - cpu_before) / 1000.0 / (rounds * kInFlight);
+  socket.close();
+  server_thread.join();
+  return r;
+}
+
+double median(std::vector<double> v) { return percentile(std::move(v), 0.5); }
+
+}  // namespace
+}  // namespace ferry::bench
+
+int main(int argc, char** argv) {
+  using namespace ferry::bench;
+  const int repetitions = argc > 1 ? std::atoi(argv[1]) : 3;
+  const int latency_calls = argc > 2 ? std::atoi(argv[2]) : 20000;
+  const int throughput_calls = argc > 3 ? std::atoi(argv[3]) : 200000;
+  const int stream_messages = argc > 4 ? std::atoi(argv[4]) : 4096;
+
+  std::vector<FerryResult> ferry;
+  std::vector<EchoResult> echo;
+  for (int i = 0; i < repetitions; ++i) {
+    ferry.push_back(measure_ferry(latency_calls, throughput_calls, stream_messages));
+    echo.push_back(measure_tcp_echo(latency_calls, throughput_calls));
+  }
+  auto m = [](auto& v, auto field) {
+    std::vector<double> x;
+    for (auto& r : v) x.push_back(r.*field);
+    return median(std::move(x));
+  };
+  const double f_p50 = m(ferry, &FerryResult::p50_us), e_p50 = m(echo, &EchoResult::p50_us);
+  const double f_p99 = m(ferry, &FerryResult::p99_us), e_p99 = m(echo, &EchoResult::p99_us);
+  const double f_qps = m(ferry, &FerryResult::calls_per_s), e_qps = m(echo, &EchoResult::msgs_per_s);
+  const double f_cpu = m(ferry, &FerryResult::cpu_us_per_call);
+  const double e_cpu = m(echo, &EchoResult::cpu_us_per_msg);
+  std::printf("Loopback RPC, %zu-byte payloads, server on 1 I/O thread; medians of %d runs\n\n",
+              kPayload, repetitions);
+  std::printf("| measure | ferry | raw TCP echo | ferry / echo |\n|---|---:|---:|---:|\n");
+  std::printf("| unary latency p50, 1 in flight (µs) | %.1f | %.1f | %.2f× |\n", f_p50, e_p50, f_p50 / e_p50);
+  std::printf("| unary latency p99, 1 in flight (µs) | %.1f | %.1f | %.2f× |\n", f_p99, e_p99, f_p99 / e_p99);
+  std::printf("| unary calls/s, %d in flight, 1 connection | %.0f | %.0f | %.2f× |\n", kInFlight, f_qps, e_qps, f_qps / e_qps);
+  std::printf("| server CPU per call, %d in flight (µs) | %.2f | %.2f | %.2f× |\n", kInFlight, f_cpu, e_cpu, f_cpu / e_cpu);
+  std::printf("| server heap allocations per call | %.2f | – | |\n", m(ferry, &FerryResult::allocs_per_call));
+  std::printf("| server streaming, 64 KiB messages (MB/s) | %.0f | – | |\n", m(ferry, &FerryResult::stream_mb_per_s));
+  return 0;
+}
