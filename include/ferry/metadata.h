@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 
 namespace ferry {
@@ -35,7 +36,8 @@ class Metadata {
   void clear() { entries_.clear(); }
 
  private:
-  std::vector<Entry> entries_;
+  // Calls carry few entries (often just user-agent): two live in place, more on the heap.
+  absl::InlinedVector<Entry, 2> entries_;
 };
 
 // Whether key names binary metadata (ends in "-bin").

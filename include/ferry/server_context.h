@@ -55,6 +55,10 @@ class ServerContext {
   // Waits for the next request message. False at the end of the client's stream, or when the
   // call is over (cancelled, deadline, bad message: ferry has then sent the status itself).
   asio::awaitable<bool> read(google::protobuf::MessageLite& msg);
+  // The request of a unary or server-streaming call, which ferry has received in full before
+  // running the handler: parsed without suspending. False when the client sent none or it does
+  // not parse (ferry has then ended the call with INTERNAL).
+  bool take_request(google::protobuf::MessageLite& msg);
   // Sends a response message (and the response headers first, if not sent yet). Suspends while
   // the client's flow-control window is exhausted. Errors: the call is over (its status), or the
   // message is over the send limit (RESOURCE_EXHAUSTED).

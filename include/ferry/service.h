@@ -62,7 +62,7 @@ class Service {
                [h = std::move(handler)](ServerContext& ctx) -> asio::awaitable<absl::Status> {
                  auto* request = google::protobuf::Arena::CreateMessage<Request>(ctx.arena());
                  auto* response = google::protobuf::Arena::CreateMessage<Response>(ctx.arena());
-                 if (!co_await ctx.read(*request)) co_return missing_request();
+                 if (!ctx.take_request(*request)) co_return missing_request();
                  absl::Status status = co_await h(ctx, *request, *response);
                  ctx.finish(status, status.ok() ? response : nullptr);
                  co_return status;
@@ -86,7 +86,7 @@ class Service {
     add_method(std::move(name), RpcKind::kServerStreaming,
                [h = std::move(handler)](ServerContext& ctx) -> asio::awaitable<absl::Status> {
                  auto* request = google::protobuf::Arena::CreateMessage<Request>(ctx.arena());
-                 if (!co_await ctx.read(*request)) co_return missing_request();
+                 if (!ctx.take_request(*request)) co_return missing_request();
                  ServerWriter<Response> writer(ctx);
                  co_return co_await h(ctx, *request, writer);
                });

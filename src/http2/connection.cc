@@ -5,6 +5,7 @@
 
 #include "asio/post.hpp"
 #include "asio/write.hpp"
+#include "http2/session_memory.h"
 
 namespace ferry::http2 {
 namespace {
@@ -53,8 +54,7 @@ struct Connection::Callbacks {
       *flags |= NGHTTP2_DATA_FLAG_EOF;
       if (!stream->trailers.empty()) {
         *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-        std::vector<nghttp2_nv> nva;
-        nva.reserve(stream->trailers.size());
+        absl::InlinedVector<nghttp2_nv, 8> nva;
         for (const Header& h : stream->trailers) nva.push_back(make_nv(h.name, h.value));
         if (nghttp2_submit_trailer(session, stream->id_, nva.data(), nva.size()) != 0) {
           return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
@@ -187,9 +187,9 @@ Connection::Connection(asio::ip::tcp::socket socket, Role role, const Connection
   // The application acknowledges DATA as it consumes it: flow control bounds its memory.
   nghttp2_option_set_no_auto_window_update(option, 1);
   if (role == Role::kServer) {
-    nghttp2_session_server_new2(&session_, callbacks, this, option);
+    nghttp2_session_server_new3(&session_, callbacks, this, option, session_memory());
   } else {
-    nghttp2_session_client_new2(&session_, callbacks, this, option);
+    nghttp2_session_client_new3(&session_, callbacks, this, option, session_memory());
   }
   nghttp2_option_del(option);
 

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "ferry/slice_chain.h"
 
 namespace ferry::http2 {
@@ -18,6 +19,9 @@ struct Header {
   std::string name;
   std::string value;
 };
+
+// A call's few headers or trailers, without a heap allocation when there are at most four.
+using HeaderList = absl::InlinedVector<Header, 4>;
 
 class Stream {
  public:
@@ -47,7 +51,7 @@ class Stream {
   // End the stream once `outbound` is drained: with `trailers` as a trailing HEADERS block when
   // there are any (server), else END_STREAM on the last DATA frame (client).
   bool outbound_end = false;
-  std::vector<Header> trailers;
+  HeaderList trailers;
 
  private:
   friend class Connection;

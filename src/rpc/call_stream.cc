@@ -113,35 +113,57 @@ void CallStream::on_data(Slice chunk) {
   // 64 KiB messages in 16 KiB frames held four times the window (window x message / frame).
   if (ready_head_ == ready_.size()) acknowledge(unacked_ - held_);
   read_event_.notify();
+  on_inbound_progress();
 }
 
 void CallStream::on_remote_end() {
   remote_ended_ = true;
   read_event_.notify();
+  on_inbound_progress();
 }
 
 void CallStream::on_outbound_taken() {
   if (outbound.size() < kWriteHighWater) write_event_.notify();
 }
 
-asio::awaitable<bool> CallStream::next_payload(DecodedMessage& out) {
+bool CallStream::pop_ready(DecodedMessage& out) {
+  if (ready_head_ == ready_.size()) return false;
+  Ready& next = ready_[ready_head_];
+  out = std::move(next.message);
+  const std::size_t held = next.held;
+  ++ready_head_;
+  held_ -= held;
+  acknowledge(held);
+  if (ready_head_ == ready_.size()) {
+    ready_.clear();
+    ready_head_ = 0;
+    packed_upto_ = 0;
+    acknowledge(unacked_ - held_);  // caught up: the message still arriving may go on
+  }
+  return true;
+}
+
+int CallStream::take_message(google::protobuf::MessageLite& msg) {
+  if (!abort_.ok()) return -1;
+  DecodedMessage message;
+  if (!pop_ready(message)) return 0;
+  absl::Status parsed = parse_message(message.payload, msg);
+  if (!parsed.ok()) {
+    on_receive_error(std::move(parsed));
+    return -1;
+  }
+  return 1;
+}
+
+// One coroutine frame per read (not one per layer): frames are the bulk of a call's allocations
+// once asio's small per-thread recycling cache is exhausted by many calls in flight.
+asio::awaitable<bool> CallStream::read_message(google::protobuf::MessageLite& msg) {
   ref();  // the call outlives the wait even if every other holder lets go meanwhile
   bool got = false;
-  while (abort_.ok()) {
-    if (ready_head_ < ready_.size()) {
-      Ready& next = ready_[ready_head_];
-      out = std::move(next.message);
-      const std::size_t held = next.held;
-      ++ready_head_;
-      held_ -= held;
-      acknowledge(held);
-      if (ready_head_ == ready_.size()) {
-        ready_.clear();
-        ready_head_ = 0;
-        packed_upto_ = 0;
-        acknowledge(unacked_ - held_);  // caught up: the message still arriving may go on
-      }
-      got = true;
+  while (true) {
+    const int taken = take_message(msg);
+    if (taken != 0) {
+      got = taken > 0;
       break;
     }
     if (inbound_done()) break;
@@ -149,17 +171,6 @@ asio::awaitable<bool> CallStream::next_payload(DecodedMessage& out) {
   }
   unref();
   co_return got;
-}
-
-asio::awaitable<bool> CallStream::read_message(google::protobuf::MessageLite& msg) {
-  DecodedMessage message;
-  if (!co_await next_payload(message)) co_return false;
-  absl::Status parsed = parse_message(message.payload, msg);
-  if (!parsed.ok()) {
-    on_receive_error(std::move(parsed));
-    co_return false;
-  }
-  co_return true;
 }
 
 absl::Status CallStream::enqueue_message(const google::protobuf::MessageLite& msg) {

@@ -53,8 +53,11 @@ class CallStream : public http2::Stream {
   // Waits for the next message and parses it into msg. False at the end of the inbound stream
   // or once the call is aborted; a message that fails to parse aborts the call (INTERNAL).
   asio::awaitable<bool> read_message(google::protobuf::MessageLite& msg);
-  // Takes the next message's payload off the queue, waiting for one.
-  asio::awaitable<bool> next_payload(DecodedMessage& out);
+  // Without waiting: parses the next queued message into msg. 1 when it did, 0 when none is
+  // queued, -1 when the call is aborted or the message does not parse (which aborts it).
+  int take_message(google::protobuf::MessageLite& msg);
+  // Whether a complete message is queued.
+  bool has_message() const { return ready_head_ < ready_.size(); }
 
   // Encodes msg onto the outbound queue (and marks the end of the outbound side when last),
   // asks the connection to send it, then waits while the queue is above the high-water mark.
@@ -77,6 +80,8 @@ class CallStream : public http2::Stream {
   virtual bool inbound_done() const { return remote_ended_ || closed_; }
   // A malformed or oversized inbound message: the subclass ends the call with status.
   virtual void on_receive_error(absl::Status status) = 0;
+  // Inbound messages were queued or the inbound side ended.
+  virtual void on_inbound_progress() {}
 
   // http2::Stream
   void on_data(Slice chunk) override;
@@ -92,6 +97,8 @@ class CallStream : public http2::Stream {
 
  private:
   void acknowledge(std::size_t n);
+  // Moves the next queued message's payload to out and gives its window back.
+  bool pop_ready(DecodedMessage& out);
   // Copies small queued messages out of read blocks other than current (see the .cc).
   void pack_stale(const detail::Block* current);
 

@@ -39,7 +39,7 @@ void ClientCall::start(std::string_view path, std::string_view authority,
     return;
   }
 
-  std::vector<http2::Header> owned;  // values that need storage until submit returns
+  http2::HeaderList owned;  // values that need storage until submit returns
   std::string timeout;
   if (deadline != ClientContext::Clock::time_point::max()) {
     timeout = format_grpc_timeout(deadline - now);
@@ -55,8 +55,7 @@ void ClientCall::start(std::string_view path, std::string_view authority,
     owned.push_back({key, is_binary_metadata_key(key) ? encode_binary_header(value) : value});
   }
 
-  std::vector<nghttp2_nv> nva;
-  nva.reserve(8 + owned.size());
+  absl::InlinedVector<nghttp2_nv, 16> nva;
   nva.push_back(http2::make_static_nv(":method", "POST"));
   nva.push_back(http2::make_static_nv(":scheme", "http"));
   nva.push_back(http2::make_nv(":path", path));
@@ -116,10 +115,21 @@ bool ClientCall::on_header(std::string_view name, std::string_view value) {
   return true;
 }
 
-void ClientCall::on_headers_done() { initial_done_ = true; }
+void ClientCall::on_headers_done() {
+  initial_done_ = true;
+  ++header_blocks_;
+}
 
 void ClientCall::on_remote_end() {
   CallStream::on_remote_end();
+  if (header_blocks_ == 1) {
+    // Trailers-Only: the one HEADERS block was the trailers, so its metadata is trailing
+    // metadata (as grpc++ and grpc-go file it).
+    for (const auto& [key, value] : context_->initial_metadata_) {
+      context_->trailing_metadata_.add(key, value);
+    }
+    context_->initial_metadata_.clear();
+  }
   if (http_status_ != 200) {
     complete(absl::Status(status_code_from_http(http_status_),
                           absl::StrCat("unexpected HTTP status ", http_status_,

@@ -51,6 +51,7 @@ class ClientCall final : public CallStream {
   std::size_t max_header_bytes_ = 0;
   std::size_t header_bytes_ = 0;
   bool initial_done_ = false;
+  int header_blocks_ = 0;
   bool done_ = false;
   int http_status_ = 0;
   bool has_grpc_status_ = false;

@@ -11,38 +11,17 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/strings.h"
-#include "asio/co_spawn.hpp"
-#include "asio/detached.hpp"
 #include "asio/executor_work_guard.hpp"
 #include "asio/io_context.hpp"
 #include "asio/ip/tcp.hpp"
 #include "asio/post.hpp"
 #include "http2/connection.h"
 #include "rpc/server_call.h"
+#include "rpc/wire_format.h"
 
 namespace ferry {
 namespace {
 
-// "application/grpc", optionally followed by "+codec" or ";params".
-bool is_grpc_content_type(std::string_view ct) {
-  constexpr std::string_view kPrefix = "application/grpc";
-  if (ct.substr(0, kPrefix.size()) != kPrefix) return false;
-  return ct.size() == kPrefix.size() || ct[kPrefix.size()] == '+' || ct[kPrefix.size()] == ';';
-}
-
-asio::awaitable<void> run_handler(detail::ServerCall* call, const Method* method) {
-  absl::Status status;
-  try {
-    ServerContext context(call);
-    status = co_await method->handler(context);
-  } catch (const std::exception& e) {
-    status = absl::UnknownError(absl::StrCat("handler threw: ", e.what()));
-  } catch (...) {
-    status = absl::UnknownError("handler threw an exception");
-  }
-  call->finish(status, nullptr);
-  call->unref();  // the handler's reference
-}
 
 }  // namespace
 
@@ -102,28 +81,39 @@ struct ServerConnection final : http2::ConnectionObserver, detail::ServerCall::O
   }
 
   void dispatch(detail::ServerCall* call) override {
-    if (call->method() != "POST") {
+    if (!call->is_post()) {
       call->reject_http(405);
       return;
     }
-    if (!is_grpc_content_type(call->content_type())) {
+    if (!call->has_grpc_content_type()) {
       call->reject_http(415);
       return;
     }
     if (!call->encoding().empty() && call->encoding() != "identity") {
-      call->finish(absl::UnimplementedError(absl::StrCat("grpc-encoding '", detail::to_absl(call->encoding()),
+      call->finish(absl::UnimplementedError(absl::StrCat("grpc-encoding '",
+                                                         detail::to_absl(call->encoding()),
                                                          "' is not supported")),
                    nullptr);
       return;
     }
-    auto it = server.methods.find(detail::to_absl(call->path()));
-    if (it == server.methods.end()) {
+    const Method* method = call->method_entry();
+    if (method == nullptr) {
       call->finish(absl::UnimplementedError(unknown_method_message(call->path())), nullptr);
       return;
     }
     call->start_deadline();
-    call->ref();  // the handler's reference
-    asio::co_spawn(thread.io, run_handler(call, it->second), asio::detached);
+    if (method->kind == RpcKind::kUnary || method->kind == RpcKind::kServerStreaming) {
+      call->run_when_ready(method);
+    } else {
+      call->run(method);
+    }
+  }
+
+  const Method* find_method(std::string_view path, std::string_view* stable_path) override {
+    auto it = server.methods.find(detail::to_absl(path));
+    if (it == server.methods.end()) return nullptr;
+    *stable_path = std::string_view(it->first);
+    return it->second;
   }
 
   std::string unknown_method_message(std::string_view path) const {

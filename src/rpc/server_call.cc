@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "asio/co_spawn.hpp"
 #include "common/strings.h"
 #include "rpc/wire_format.h"
 
@@ -35,13 +36,18 @@ bool ServerCall::on_header(std::string_view name, std::string_view value) {
   if (headers_done_) return true;  // trailers from a client carry nothing gRPC uses
   if (name.empty()) return false;
   if (name[0] == ':') {
-    if (name == ":method") method_ = value;
-    else if (name == ":path") path_ = value;
+    if (name == ":method") {
+      is_post_ = value == "POST";
+      if (!is_post_) method_ = value;
+    } else if (name == ":path") {
+      method_entry_ = owner_->find_method(value, &stable_path_);
+      if (method_entry_ == nullptr) path_ = value;
+    }
     return true;
   }
   if (name == "content-type") {
-    content_type_ = value;
-    has_content_type_ = true;
+    grpc_content_type_ = is_grpc_content_type(value);
+    if (!grpc_content_type_) content_type_ = value;
   } else if (name == "grpc-timeout") {
     if (auto timeout = parse_grpc_timeout(value)) {
       const auto now = std::chrono::steady_clock::now();
@@ -84,7 +90,38 @@ void ServerCall::start_deadline() {
   });
 }
 
-void ServerCall::append_metadata(const Metadata& md, std::vector<http2::Header>& out) {
+void ServerCall::run(const Method* method) {
+  ref();  // the handler's reference
+  // The handler coroutine is spawned directly and its completion finishes the call: no wrapper
+  // coroutine, one frame fewer per call.
+  asio::co_spawn(executor_, method->handler(context_),
+                 [this](std::exception_ptr thrown, absl::Status status) {
+                   if (thrown) {
+                     try {
+                       std::rethrow_exception(thrown);
+                     } catch (const std::exception& e) {
+                       status = absl::UnknownError(absl::StrCat("handler threw: ", e.what()));
+                     } catch (...) {
+                       status = absl::UnknownError("handler threw an exception");
+                     }
+                   }
+                   finish(status, nullptr);
+                   unref();
+                 });
+}
+
+void ServerCall::run_when_ready(const Method* method) {
+  pending_method_ = method;
+  on_inbound_progress();
+}
+
+void ServerCall::on_inbound_progress() {
+  if (pending_method_ != nullptr && (has_message() || inbound_done())) {
+    run(std::exchange(pending_method_, nullptr));
+  }
+}
+
+void ServerCall::append_metadata(const Metadata& md, http2::HeaderList& out) {
   for (const auto& [key, value] : md) {
     if (!validate_metadata(key, value).ok()) continue;  // documented: invalid entries are dropped
     if (is_binary_metadata_key(key)) {
@@ -97,9 +134,9 @@ void ServerCall::append_metadata(const Metadata& md, std::vector<http2::Header>&
 
 void ServerCall::send_headers() {
   headers_sent_ = true;
-  std::vector<http2::Header> custom;
+  http2::HeaderList custom;
   append_metadata(initial_metadata_, custom);
-  std::vector<nghttp2_nv> nva;
+  absl::InlinedVector<nghttp2_nv, 16> nva;
   nva.reserve(2 + custom.size());
   nva.push_back(http2::make_static_nv(":status", kStatusOk));
   nva.push_back(http2::make_static_nv("content-type", kGrpcContentType));
@@ -121,7 +158,7 @@ void ServerCall::finish(const absl::Status& status_in, const google::protobuf::M
   finished_ = true;
   deadline_timer_.cancel();
 
-  std::vector<http2::Header> trailers;
+  http2::HeaderList trailers;
   trailers.push_back({"grpc-status", std::to_string(static_cast<int>(status.code()))});
   if (!status.message().empty()) {
     trailers.push_back({"grpc-message", percent_encode(to_std(status.message()))});
@@ -131,9 +168,9 @@ void ServerCall::finish(const absl::Status& status_in, const google::protobuf::M
   if (!headers_sent_ && outbound.empty()) {
     // Trailers-Only: one HEADERS frame with END_STREAM carries everything.
     headers_sent_ = true;
-    std::vector<http2::Header> initial;
+    http2::HeaderList initial;
     append_metadata(initial_metadata_, initial);
-    std::vector<nghttp2_nv> nva;
+    absl::InlinedVector<nghttp2_nv, 16> nva;
     nva.reserve(2 + initial.size() + trailers.size());
     nva.push_back(http2::make_static_nv(":status", kStatusOk));
     nva.push_back(http2::make_static_nv("content-type", kGrpcContentType));

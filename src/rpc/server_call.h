@@ -10,6 +10,7 @@
 #include "asio/steady_timer.hpp"
 #include "ferry/metadata.h"
 #include "ferry/server_context.h"
+#include "ferry/service.h"
 #include "google/protobuf/arena.h"
 #include "rpc/call_stream.h"
 
@@ -22,6 +23,9 @@ class ServerCall final : public CallStream {
    public:
     virtual ~Owner() = default;
     virtual void dispatch(ServerCall* call) = 0;
+    // The method registered for path, and the server's own copy of the path (which outlives
+    // the call); null when there is none.
+    virtual const Method* find_method(std::string_view path, std::string_view* stable_path) = 0;
     virtual void call_closed() = 0;
     virtual const std::string& peer() const = 0;
   };
@@ -30,13 +34,18 @@ class ServerCall final : public CallStream {
              std::size_t max_header_bytes);
 
   // --- request, as parsed from the headers --------------------------------------------------
-  std::string_view path() const { return path_; }
-  std::string_view method() const { return method_; }
-  std::string_view content_type() const { return content_type_; }
+  // :path; for a registered method, the server's copy (no per-call string).
+  std::string_view path() const { return method_entry_ != nullptr ? stable_path_ : path_; }
+  // The registered method :path names, or null.
+  const Method* method_entry() const { return method_entry_; }
+  bool is_post() const { return is_post_; }
+  // Whether content-type is application/grpc[+codec|;params].
+  bool has_grpc_content_type() const { return grpc_content_type_; }
+  std::string_view method() const { return method_; }              // only when not POST
+  std::string_view content_type() const { return content_type_; }  // only when not gRPC
   std::string_view encoding() const { return encoding_; }
   const Metadata& client_metadata() const { return client_metadata_; }
   std::chrono::steady_clock::time_point deadline() const { return deadline_; }
-  bool has_content_type() const { return has_content_type_; }
   std::string_view peer() const { return {peer_, peer_size_}; }
 
   google::protobuf::Arena* arena() { return &arena_; }
@@ -49,8 +58,14 @@ class ServerCall final : public CallStream {
   // Starts the deadline timer (when the client sent grpc-timeout) once the call is dispatched.
   void start_deadline();
 
+  // Runs method's handler now (streaming requests), or once the request message is in (unary
+  // and server-streaming calls: their handler then takes it without suspending).
+  void run(const Method* method);
+  void run_when_ready(const Method* method);
+
   // Handler operations (see ServerContext).
   asio::awaitable<bool> read(google::protobuf::MessageLite& msg) { return read_message(msg); }
+  bool take_request(google::protobuf::MessageLite& msg) { return take_message(msg) > 0; }
   asio::awaitable<absl::Status> write(const google::protobuf::MessageLite& msg);
   void finish(const absl::Status& status, const google::protobuf::MessageLite* msg);
 
@@ -65,14 +80,17 @@ class ServerCall final : public CallStream {
   void on_headers_done() override;
   void on_closed(std::uint32_t h2_error) override;
   void on_receive_error(absl::Status status) override;
+  void on_inbound_progress() override;
   bool can_write() const override { return !finished_ && !closed_; }
   bool inbound_done() const override { return finished_ || CallStream::inbound_done(); }
 
   void send_headers();
-  void append_metadata(const Metadata& md, std::vector<http2::Header>& out);
+  void append_metadata(const Metadata& md, http2::HeaderList& out);
 
   // The connection's side: it may be gone once on_closed has run, while the handler still runs.
   Owner* owner_;
+  ServerContext context_{this};
+  const Method* pending_method_ = nullptr;  // run once the request is in
   // The peer's address, copied from the owner at construction (no allocation): a handler may
   // ask for it after the connection, and with it the owner, is gone.
   char peer_[96];
@@ -82,7 +100,11 @@ class ServerCall final : public CallStream {
   bool headers_done_ = false;
   bool headers_sent_ = false;
   bool finished_ = false;
-  bool has_content_type_ = false;
+  // The request line, kept as flags and a pointer: strings are stored only for error messages.
+  bool is_post_ = false;
+  bool grpc_content_type_ = false;
+  const Method* method_entry_ = nullptr;
+  std::string_view stable_path_;
   std::string method_;
   std::string path_;
   std::string content_type_;

@@ -24,6 +24,10 @@ asio::awaitable<bool> ServerContext::read(google::protobuf::MessageLite& msg) {
   return call_->read(msg);
 }
 
+bool ServerContext::take_request(google::protobuf::MessageLite& msg) {
+  return call_->take_request(msg);
+}
+
 asio::awaitable<absl::Status> ServerContext::write(const google::protobuf::MessageLite& msg) {
   return call_->write(msg);
 }

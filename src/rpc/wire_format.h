@@ -26,6 +26,14 @@ std::string percent_decode(std::string_view encoded);
 std::string encode_binary_header(std::string_view raw);
 std::optional<std::string> decode_binary_header(std::string_view encoded);
 
+// Whether a content-type names gRPC: "application/grpc", optionally followed by "+codec" or
+// ";params".
+inline bool is_grpc_content_type(std::string_view ct) {
+  constexpr std::string_view kPrefix = "application/grpc";
+  if (ct.substr(0, kPrefix.size()) != kPrefix) return false;
+  return ct.size() == kPrefix.size() || ct[kPrefix.size()] == '+' || ct[kPrefix.size()] == ';';
+}
+
 // The gRPC status for a response whose HTTP status is not 200 (gRPC's http-grpc-status-mapping).
 absl::StatusCode status_code_from_http(int http_status);
 // The gRPC status for a stream reset with an HTTP/2 error code.
