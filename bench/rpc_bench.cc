@@ -34,8 +34,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using testing::EchoRequest;
 using testing::EchoResponse;
+using namespace testing::echo_methods;
 
-constexpr std::string_view kEcho = "/ferry.testing.Echo/Echo";
 constexpr std::string_view kSample = "/ferry.bench.Stats/Sample";
 constexpr std::size_t kPayload = 32;
 constexpr int kInFlight = 64;
@@ -172,7 +172,7 @@ FerryResult measure_ferry(int latency_calls, int throughput_calls, int stream_me
   // Server streaming through the typed API: write the request, then read everything.
   r.stream_mb_per_s = run(io, [&]() -> asio::awaitable<double> {
     ClientContext ctx;
-    ClientStream stream = co_await channel.open("/ferry.testing.Echo/Expand", ctx);
+    ClientStream stream = co_await channel.open(kExpand, ctx);
     EchoRequest request;
     request.set_response_size(64 * 1024);
     request.set_response_count(stream_messages);

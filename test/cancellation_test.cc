@@ -24,11 +24,8 @@ using namespace std::chrono_literals;
 using testing::EchoRequest;
 using testing::EchoResponse;
 using testing::Loopback;
+using namespace testing::echo_methods;
 
-constexpr std::string_view kEcho = "/ferry.testing.Echo/Echo";
-constexpr std::string_view kCollect = "/ferry.testing.Echo/Collect";
-constexpr std::string_view kExpand = "/ferry.testing.Echo/Expand";
-constexpr std::string_view kChat = "/ferry.testing.Echo/Chat";
 
 bool cancelled_or_unavailable(const absl::Status& s) {
   return s.code() == absl::StatusCode::kCancelled || s.code() == absl::StatusCode::kUnavailable;

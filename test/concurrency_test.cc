@@ -22,9 +22,8 @@ using namespace std::chrono_literals;
 using testing::EchoRequest;
 using testing::EchoResponse;
 using testing::Loopback;
+using namespace testing::echo_methods;
 
-constexpr std::string_view kEcho = "/ferry.testing.Echo/Echo";
-constexpr std::string_view kChat = "/ferry.testing.Echo/Chat";
 
 // One unary call whose payload names it; counts it in ok when the answer is its own.
 asio::awaitable<void> tagged_call(Channel& channel, int tag, int delay_ms, std::atomic<int>& ok,

@@ -26,10 +26,8 @@ using namespace std::chrono_literals;
 using testing::EchoRequest;
 using testing::EchoResponse;
 using testing::Loopback;
+using namespace testing::echo_methods;
 
-constexpr std::string_view kEcho = "/ferry.testing.Echo/Echo";
-constexpr std::string_view kCollect = "/ferry.testing.Echo/Collect";
-constexpr std::string_view kExpand = "/ferry.testing.Echo/Expand";
 
 constexpr std::size_t kMiB = 1 << 20;
 constexpr int kMessageSize = 64 * 1024;

@@ -28,11 +28,9 @@ using namespace std::chrono_literals;
 using testing::EchoRequest;
 using testing::EchoResponse;
 using testing::Loopback;
+using namespace testing::echo_methods;
 using Clock = std::chrono::steady_clock;
 
-constexpr std::string_view kEcho = "/ferry.testing.Echo/Echo";
-constexpr std::string_view kCollect = "/ferry.testing.Echo/Collect";
-constexpr std::string_view kExpand = "/ferry.testing.Echo/Expand";
 
 // Runs Server::shutdown(grace) on its own thread (it blocks) and records how long it took.
 class ShutdownInBackground {

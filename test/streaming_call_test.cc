@@ -17,10 +17,8 @@ using namespace std::chrono_literals;
 using testing::EchoRequest;
 using testing::EchoResponse;
 using testing::Loopback;
+using namespace testing::echo_methods;
 
-constexpr std::string_view kCollect = "/ferry.testing.Echo/Collect";
-constexpr std::string_view kExpand = "/ferry.testing.Echo/Expand";
-constexpr std::string_view kChat = "/ferry.testing.Echo/Chat";
 
 // --- client streaming --------------------------------------------------------------------------
 

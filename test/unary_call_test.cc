@@ -19,8 +19,8 @@ using namespace std::chrono_literals;
 using testing::EchoRequest;
 using testing::EchoResponse;
 using testing::Loopback;
+using namespace testing::echo_methods;
 
-constexpr std::string_view kEcho = "/ferry.testing.Echo/Echo";
 
 TEST(UnaryCall, EchoesThePayload) {
   Loopback loop;

@@ -2,6 +2,8 @@
 // knobs in echo.proto. Used by the transport tests and the loopback benchmarks.
 #pragma once
 
+#include <string_view>
+
 #include <atomic>
 #include <mutex>
 #include <set>
@@ -12,6 +14,14 @@
 #include "ferry/service.h"
 
 namespace ferry::testing {
+
+// The :path of each Echo method.
+namespace echo_methods {
+inline constexpr std::string_view kEcho = "/ferry.testing.Echo/Echo";
+inline constexpr std::string_view kCollect = "/ferry.testing.Echo/Collect";
+inline constexpr std::string_view kExpand = "/ferry.testing.Echo/Expand";
+inline constexpr std::string_view kChat = "/ferry.testing.Echo/Chat";
+}  // namespace echo_methods
 
 // What the Echo handlers did, for tests that must see the server side of a call (cancellation,
 // backpressure). Handlers run on the server's threads: every field may be read from any thread.
