@@ -23,9 +23,33 @@ inline absl::Status check_size(std::size_t size, std::size_t max_size) {
   return absl::OkStatus();
 }
 
-absl::Status size_changed(std::size_t expected, std::size_t written) {
+[[gnu::noinline, gnu::cold]] absl::Status size_changed(std::size_t expected, std::size_t written) {
   return absl::InternalError(absl::StrCat("message changed size while being serialized (", expected,
                                           " bytes expected, ", written, " written)"));
+}
+
+// Messages larger than a block: the prefix and then the body stream into out's tail block and
+// as many fresh blocks as they take; a failure truncates out back to where it was. Out of line,
+// so that the small-message path keeps a small frame.
+[[gnu::noinline]] absl::Status encode_across_blocks(const google::protobuf::MessageLite& msg,
+                                                    std::size_t size, SliceChain& out) {
+  const std::size_t mark = out.size();
+  write_frame_prefix(out.reserve(kFramePrefixSize), false, static_cast<std::uint32_t>(size));
+  out.commit(kFramePrefixSize);
+  {
+    detail::ChainOutputStream stream(out);
+    {
+      google::protobuf::io::CodedOutputStream coded(&stream);
+      msg.SerializeWithCachedSizes(&coded);
+    }
+    stream.finish();
+  }
+  const std::size_t written = out.size() - mark - kFramePrefixSize;
+  if (written != size) {
+    out.truncate(mark);
+    return size_changed(size, written);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -45,25 +69,7 @@ absl::Status encode_message(const google::protobuf::MessageLite& msg, SliceChain
     return absl::OkStatus();
   }
 
-  // Larger than a block: the prefix and then the body stream into out's tail block and as many
-  // fresh blocks as it takes; a failure truncates out back to where it was.
-  const std::size_t mark = out.size();
-  write_frame_prefix(out.reserve(kFramePrefixSize), false, static_cast<std::uint32_t>(size));
-  out.commit(kFramePrefixSize);
-  {
-    detail::ChainOutputStream stream(out);
-    {
-      google::protobuf::io::CodedOutputStream coded(&stream);
-      msg.SerializeWithCachedSizes(&coded);
-    }
-    stream.finish();
-  }
-  const std::size_t written = out.size() - mark - kFramePrefixSize;
-  if (written != size) {
-    out.truncate(mark);
-    return size_changed(size, written);
-  }
-  return absl::OkStatus();
+  return encode_across_blocks(msg, size, out);
 }
 
 absl::Status encode_bytes(std::string_view payload, bool compressed, SliceChain& out,
