@@ -94,7 +94,7 @@ void CallStream::on_data(Slice chunk) {
     }
     if (!*got) break;
     if (message.compressed) {
-      // TODO: gzip (grpc-encoding) arrives with the compression issue; until then the decoder
+      // TODO(gzip): grpc-encoding arrives with the compression issue; until then the decoder
       // refuses the flag, so this is unreachable.
       on_receive_error(absl::InternalError("compressed message without negotiated encoding"));
       return;

@@ -111,9 +111,7 @@ struct ChannelCore : std::enable_shared_from_this<ChannelCore> {
     conn->connection = std::make_shared<http2::Connection>(std::move(socket), http2::Role::kClient,
                                                            settings, conn.get());
     conn->connection->start();
-    if (current != nullptr && current->connection->is_open()) {
-      // The old connection drains (GOAWAY received): it stays alive through its calls.
-    }
+    // A draining predecessor (GOAWAY received) stays alive through its calls' references.
     current = std::move(conn);
     co_return absl::OkStatus();
   }

@@ -64,6 +64,7 @@ struct ServerConnection final : http2::ConnectionObserver, detail::ServerCall::O
     server.active_calls.fetch_add(1, std::memory_order_relaxed);
     const detail::CallLimits limits{server.options.max_receive_message_size,
                                     server.options.max_send_message_size};
+    // TODO(perf): recycle call objects through a per-thread free list (one allocation a call).
     return new detail::ServerCall(this, connection.get(), limits,
                                   server.options.max_header_list_size);
   }
