@@ -1,6 +1,6 @@
-// Implementation of ferry/buffer_pool.h: per-thread caches of idle blocks over one shared,
-// mutex-guarded free list. The hot path (acquire/release on a warm thread) touches only
-// thread-local state: its counters are single-writer atomics written with plain stores.
+// Implementation of ferry/buffer_pool.h: per-thread caches of idle blocks (whose fast path is
+// inline in the header) over one shared, mutex-guarded free list. The hot path touches only
+// thread-local state.
 #include "ferry/buffer_pool.h"
 
 #include <mutex>
@@ -8,6 +8,10 @@
 #include <vector>
 
 namespace ferry {
+namespace detail {
+constinit thread_local ThreadBlockCache* t_block_cache = nullptr;
+}  // namespace detail
+
 namespace {
 
 constexpr std::size_t kAllocationSize = detail::Block::kHeaderSize + BufferPool::kBlockSize;
@@ -16,48 +20,30 @@ constexpr std::align_val_t kAlignment{64};
 detail::Block* allocate_from_os();
 void free_to_os(detail::Block* b);
 
-// A free list of blocks linked through Block::next_free.
-struct FreeList {
-  detail::Block* head = nullptr;
-  std::size_t count = 0;
+void push(detail::ThreadBlockCache& list, detail::Block* b) {
+  b->next_free = list.head;
+  list.head = b;
+  ++list.count;
+}
 
-  void push(detail::Block* b) {
-    b->next_free = head;
-    head = b;
-    ++count;
-  }
-  detail::Block* pop() {
-    detail::Block* b = head;
-    head = b->next_free;
-    --count;
-    return b;
-  }
-};
-
-// Single-writer counter: the owning thread updates it without a locked instruction, others read.
-struct OwnedCounter {
-  std::atomic<std::uint64_t> value{0};
-  void add(std::uint64_t n) {
-    value.store(value.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-  }
-  std::uint64_t get() const { return value.load(std::memory_order_relaxed); }
-};
-
-struct ThreadCache;
+detail::Block* pop(detail::ThreadBlockCache& list) {
+  detail::Block* b = list.head;
+  list.head = b->next_free;
+  --list.count;
+  return b;
+}
 
 // Set once the thread's cache is destroyed: a Slice destroyed later in thread exit (another
 // thread_local's destructor) must not touch it. Trivially destructible, so always readable.
 thread_local bool t_cache_destroyed = false;
-// The fast path's way to the thread's cache: a trivially initialised thread_local costs one
-// TLS load, where the cache object itself would be guarded by an initialisation check.
-thread_local ThreadCache* t_cache = nullptr;
 
+struct ThreadCache;
 
 // State shared by all threads. Leaked on purpose: thread caches may outlive static destruction.
 struct Shared {
   std::mutex mu;
-  FreeList idle;
-  std::vector<ThreadCache*> caches;   // live threads' caches, for stats()
+  detail::ThreadBlockCache idle;     // the shared free list (its counters are unused)
+  std::vector<ThreadCache*> caches;  // live threads' caches, for stats()
   std::uint64_t exited_acquired = 0;  // counters folded in from exited threads
   std::uint64_t exited_released = 0;
   std::atomic<std::uint64_t> allocated{0};
@@ -69,10 +55,16 @@ Shared& shared() {
   return *s;
 }
 
+void give_to_shared_locked(Shared& s, detail::Block* b) {
+  if (s.idle.count < BufferPool::kSharedListBlocks) {
+    push(s.idle, b);
+  } else {
+    free_to_os(b);
+  }
+}
+
 struct ThreadCache {
-  FreeList idle;
-  OwnedCounter acquired;
-  OwnedCounter released;
+  detail::ThreadBlockCache fast;
 
   ThreadCache() {
     Shared& s = shared();
@@ -83,40 +75,21 @@ struct ThreadCache {
   ~ThreadCache() {
     Shared& s = shared();
     std::lock_guard lock(s.mu);
-    while (idle.count > 0) give_to_shared_locked(s, idle.pop());
-    s.exited_acquired += acquired.get();
-    s.exited_released += released.get();
+    while (fast.count > 0) give_to_shared_locked(s, pop(fast));
+    s.exited_acquired += fast.acquired.load(std::memory_order_relaxed);
+    s.exited_released += fast.released.load(std::memory_order_relaxed);
     std::erase(s.caches, this);
     t_cache_destroyed = true;
-    t_cache = nullptr;
-  }
-
-  static void give_to_shared_locked(Shared& s, detail::Block* b) {
-    if (s.idle.count < BufferPool::kSharedListBlocks) {
-      s.idle.push(b);
-    } else {
-      free_to_os(b);
-    }
-  }
-
-  detail::Block* acquire() {
-    if (idle.count == 0) refill();
-    detail::Block* b = idle.count > 0 ? idle.pop() : allocate_from_os();
-    acquired.add(1);
-    return b;
-  }
-
-  void release(detail::Block* b) {
-    released.add(1);
-    if (idle.count >= BufferPool::kThreadCacheBlocks) spill();
-    idle.push(b);
+    detail::t_block_cache = nullptr;
   }
 
   // Takes up to half a cache's worth of blocks from the shared list in one lock.
   void refill() {
     Shared& s = shared();
     std::lock_guard lock(s.mu);
-    while (s.idle.count > 0 && idle.count < BufferPool::kThreadCacheBlocks / 2) idle.push(s.idle.pop());
+    while (s.idle.count > 0 && fast.count < BufferPool::kThreadCacheBlocks / 2) {
+      push(fast, pop(s.idle));
+    }
   }
 
   // Moves half the cache to the shared list in one lock, so a thread that only releases (a
@@ -124,15 +97,16 @@ struct ThreadCache {
   void spill() {
     Shared& s = shared();
     std::lock_guard lock(s.mu);
-    while (idle.count > BufferPool::kThreadCacheBlocks / 2) give_to_shared_locked(s, idle.pop());
+    while (fast.count > BufferPool::kThreadCacheBlocks / 2) give_to_shared_locked(s, pop(fast));
   }
 };
 
-ThreadCache& thread_cache() {
-  if (t_cache != nullptr) return *t_cache;
+// The thread's cache, set up on first use; null once the thread is exiting.
+ThreadCache* thread_cache() {
+  if (t_cache_destroyed) return nullptr;
   thread_local ThreadCache cache;
-  t_cache = &cache;
-  return cache;
+  detail::t_block_cache = &cache.fast;
+  return &cache;
 }
 
 detail::Block* allocate_from_os() {
@@ -150,16 +124,38 @@ void free_to_os(detail::Block* b) {
 }  // namespace
 
 namespace detail {
-void release_block(Block* b) noexcept {
-  if (t_cache_destroyed) {
+
+Block* acquire_block_slow() {
+  Block* b = nullptr;
+  if (ThreadCache* cache = thread_cache(); cache != nullptr) {
+    if (cache->fast.head == nullptr) cache->refill();
+    if (cache->fast.head != nullptr) b = pop(cache->fast);
+    bump(cache->fast.acquired);
+  } else {  // thread exit: straight from the shared list
     Shared& s = shared();
     std::lock_guard lock(s.mu);
-    ++s.exited_released;
-    ThreadCache::give_to_shared_locked(s, b);
+    ++s.exited_acquired;
+    if (s.idle.count > 0) b = pop(s.idle);
+  }
+  if (b == nullptr) b = allocate_from_os();
+  b->refs.store(1, std::memory_order_relaxed);
+  b->used = 0;
+  return b;
+}
+
+void release_block_slow(Block* b) noexcept {
+  if (ThreadCache* cache = thread_cache(); cache != nullptr) {
+    bump(cache->fast.released);
+    if (cache->fast.count >= BufferPool::kThreadCacheBlocks) cache->spill();
+    push(cache->fast, b);
     return;
   }
-  thread_cache().release(b);
+  Shared& s = shared();
+  std::lock_guard lock(s.mu);
+  ++s.exited_released;
+  give_to_shared_locked(s, b);
 }
+
 }  // namespace detail
 
 BufferPool& BufferPool::instance() {
@@ -169,30 +165,14 @@ BufferPool& BufferPool::instance() {
 
 detail::Block* BufferPool::acquire() { return detail::acquire_block(); }
 
-detail::Block* detail::acquire_block() {
-  detail::Block* b;
-  if (t_cache_destroyed) {
-    Shared& s = shared();
-    std::lock_guard lock(s.mu);
-    ++s.exited_acquired;
-    b = s.idle.count > 0 ? s.idle.pop() : nullptr;
-  } else {
-    b = thread_cache().acquire();
-  }
-  if (b == nullptr) b = allocate_from_os();
-  b->refs.store(1, std::memory_order_relaxed);
-  b->used = 0;
-  return b;
-}
-
 BufferPoolStats BufferPool::stats() const {
   Shared& s = shared();
   std::lock_guard lock(s.mu);
   std::uint64_t acquired = s.exited_acquired;
   std::uint64_t released = s.exited_released;
   for (const ThreadCache* c : s.caches) {
-    acquired += c->acquired.get();
-    released += c->released.get();
+    acquired += c->fast.acquired.load(std::memory_order_relaxed);
+    released += c->fast.released.load(std::memory_order_relaxed);
   }
   BufferPoolStats out;
   out.blocks_allocated = s.allocated.load(std::memory_order_relaxed);
@@ -202,11 +182,13 @@ BufferPoolStats BufferPool::stats() const {
 }
 
 void BufferPool::trim() {
-  ThreadCache& mine = thread_cache();
   Shared& s = shared();
+  ThreadCache* mine = thread_cache();
   std::lock_guard lock(s.mu);
-  while (mine.idle.count > 0) free_to_os(mine.idle.pop());
-  while (s.idle.count > 0) free_to_os(s.idle.pop());
+  if (mine != nullptr) {
+    while (mine->fast.count > 0) free_to_os(pop(mine->fast));
+  }
+  while (s.idle.count > 0) free_to_os(pop(s.idle));
 }
 
 }  // namespace ferry
