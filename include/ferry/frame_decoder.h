@@ -39,7 +39,7 @@ class FrameDecoder {
   explicit FrameDecoder(FrameDecoderOptions options = {}) : options_(options) {}
 
   // Appends the next bytes of the stream, by reference.
-  void push(Slice chunk);
+  void push(Slice chunk) { pending_.append(std::move(chunk)); }
   // Appends a copy of bytes ferry does not own.
   void push_copy(const void* data, std::size_t size);
 
@@ -48,7 +48,22 @@ class FrameDecoder {
   // again (the stream is unusable):
   //   INTERNAL            compressed flag not 0 or 1, or 1 without negotiated compression;
   //   RESOURCE_EXHAUSTED  declared length above max_message_size.
-  [[nodiscard]] absl::StatusOr<bool> next(DecodedMessage& out);
+  [[nodiscard]] absl::StatusOr<bool> next(DecodedMessage& out) {
+    // Inline: an uncompressed message that lies whole in the first slice (the usual case).
+    if (error_.ok() && pending_.slice_count() > 0 &&
+        pending_.slice(0).size() >= kFramePrefixSize) {
+      const std::uint8_t* prefix = pending_.slice(0).data();
+      const std::size_t length = read_frame_length(prefix);
+      if (prefix[0] == 0 && length <= options_.max_message_size &&
+          pending_.slice(0).size() - kFramePrefixSize >= length) {
+        pending_.consume(kFramePrefixSize);
+        out.compressed = false;
+        pending_.move_front_to(length, out.payload);
+        return true;
+      }
+    }
+    return next_slow(out);
+  }
 
   // Call at the end of the stream: INTERNAL when it ended inside a message.
   [[nodiscard]] absl::Status finish() const;
@@ -60,6 +75,8 @@ class FrameDecoder {
   void set_options(const FrameDecoderOptions& options) { options_ = options; }
 
  private:
+  absl::StatusOr<bool> next_slow(DecodedMessage& out);
+
   FrameDecoderOptions options_;
   SliceChain pending_;
   absl::Status error_;

@@ -9,13 +9,11 @@
 
 namespace ferry {
 
-void FrameDecoder::push(Slice chunk) { pending_.append(std::move(chunk)); }
-
 void FrameDecoder::push_copy(const void* data, std::size_t size) {
   pending_.append_copy(data, size);
 }
 
-absl::StatusOr<bool> FrameDecoder::next(DecodedMessage& out) {
+absl::StatusOr<bool> FrameDecoder::next_slow(DecodedMessage& out) {
   if (!error_.ok()) return error_;
   if (pending_.size() < kFramePrefixSize) return false;
 
