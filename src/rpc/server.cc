@@ -168,17 +168,9 @@ void Server::Impl::adopt(IoThread& thread, asio::ip::tcp::socket socket) {
   settings.stream_window = options.stream_window;
   settings.connection_window = options.connection_window;
   settings.max_header_list_size = options.max_header_list_size;
-  asio::error_code ec;
-  auto endpoint = socket.remote_endpoint(ec);
-  if (!ec) {
-    conn->peer_address = endpoint.address().is_v6()
-                             ? absl::StrCat("ipv6:[", endpoint.address().to_string(), "]:",
-                                            endpoint.port())
-                             : absl::StrCat("ipv4:", endpoint.address().to_string(), ":",
-                                            endpoint.port());
-  }
   conn->connection = std::make_shared<http2::Connection>(std::move(socket), http2::Role::kServer,
                                                          settings, conn);
+  conn->peer_address = conn->connection->peer_address();  // once per connection, not per call
   conn->connection->start();
 }
 
