@@ -16,6 +16,7 @@
 #include "http2/connection.h"
 #include "rpc/client_call.h"
 #include "rpc/event.h"
+#include "rpc/on_executor.h"
 
 namespace ferry {
 namespace detail {
@@ -139,12 +140,6 @@ struct ChannelCore : std::enable_shared_from_this<ChannelCore> {
 
 namespace {
 
-template <class Make>
-auto on_channel_executor(const asio::io_context::executor_type& ex, Make make) -> decltype(make()) {
-  if (ex.running_in_this_thread()) co_return co_await make();
-  co_return co_await asio::co_spawn(ex, make(), asio::use_awaitable);
-}
-
 asio::awaitable<absl::Status> unary_on_executor(std::shared_ptr<detail::ChannelCore> core,
                                                 std::string_view method, ClientContext& context,
                                                 const google::protobuf::MessageLite& request,
@@ -211,13 +206,13 @@ asio::awaitable<absl::Status> Channel::call(std::string_view method, ClientConte
   // an argument of a coroutine call inside co_await twice, which released `core` twice per call
   // (use-after-free of the ChannelCore once the channel was destroyed).
   auto make = [&, core] { return unary_on_executor(core, method, context, request, response); };
-  co_return co_await on_channel_executor(core->executor, std::move(make));
+  co_return co_await detail::on_executor(core->executor, std::move(make));
 }
 
 asio::awaitable<ClientStream> Channel::open(std::string_view method, ClientContext& context) {
   auto core = core_;
   auto make = [&, core] { return core->start_call(method, context); };  // named: see call()
-  detail::ClientCall* call = co_await on_channel_executor(core->executor, std::move(make));
+  detail::ClientCall* call = co_await detail::on_executor(core->executor, std::move(make));
   co_return ClientStream(call);
 }
 

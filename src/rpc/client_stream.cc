@@ -5,21 +5,10 @@
 #include "asio/co_spawn.hpp"
 #include "asio/use_awaitable.hpp"
 #include "rpc/client_call.h"
+#include "rpc/on_executor.h"
 
 namespace ferry {
 namespace {
-
-// Runs make() (which returns an awaitable) on the call's executor and resumes the caller on its
-// own. On the same thread it is a plain co_await.
-template <class Make>
-auto on_call_executor(detail::ClientCall* call, Make make) -> decltype(make()) {
-  const asio::any_io_executor& ex = call->executor();
-  if (ex.target<asio::io_context::executor_type>() != nullptr &&
-      ex.target<asio::io_context::executor_type>()->running_in_this_thread()) {
-    co_return co_await make();
-  }
-  co_return co_await asio::co_spawn(ex, make(), asio::use_awaitable);
-}
 
 absl::Status no_call() { return absl::FailedPreconditionError("no call: the stream was moved"); }
 
@@ -46,34 +35,39 @@ ClientStream::~ClientStream() {
 asio::awaitable<absl::Status> ClientStream::write(const google::protobuf::MessageLite& msg) {
   if (call_ == nullptr) co_return no_call();
   detail::ClientCall* call = call_;
-  co_return co_await on_call_executor(call, [call, &msg] { return call->write(msg, false); });
+  auto make = [call, &msg] { return call->write(msg, false); };
+  co_return co_await detail::on_executor(call->executor(), std::move(make));
 }
 
 asio::awaitable<absl::Status> ClientStream::write_last(const google::protobuf::MessageLite& msg) {
   if (call_ == nullptr) co_return no_call();
   detail::ClientCall* call = call_;
-  co_return co_await on_call_executor(call, [call, &msg] { return call->write(msg, true); });
+  auto make = [call, &msg] { return call->write(msg, true); };
+  co_return co_await detail::on_executor(call->executor(), std::move(make));
 }
 
 asio::awaitable<void> ClientStream::writes_done() {
   if (call_ == nullptr) co_return;
   detail::ClientCall* call = call_;
-  co_await on_call_executor(call, [call]() -> asio::awaitable<void> {
+  auto make = [call]() -> asio::awaitable<void> {
     call->writes_done();
     co_return;
-  });
+  };
+  co_await detail::on_executor(call->executor(), std::move(make));
 }
 
 asio::awaitable<bool> ClientStream::read(google::protobuf::MessageLite& msg) {
   if (call_ == nullptr) co_return false;
   detail::ClientCall* call = call_;
-  co_return co_await on_call_executor(call, [call, &msg] { return call->read(msg); });
+  auto make = [call, &msg] { return call->read(msg); };
+  co_return co_await detail::on_executor(call->executor(), std::move(make));
 }
 
 asio::awaitable<absl::Status> ClientStream::finish() {
   if (call_ == nullptr) co_return no_call();
   detail::ClientCall* call = call_;
-  co_return co_await on_call_executor(call, [call] { return call->finish(); });
+  auto make = [call] { return call->finish(); };
+  co_return co_await detail::on_executor(call->executor(), std::move(make));
 }
 
 void ClientStream::cancel() {
