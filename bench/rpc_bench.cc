@@ -34,7 +34,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using testing::EchoRequest;
 using testing::EchoResponse;
-using namespace testing::echo_methods;
 
 constexpr std::string_view kSample = "/ferry.bench.Stats/Sample";
 constexpr std::size_t kPayload = 32;
@@ -97,13 +96,14 @@ FerryResult measure_ferry(int latency_calls, int throughput_calls, int stream_me
   ServerOptions options;
   options.num_threads = 1;
   Server server(options);
-  Service echo = testing::make_echo_service();
+  testing::EchoService echo;
   Service stats = make_stats_service();
   server.add_service(echo);
   server.add_service(stats);
   const int port = server.start("127.0.0.1", 0).value();
   asio::io_context io(1);
   Channel channel(io, "127.0.0.1:" + std::to_string(port));
+  testing::Echo::Stub stub(channel);
   FerryResult r{};
 
   EchoResponse sampled;
@@ -127,7 +127,7 @@ FerryResult measure_ferry(int latency_calls, int throughput_calls, int stream_me
     for (int i = 0; i < n; ++i) {
       ClientContext ctx;
       const auto start = Clock::now();
-      absl::Status s = co_await channel.call(kEcho, ctx, request, response);
+      absl::Status s = co_await stub.Echo(ctx, request, response);
       if (!s.ok()) {
         std::fprintf(stderr, "rpc_bench: call failed: %s\n", s.ToString().c_str());
         std::exit(1);
@@ -172,12 +172,11 @@ FerryResult measure_ferry(int latency_calls, int throughput_calls, int stream_me
   // Server streaming through the typed API: write the request, then read everything.
   r.stream_mb_per_s = run(io, [&]() -> asio::awaitable<double> {
     ClientContext ctx;
-    ClientStream stream = co_await channel.open(kExpand, ctx);
     EchoRequest request;
     request.set_response_size(64 * 1024);
     request.set_response_count(stream_messages);
     const auto t0 = Clock::now();
-    (void)co_await stream.write_last(request);
+    ClientReader<EchoResponse> stream = co_await stub.Expand(ctx, request);
     EchoResponse response;
     std::int64_t bytes = 0;
     while (co_await stream.read(response)) bytes += static_cast<std::int64_t>(response.payload().size());

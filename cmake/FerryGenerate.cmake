@@ -1,12 +1,17 @@
-# ferry_generate(TARGET <target> PROTOS <files...> [IMPORT_DIRS <dirs...>] [OUT_DIR <dir>])
+# ferry_generate(TARGET <target> PROTOS <files...> [IMPORT_DIRS <dirs...>] [OUT_DIR <dir>]
+#                [MESSAGES_ONLY])
 #
-# Runs protoc's C++ generator on PROTOS and adds the generated sources to TARGET, with OUT_DIR
-# (default: <binary dir>/ferry_generated) as a public include directory. Outputs are named as
-# protoc names them: the proto's path relative to the import directory that holds it, so
-# `IMPORT_DIRS proto` and `proto/foo/bar.proto` give `foo/bar.pb.h`. The first import directory
-# that contains a proto is its root; a proto under none of them is rooted at its own directory.
+# Runs protoc on PROTOS with its C++ generator (<stem>.pb.h/.cc: the messages) and with
+# protoc-gen-ferry (<stem>.ferry.h/.cc: a service base class and client stubs per service), adds
+# the generated sources to TARGET, links TARGET with ferry::ferry, and makes OUT_DIR (default:
+# <binary dir>/ferry_generated) a public include directory. MESSAGES_ONLY skips protoc-gen-ferry.
+#
+# Outputs are named as protoc names them: the proto's path relative to the import directory that
+# holds it, so `IMPORT_DIRS proto` and `proto/foo/bar.proto` give `foo/bar.pb.h` and
+# `foo/bar.ferry.h`. The first import directory that contains a proto is its root; a proto under
+# none of them is rooted at its own directory.
 function(ferry_generate)
-  cmake_parse_arguments(FG "" "TARGET;OUT_DIR" "PROTOS;IMPORT_DIRS" ${ARGN})
+  cmake_parse_arguments(FG "MESSAGES_ONLY" "TARGET;OUT_DIR" "PROTOS;IMPORT_DIRS" ${ARGN})
   if(NOT FG_TARGET OR NOT FG_PROTOS)
     message(FATAL_ERROR "ferry_generate: TARGET and PROTOS are required")
   endif()
@@ -34,6 +39,14 @@ function(ferry_generate)
     file(RELATIVE_PATH rel ${root} ${abs_proto})
     string(REGEX REPLACE "\\.proto$" "" stem ${rel})
     set(outputs ${FG_OUT_DIR}/${stem}.pb.h ${FG_OUT_DIR}/${stem}.pb.cc)
+    set(plugin_args)
+    set(plugin_depends)
+    if(NOT FG_MESSAGES_ONLY)
+      list(APPEND outputs ${FG_OUT_DIR}/${stem}.ferry.h ${FG_OUT_DIR}/${stem}.ferry.cc)
+      set(plugin_args --plugin=protoc-gen-ferry=$<TARGET_FILE:ferry::protoc-gen-ferry>
+                      --ferry_out=${FG_OUT_DIR})
+      set(plugin_depends ferry::protoc-gen-ferry)
+    endif()
 
     set(include_args -I${root})
     foreach(dir ${import_dirs})
@@ -44,8 +57,9 @@ function(ferry_generate)
     add_custom_command(
       OUTPUT ${outputs}
       COMMAND ${CMAKE_COMMAND} -E make_directory ${FG_OUT_DIR}
-      COMMAND protobuf::protoc ${include_args} --cpp_out=${FG_OUT_DIR} ${abs_proto}
-      DEPENDS ${abs_proto} protobuf::protoc
+      COMMAND protobuf::protoc ${include_args} --cpp_out=${FG_OUT_DIR} ${plugin_args}
+              ${abs_proto}
+      DEPENDS ${abs_proto} protobuf::protoc ${plugin_depends}
       COMMENT "ferry_generate: ${rel}"
       VERBATIM)
     list(APPEND generated ${outputs})
@@ -53,5 +67,9 @@ function(ferry_generate)
 
   target_sources(${FG_TARGET} PRIVATE ${generated})
   target_include_directories(${FG_TARGET} PUBLIC $<BUILD_INTERFACE:${FG_OUT_DIR}>)
-  target_link_libraries(${FG_TARGET} PUBLIC protobuf::libprotobuf)
+  if(FG_MESSAGES_ONLY)
+    target_link_libraries(${FG_TARGET} PUBLIC protobuf::libprotobuf)
+  else()
+    target_link_libraries(${FG_TARGET} PUBLIC ferry::ferry protobuf::libprotobuf)
+  endif()
 endfunction()

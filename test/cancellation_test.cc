@@ -67,7 +67,7 @@ TEST(Cancellation, ClientCancelsABidiCallWhileReading) {
   ClientContext ctx;
   bool read_returned_false = false;
   absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    ClientReaderWriter<EchoRequest, EchoResponse> stream(co_await loop.channel().open(kChat, ctx));
+    ClientReaderWriter<EchoRequest, EchoResponse> stream = co_await loop.stub().Chat(ctx);
     EchoRequest request;
     request.set_delay_ms(10'000);  // the handler will sit on this one
     (void)co_await stream.write(request);
@@ -90,7 +90,7 @@ TEST(Cancellation, ClientCancelsFromAnotherThread) {
   std::thread canceller;
   const auto start = std::chrono::steady_clock::now();
   absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    ClientReaderWriter<EchoRequest, EchoResponse> stream(co_await loop.channel().open(kChat, ctx));
+    ClientReaderWriter<EchoRequest, EchoResponse> stream = co_await loop.stub().Chat(ctx);
     canceller = std::thread([&stream] {
       std::this_thread::sleep_for(50ms);
       stream.cancel();
@@ -247,7 +247,7 @@ TEST(Cancellation, ServerStatusMidStreamStillLeavesTheConnectionUsable) {
     EchoRequest request;
     request.set_payload(std::string(1 << 20, 'z'));
     EchoResponse response;
-    absl::Status s = co_await loop.channel().call(kEcho, ctx, request, response);
+    absl::Status s = co_await loop.stub().Echo(ctx, request, response);
     EXPECT_TRUE(s.ok()) << s;
   });
 }
@@ -263,7 +263,7 @@ TEST(Cancellation, DeadlineCancelsAUnaryHandler) {
   EchoResponse response;
   const auto start = std::chrono::steady_clock::now();
   absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    co_return co_await loop.channel().call(kEcho, ctx, request, response);
+    co_return co_await loop.stub().Echo(ctx, request, response);
   });
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
   EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);

@@ -104,7 +104,7 @@ TEST(Concurrency, TwoHundredConcurrentBidiStreams) {
   auto chat = [&](int tag) -> asio::awaitable<void> {
     ClientContext ctx;
     ctx.set_timeout(20s);
-    ClientReaderWriter<EchoRequest, EchoResponse> stream(co_await loop.channel().open(kChat, ctx));
+    ClientReaderWriter<EchoRequest, EchoResponse> stream = co_await loop.stub().Chat(ctx);
     bool good = true;
     for (int i = 0; i < kRounds && good; ++i) {
       EchoRequest request;
@@ -196,7 +196,7 @@ TEST(Concurrency, TwoThreadServerWithBlockingClientsOnManyThreads) {
   ServerOptions options;
   options.num_threads = 2;
   Server server(options);
-  Service echo = testing::make_echo_service();
+  testing::EchoService echo;
   server.add_service(echo);
   absl::StatusOr<int> port = server.start("127.0.0.1", 0);
   ASSERT_TRUE(port.ok()) << port.status();
@@ -206,13 +206,14 @@ TEST(Concurrency, TwoThreadServerWithBlockingClientsOnManyThreads) {
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       Channel channel(target);  // its own I/O thread
+      testing::Echo::BlockingStub echo_stub(channel);
       for (int i = 0; i < 50; ++i) {
         EchoRequest request;
         request.set_payload(std::to_string(t) + ":" + std::to_string(i));
         EchoResponse response;
         ClientContext ctx;
         ctx.set_timeout(10s);
-        if (channel.call_blocking(kEcho, ctx, request, response).ok() &&
+        if (echo_stub.Echo(ctx, request, response).ok() &&
             response.payload() == request.payload()) {
           ok.fetch_add(1);
         }

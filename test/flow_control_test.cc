@@ -201,7 +201,7 @@ TEST(FlowControl, SlowServerReaderOfAGibibyteClientStream) {
   Loopback loop;
   loop.run([&]() -> asio::awaitable<void> {
     ClientContext ctx;
-    ClientWriter<EchoRequest> writer(co_await loop.channel().open(kCollect, ctx));
+    ClientWriter<EchoRequest> writer = co_await loop.stub().Collect(ctx);
     EchoRequest request;
     request.set_payload(std::string(kMessageSize, 'w'));
     for (int i = 0; i < 64; ++i) (void)co_await writer.write(request);
@@ -217,7 +217,7 @@ TEST(FlowControl, SlowServerReaderOfAGibibyteClientStream) {
   EchoResponse response;
   const auto start = std::chrono::steady_clock::now();
   absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    ClientWriter<EchoRequest> writer(co_await loop.channel().open(kCollect, ctx));
+    ClientWriter<EchoRequest> writer = co_await loop.stub().Collect(ctx);
     EchoRequest request;
     request.set_payload(std::string(kMessageSize - 8, 'w'));  // 64 KiB with the protobuf framing
     for (int i = 0; i < kBulkMessages; ++i) {
@@ -261,7 +261,7 @@ TEST(FlowControl, SmallMessagesTrickledToASlowReaderDoNotPinABlockEach) {
   const std::size_t pool_baseline = pool_bytes_in_use();
   EchoResponse response;
   absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    ClientWriter<EchoRequest> writer(co_await loop.channel().open(kCollect, ctx));
+    ClientWriter<EchoRequest> writer = co_await loop.stub().Collect(ctx);
     EchoRequest request;
     request.set_payload(std::string(100, 't'));
     request.set_delay_ms(3000);
@@ -336,7 +336,7 @@ TEST(FlowControl, UnreadResponsesOfCancelledCallsDoNotLeakTheConnectionWindow) {
     EchoRequest request;
     request.set_response_size(static_cast<int>(kMiB));
     EchoResponse response;
-    co_return co_await loop.channel().call(kEcho, ctx, request, response);
+    co_return co_await loop.stub().Echo(ctx, request, response);
   });
   EXPECT_TRUE(s.ok()) << s;
 }
@@ -370,7 +370,7 @@ TEST(FlowControl, UnreadRequestsOfFinishedCallsDoNotLeakTheServersConnectionWind
     EchoRequest request;
     request.set_payload(std::string(kMiB, 'z'));
     EchoResponse response;
-    co_return co_await loop.channel().call(kEcho, ctx, request, response);
+    co_return co_await loop.stub().Echo(ctx, request, response);
   });
   EXPECT_TRUE(s.ok()) << s;
 }

@@ -94,7 +94,7 @@ TEST(Shutdown, CallsFinishingWithinTheGracePeriodComplete) {
   asio::co_spawn(
       loop.io(),
       [&]() -> asio::awaitable<void> {
-        ClientWriter<EchoRequest> writer(co_await loop.channel().open(kCollect, collect_ctx));
+        ClientWriter<EchoRequest> writer = co_await loop.stub().Collect(collect_ctx);
         EchoRequest request;
         request.set_payload("more");
         for (int i = 0; i < 10; ++i) {

@@ -29,7 +29,7 @@ TEST(ClientStreaming, CountsMessagesAndBytes) {
   constexpr int kMessages = 500;
   std::int64_t sent_bytes = 0;
   absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    ClientWriter<EchoRequest> writer(co_await loop.channel().open(kCollect, ctx));
+    ClientWriter<EchoRequest> writer = co_await loop.stub().Collect(ctx);
     for (int i = 0; i < kMessages; ++i) {
       EchoRequest request;
       request.set_payload(std::string(static_cast<std::size_t>(i * 37 % 3000), 'c'));
@@ -48,7 +48,7 @@ TEST(ClientStreaming, LargeMessagesAddUp) {
   ClientContext ctx;
   EchoResponse response;
   absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    ClientWriter<EchoRequest> writer(co_await loop.channel().open(kCollect, ctx));
+    ClientWriter<EchoRequest> writer = co_await loop.stub().Collect(ctx);
     EchoRequest request;
     request.set_payload(std::string(1 << 20, 'L'));  // 1 MiB: fills the stream window at once
     for (int i = 0; i < 8; ++i) {
@@ -67,7 +67,7 @@ TEST(ClientStreaming, ZeroMessages) {
   EchoResponse response;
   response.set_received_messages(-1);
   absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    ClientWriter<EchoRequest> writer(co_await loop.channel().open(kCollect, ctx));
+    ClientWriter<EchoRequest> writer = co_await loop.stub().Collect(ctx);
     co_return co_await writer.finish(response);
   });
   ASSERT_TRUE(s.ok()) << s;
@@ -80,7 +80,7 @@ TEST(ClientStreaming, ServerErrorMidStreamReachesTheWriter) {
   ClientContext ctx;
   EchoResponse response;
   absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    ClientWriter<EchoRequest> writer(co_await loop.channel().open(kCollect, ctx));
+    ClientWriter<EchoRequest> writer = co_await loop.stub().Collect(ctx);
     EchoRequest request;
     request.set_payload("x");
     for (int i = 0; i < 3; ++i) (void)co_await writer.write(request);
@@ -181,7 +181,7 @@ TEST(BidiStreaming, PingPongAnswersEachRequestInOrder) {
   constexpr int kRounds = 1000;
   int good = 0;
   absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    ClientReaderWriter<EchoRequest, EchoResponse> stream(co_await loop.channel().open(kChat, ctx));
+    ClientReaderWriter<EchoRequest, EchoResponse> stream = co_await loop.stub().Chat(ctx);
     for (int i = 0; i < kRounds; ++i) {
       EchoRequest request;
       request.set_payload("ping " + std::to_string(i));
@@ -205,7 +205,7 @@ TEST(BidiStreaming, PipelinedWritesThenReads) {
   constexpr int kMessages = 300;
   int good = 0;
   absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    ClientReaderWriter<EchoRequest, EchoResponse> stream(co_await loop.channel().open(kChat, ctx));
+    ClientReaderWriter<EchoRequest, EchoResponse> stream = co_await loop.stub().Chat(ctx);
     for (int i = 0; i < kMessages; ++i) {
       EchoRequest request;
       request.set_payload(std::string(static_cast<std::size_t>(i) * 10, 'p'));
@@ -230,7 +230,7 @@ TEST(BidiStreaming, StatusErrorMidStream) {
   ClientContext ctx;
   int answered = 0;
   absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    ClientReaderWriter<EchoRequest, EchoResponse> stream(co_await loop.channel().open(kChat, ctx));
+    ClientReaderWriter<EchoRequest, EchoResponse> stream = co_await loop.stub().Chat(ctx);
     EchoRequest request;
     EchoResponse response;
     for (int i = 0; i < 3; ++i) {
@@ -305,7 +305,7 @@ TEST(StreamingMetadata, EchoedOnEveryStreamingKind) {
   fill(empty_ctx);
   loop.run([&]() -> asio::awaitable<void> {
     {
-      ClientWriter<EchoRequest> writer(co_await loop.channel().open(kCollect, collect_ctx));
+      ClientWriter<EchoRequest> writer = co_await loop.stub().Collect(collect_ctx);
       EchoRequest request;
       (void)co_await writer.write(request);
       EchoResponse response;

@@ -29,7 +29,7 @@ TEST(UnaryCall, EchoesThePayload) {
   EchoResponse response;
   ClientContext ctx;
   absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    co_return co_await loop.channel().call(kEcho, ctx, request, response);
+    co_return co_await loop.stub().Echo(ctx, request, response);
   });
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(response.payload(), "hello ferry");
@@ -44,7 +44,7 @@ TEST(UnaryCall, ManySequentialCallsReuseOneConnection) {
       request.set_payload(std::string(static_cast<std::size_t>(i), 'x'));
       EchoResponse response;
       ClientContext ctx;
-      absl::Status s = co_await loop.channel().call(kEcho, ctx, request, response);
+      absl::Status s = co_await loop.stub().Echo(ctx, request, response);
       if (s.ok() && response.payload() == request.payload()) ++n;
     }
     co_return n;
@@ -67,7 +67,7 @@ TEST_P(UnarySizes, RoundTripsPayload) {
   EchoResponse response;
   ClientContext ctx;
   absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    co_return co_await loop.channel().call(kEcho, ctx, request, response);
+    co_return co_await loop.stub().Echo(ctx, request, response);
   });
   ASSERT_TRUE(s.ok()) << s;
   ASSERT_EQ(response.payload().size(), payload.size());
@@ -92,7 +92,7 @@ TEST(UnaryCall, MetadataRoundTripsIncludingBinary) {
   ctx.add_metadata("trailing-text", "v1");
   ctx.add_metadata("trailing-text", "v2");
   absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    co_return co_await loop.channel().call(kEcho, ctx, request, response);
+    co_return co_await loop.stub().Echo(ctx, request, response);
   });
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(ctx.initial_metadata().get("initial-text"), "some value");
@@ -111,7 +111,7 @@ TEST(UnaryCall, InvalidMetadataFailsTheCallLocally) {
   ClientContext ctx;
   ctx.add_metadata("Upper-Case", "x");
   absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    co_return co_await loop.channel().call(kEcho, ctx, request, response);
+    co_return co_await loop.stub().Echo(ctx, request, response);
   });
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
 }
@@ -125,7 +125,7 @@ TEST(UnaryCall, EveryStatusCodeAndMessageRoundTrips) {
       request.set_status_message("status " + std::to_string(code) + " ☺ 100% \r\n\t done");
       EchoResponse response;
       ClientContext ctx;
-      absl::Status s = co_await loop.channel().call(kEcho, ctx, request, response);
+      absl::Status s = co_await loop.stub().Echo(ctx, request, response);
       EXPECT_EQ(static_cast<int>(s.code()), code);
       EXPECT_EQ(s.message(), request.status_message());
     }
@@ -147,7 +147,7 @@ TEST(UnaryCall, UnknownMethodAndServiceAreUnimplemented) {
     EXPECT_NE(s.message().find("unknown service no.Such"), std::string::npos) << s;
     // The connection is still fine afterwards.
     ClientContext c;
-    s = co_await loop.channel().call(kEcho, c, request, response);
+    s = co_await loop.stub().Echo(c, request, response);
     EXPECT_TRUE(s.ok()) << s;
   });
 }
@@ -161,7 +161,7 @@ TEST(UnaryCall, ClientDeadlineExpiresWhileTheServerSleeps) {
   ctx.set_timeout(50ms);
   const auto start = std::chrono::steady_clock::now();
   absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    co_return co_await loop.channel().call(kEcho, ctx, request, response);
+    co_return co_await loop.stub().Echo(ctx, request, response);
   });
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
   EXPECT_LT(std::chrono::steady_clock::now() - start, 1500ms);
@@ -174,7 +174,7 @@ TEST(UnaryCall, DeadlineThatAlreadyPassedFailsWithoutSending) {
   ClientContext ctx;
   ctx.set_deadline(std::chrono::steady_clock::now() - 1s);
   absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    co_return co_await loop.channel().call(kEcho, ctx, request, response);
+    co_return co_await loop.stub().Echo(ctx, request, response);
   });
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
 }
@@ -187,7 +187,7 @@ TEST(UnaryCall, GenerousDeadlineSucceeds) {
   ClientContext ctx;
   ctx.set_timeout(10s);
   absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    co_return co_await loop.channel().call(kEcho, ctx, request, response);
+    co_return co_await loop.stub().Echo(ctx, request, response);
   });
   EXPECT_TRUE(s.ok()) << s;
 }
@@ -201,7 +201,7 @@ TEST(UnaryCall, OversizedRequestIsResourceExhaustedOnTheServer) {
   EchoResponse response;
   ClientContext ctx;
   absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    co_return co_await loop.channel().call(kEcho, ctx, request, response);
+    co_return co_await loop.stub().Echo(ctx, request, response);
   });
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
 }
@@ -215,7 +215,7 @@ TEST(UnaryCall, OversizedResponseIsResourceExhaustedOnTheClient) {
   EchoResponse response;
   ClientContext ctx;
   absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    co_return co_await loop.channel().call(kEcho, ctx, request, response);
+    co_return co_await loop.stub().Echo(ctx, request, response);
   });
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
 }
@@ -229,7 +229,7 @@ TEST(UnaryCall, RequestOverTheSendLimitFailsBeforeSending) {
   EchoResponse response;
   ClientContext ctx;
   absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    co_return co_await loop.channel().call(kEcho, ctx, request, response);
+    co_return co_await loop.stub().Echo(ctx, request, response);
   });
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
 }
@@ -258,17 +258,18 @@ TEST(UnaryCall, BlockingApiFromAnotherThread) {
   ServerOptions options;
   options.num_threads = 1;
   Server server(options);
-  Service echo = testing::make_echo_service();
+  testing::EchoService echo;
   server.add_service(echo);
   absl::StatusOr<int> port = server.start("127.0.0.1", 0);
   ASSERT_TRUE(port.ok());
   Channel channel("127.0.0.1:" + std::to_string(*port));  // runs its own thread
+  testing::Echo::BlockingStub echo_stub(channel);
   for (int i = 0; i < 20; ++i) {
     EchoRequest request;
     request.set_payload("blocking " + std::to_string(i));
     EchoResponse response;
     ClientContext ctx;
-    absl::Status s = channel.call_blocking(kEcho, ctx, request, response);
+    absl::Status s = echo_stub.Echo(ctx, request, response);
     ASSERT_TRUE(s.ok()) << s;
     EXPECT_EQ(response.payload(), request.payload());
   }
@@ -280,29 +281,30 @@ TEST(UnaryCall, ServerReconnectsAfterTheConnectionIsLost) {
   // must reconnect on the next call.
   ServerOptions options;
   options.num_threads = 1;
-  Service echo = testing::make_echo_service();
+  testing::EchoService echo;
   auto first = std::make_unique<Server>(options);
   first->add_service(echo);
   absl::StatusOr<int> port = first->start("127.0.0.1", 0);
   ASSERT_TRUE(port.ok());
   Channel channel("127.0.0.1:" + std::to_string(*port));
+  testing::Echo::BlockingStub echo_stub(channel);
   EchoRequest request;
   request.set_payload("one");
   EchoResponse response;
   ClientContext ctx1;
-  ASSERT_TRUE(channel.call_blocking(kEcho, ctx1, request, response).ok());
+  ASSERT_TRUE(echo_stub.Echo(ctx1, request, response).ok());
   first->shutdown(100ms);
   first.reset();
 
   ClientContext ctx2;
-  absl::Status down = channel.call_blocking(kEcho, ctx2, request, response);
+  absl::Status down = echo_stub.Echo(ctx2, request, response);
   EXPECT_EQ(down.code(), absl::StatusCode::kUnavailable) << down;
 
   Server second(options);
   second.add_service(echo);
   ASSERT_TRUE(second.start("127.0.0.1", *port).ok());
   ClientContext ctx3;
-  absl::Status s = channel.call_blocking(kEcho, ctx3, request, response);
+  absl::Status s = echo_stub.Echo(ctx3, request, response);
   EXPECT_TRUE(s.ok()) << s;
   second.shutdown(100ms);
 }

@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "asio/awaitable.hpp"
 #include "asio/io_context.hpp"
+#include "ferry/blocking_stream.h"
 #include "ferry/client_context.h"
 #include "ferry/client_stream.h"
 #include "ferry/frame.h"
@@ -74,11 +75,20 @@ class Channel {
   // Starts a streaming call (any kind). Failures (cannot connect, deadline already passed)
   // surface as the status from finish(); reads return false and writes fail before that.
   asio::awaitable<ClientStream> open(std::string_view method, ClientContext& context);
+  // Starts a server-streaming call: opens it, sends request and half-closes. A request that
+  // cannot be sent (e.g. over the send limit) ends the call with that status.
+  asio::awaitable<ClientStream> open(std::string_view method, ClientContext& context,
+                                     const google::protobuf::MessageLite& request);
 
   // Blocking unary call, for simple programs: from any thread but the channel's own.
   absl::Status call_blocking(std::string_view method, ClientContext& context,
                              const google::protobuf::MessageLite& request,
                              google::protobuf::MessageLite& response);
+  // Blocking streaming calls, as open() above. From the channel's own thread the stream's
+  // operations fail with FAILED_PRECONDITION instead of deadlocking.
+  BlockingClientStream open_blocking(std::string_view method, ClientContext& context);
+  BlockingClientStream open_blocking(std::string_view method, ClientContext& context,
+                                     const google::protobuf::MessageLite& request);
 
  private:
   std::unique_ptr<asio::io_context> own_io_;

@@ -216,6 +216,36 @@ asio::awaitable<ClientStream> Channel::open(std::string_view method, ClientConte
   co_return ClientStream(call);
 }
 
+asio::awaitable<ClientStream> Channel::open(std::string_view method, ClientContext& context,
+                                           const google::protobuf::MessageLite& request) {
+  auto core = core_;
+  auto make = [&, core]() -> asio::awaitable<detail::ClientCall*> {  // named: see call()
+    detail::ClientCall* call = co_await core->start_call(method, context);
+    if (!call->done()) {
+      absl::Status written = co_await call->write(request, /*last=*/true);
+      // Else the server would wait for the request forever; the status is the write's.
+      if (!written.ok()) call->cancel(written);
+    }
+    co_return call;
+  };
+  detail::ClientCall* call = co_await detail::on_executor(core->executor, std::move(make));
+  co_return ClientStream(call);
+}
+
+BlockingClientStream Channel::open_blocking(std::string_view method, ClientContext& context) {
+  if (core_->executor.running_in_this_thread()) return BlockingClientStream(core_->executor, {});
+  return BlockingClientStream(
+      core_->executor, asio::co_spawn(core_->executor, open(method, context), asio::use_future).get());
+}
+
+BlockingClientStream Channel::open_blocking(std::string_view method, ClientContext& context,
+                                            const google::protobuf::MessageLite& request) {
+  if (core_->executor.running_in_this_thread()) return BlockingClientStream(core_->executor, {});
+  return BlockingClientStream(
+      core_->executor,
+      asio::co_spawn(core_->executor, open(method, context, request), asio::use_future).get());
+}
+
 absl::Status Channel::call_blocking(std::string_view method, ClientContext& context,
                                     const google::protobuf::MessageLite& request,
                                     google::protobuf::MessageLite& response) {

@@ -7,7 +7,6 @@
 #include "asio/steady_timer.hpp"
 #include "asio/this_coro.hpp"
 #include "asio/use_awaitable.hpp"
-#include "ferry/testing/echo.pb.h"
 
 namespace ferry::testing {
 namespace {
@@ -51,87 +50,74 @@ void echo_metadata(ServerContext& ctx) {
 
 }  // namespace
 
-Service make_echo_service(EchoProbe* probe) {
-  Service service("ferry.testing.Echo");
+asio::awaitable<absl::Status> EchoService::Echo(ServerContext& ctx, const EchoRequest& request,
+                                                EchoResponse& response) {
+  if (probe_ != nullptr) probe_->started.fetch_add(1);
+  echo_metadata(ctx);
+  if (request.delay_ms() > 0) co_await wait_unless_cancelled(ctx, request.delay_ms());
+  if (ctx.is_cancelled()) co_return report(probe_, ctx, absl::CancelledError("cancelled"));
+  fill_response(request, response);
+  co_return report(probe_, ctx, requested_status(request));
+}
 
-  service.add_unary<EchoRequest, EchoResponse>(
-      "Echo",
-      [probe](ServerContext& ctx, const EchoRequest& request,
-              EchoResponse& response) -> asio::awaitable<absl::Status> {
-        if (probe != nullptr) probe->started.fetch_add(1);
-        echo_metadata(ctx);
-        if (request.delay_ms() > 0) co_await wait_unless_cancelled(ctx, request.delay_ms());
-        if (ctx.is_cancelled()) co_return report(probe, ctx, absl::CancelledError("cancelled"));
-        fill_response(request, response);
-        co_return report(probe, ctx, requested_status(request));
-      });
+asio::awaitable<absl::Status> EchoService::Collect(ServerContext& ctx,
+                                                   ServerReader<EchoRequest>& reader,
+                                                   EchoResponse& response) {
+  if (probe_ != nullptr) probe_->started.fetch_add(1);
+  echo_metadata(ctx);
+  EchoRequest request;
+  std::int64_t bytes = 0;
+  int count = 0;
+  while (co_await reader.read(request)) {
+    if (probe_ != nullptr) probe_->messages_read.fetch_add(1);
+    ++count;
+    bytes += static_cast<std::int64_t>(request.payload().size());
+    if (request.status_code() != 0) co_return report(probe_, ctx, requested_status(request));
+    if (request.delay_ms() > 0) co_await wait_unless_cancelled(ctx, request.delay_ms());
+  }
+  if (ctx.is_cancelled()) co_return report(probe_, ctx, absl::CancelledError("cancelled"));
+  response.set_received_messages(count);
+  response.set_received_bytes(bytes);
+  co_return report(probe_, ctx, absl::OkStatus());
+}
 
-  service.add_client_streaming<EchoRequest, EchoResponse>(
-      "Collect",
-      [probe](ServerContext& ctx, ServerReader<EchoRequest>& reader,
-              EchoResponse& response) -> asio::awaitable<absl::Status> {
-        if (probe != nullptr) probe->started.fetch_add(1);
-        echo_metadata(ctx);
-        EchoRequest request;
-        std::int64_t bytes = 0;
-        int count = 0;
-        while (co_await reader.read(request)) {
-          if (probe != nullptr) probe->messages_read.fetch_add(1);
-          ++count;
-          bytes += static_cast<std::int64_t>(request.payload().size());
-          if (request.status_code() != 0) co_return report(probe, ctx, requested_status(request));
-          if (request.delay_ms() > 0) co_await wait_unless_cancelled(ctx, request.delay_ms());
-        }
-        if (ctx.is_cancelled()) co_return report(probe, ctx, absl::CancelledError("cancelled"));
-        response.set_received_messages(count);
-        response.set_received_bytes(bytes);
-        co_return report(probe, ctx, absl::OkStatus());
-      });
+asio::awaitable<absl::Status> EchoService::Expand(ServerContext& ctx, const EchoRequest& request,
+                                                  ServerWriter<EchoResponse>& writer) {
+  if (probe_ != nullptr) probe_->started.fetch_add(1);
+  echo_metadata(ctx);
+  EchoResponse response;
+  fill_response(request, response);
+  for (int i = 0; i < request.response_count(); ++i) {
+    if (request.delay_ms() > 0) co_await wait_unless_cancelled(ctx, request.delay_ms());
+    response.set_index(i);
+    if (absl::Status s = co_await writer.write(response); !s.ok()) {
+      co_return report(probe_, ctx, s);
+    }
+    if (probe_ != nullptr) probe_->messages_written.fetch_add(1);
+  }
+  co_return report(probe_, ctx, requested_status(request));
+}
 
-  service.add_server_streaming<EchoRequest, EchoResponse>(
-      "Expand",
-      [probe](ServerContext& ctx, const EchoRequest& request,
-              ServerWriter<EchoResponse>& writer) -> asio::awaitable<absl::Status> {
-        if (probe != nullptr) probe->started.fetch_add(1);
-        echo_metadata(ctx);
-        EchoResponse response;
-        fill_response(request, response);
-        for (int i = 0; i < request.response_count(); ++i) {
-          if (request.delay_ms() > 0) co_await wait_unless_cancelled(ctx, request.delay_ms());
-          response.set_index(i);
-          if (absl::Status s = co_await writer.write(response); !s.ok()) {
-            co_return report(probe, ctx, s);
-          }
-          if (probe != nullptr) probe->messages_written.fetch_add(1);
-        }
-        co_return report(probe, ctx, requested_status(request));
-      });
-
-  service.add_bidi_streaming<EchoRequest, EchoResponse>(
-      "Chat",
-      [probe](ServerContext& ctx, ServerReaderWriter<EchoRequest, EchoResponse>& stream)
-          -> asio::awaitable<absl::Status> {
-        if (probe != nullptr) probe->started.fetch_add(1);
-        echo_metadata(ctx);
-        EchoRequest request;
-        EchoResponse response;
-        int index = 0;
-        while (co_await stream.read(request)) {
-          if (probe != nullptr) probe->messages_read.fetch_add(1);
-          if (request.status_code() != 0) co_return report(probe, ctx, requested_status(request));
-          if (request.delay_ms() > 0) co_await wait_unless_cancelled(ctx, request.delay_ms());
-          fill_response(request, response);
-          response.set_index(index++);
-          if (absl::Status s = co_await stream.write(response); !s.ok()) {
-            co_return report(probe, ctx, s);
-          }
-          if (probe != nullptr) probe->messages_written.fetch_add(1);
-        }
-        if (ctx.is_cancelled()) co_return report(probe, ctx, absl::CancelledError("cancelled"));
-        co_return report(probe, ctx, absl::OkStatus());
-      });
-
-  return service;
+asio::awaitable<absl::Status> EchoService::Chat(
+    ServerContext& ctx, ServerReaderWriter<EchoRequest, EchoResponse>& stream) {
+  if (probe_ != nullptr) probe_->started.fetch_add(1);
+  echo_metadata(ctx);
+  EchoRequest request;
+  EchoResponse response;
+  int index = 0;
+  while (co_await stream.read(request)) {
+    if (probe_ != nullptr) probe_->messages_read.fetch_add(1);
+    if (request.status_code() != 0) co_return report(probe_, ctx, requested_status(request));
+    if (request.delay_ms() > 0) co_await wait_unless_cancelled(ctx, request.delay_ms());
+    fill_response(request, response);
+    response.set_index(index++);
+    if (absl::Status s = co_await stream.write(response); !s.ok()) {
+      co_return report(probe_, ctx, s);
+    }
+    if (probe_ != nullptr) probe_->messages_written.fetch_add(1);
+  }
+  if (ctx.is_cancelled()) co_return report(probe_, ctx, absl::CancelledError("cancelled"));
+  co_return report(probe_, ctx, absl::OkStatus());
 }
 
 }  // namespace ferry::testing

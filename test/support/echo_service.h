@@ -11,16 +11,16 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "ferry/service.h"
+#include "ferry/testing/echo.ferry.h"
 
 namespace ferry::testing {
 
-// The :path of each Echo method.
+// The :path of each Echo method, for tests of the type-erased API (ferry::Channel::open/call).
 namespace echo_methods {
-inline constexpr std::string_view kEcho = "/ferry.testing.Echo/Echo";
-inline constexpr std::string_view kCollect = "/ferry.testing.Echo/Collect";
-inline constexpr std::string_view kExpand = "/ferry.testing.Echo/Expand";
-inline constexpr std::string_view kChat = "/ferry.testing.Echo/Chat";
+inline constexpr std::string_view kEcho = Echo::kEchoPath;
+inline constexpr std::string_view kCollect = Echo::kCollectPath;
+inline constexpr std::string_view kExpand = Echo::kExpandPath;
+inline constexpr std::string_view kChat = Echo::kChatPath;
 }  // namespace echo_methods
 
 // What the Echo handlers did, for tests that must see the server side of a call (cancellation,
@@ -58,7 +58,7 @@ struct EchoProbe {
   std::set<std::thread::id> threads_;
 };
 
-// A Service named "ferry.testing.Echo" with methods:
+// The ferry.testing.Echo service (echo.proto), on its generated base:
 //   Echo    (unary)             one response: payload echoed or response_size bytes; echoes
 //                               "initial-*" client metadata in the response headers and
 //                               "trailing-*" in the trailers; status_code/delay_ms honoured.
@@ -68,6 +68,21 @@ struct EchoProbe {
 //   Expand  (server streaming)  response_count responses of response_size bytes, delay_ms apart.
 //   Chat    (bidi)              answers each request at once, like Echo.
 // When probe is non-null (it must outlive the service's calls) every handler reports to it.
-Service make_echo_service(EchoProbe* probe = nullptr);
+class EchoService final : public testing::Echo::Service {
+ public:
+  explicit EchoService(EchoProbe* probe = nullptr) : probe_(probe) {}
+
+  asio::awaitable<absl::Status> Echo(ServerContext& ctx, const EchoRequest& request,
+                                     EchoResponse& response) override;
+  asio::awaitable<absl::Status> Collect(ServerContext& ctx, ServerReader<EchoRequest>& reader,
+                                        EchoResponse& response) override;
+  asio::awaitable<absl::Status> Expand(ServerContext& ctx, const EchoRequest& request,
+                                       ServerWriter<EchoResponse>& writer) override;
+  asio::awaitable<absl::Status> Chat(
+      ServerContext& ctx, ServerReaderWriter<EchoRequest, EchoResponse>& stream) override;
+
+ private:
+  EchoProbe* probe_;
+};
 
 }  // namespace ferry::testing

@@ -24,16 +24,18 @@ class Loopback {
   // extra: another service to serve beside Echo (handlers a test defines); must outlive this.
   explicit Loopback(ServerOptions server_options = {}, ChannelOptions channel_options = {},
                     const Service* extra = nullptr)
-      : service_(make_echo_service(&probe_)), server_(server_options) {
+      : service_(&probe_), server_(server_options) {
     server_.add_service(service_);
     if (extra != nullptr) server_.add_service(*extra);
     absl::StatusOr<int> port = server_.start("127.0.0.1", 0);
     if (!port.ok()) throw std::runtime_error(std::string(port.status().message()));
     port_ = *port;
     channel_ = std::make_unique<Channel>(io_, target(), std::move(channel_options));
+    stub_ = std::make_unique<Echo::Stub>(*channel_);
   }
 
   ~Loopback() {
+    stub_.reset();
     channel_.reset();
     // Let the channel's close (and what it posts: calls' deletion, streams dropped by the test)
     // run before the server goes; not after run() gave up on a coroutine (see run()).
@@ -45,6 +47,8 @@ class Loopback {
   std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
   int port() const { return port_; }
   Channel& channel() { return *channel_; }
+  // The generated Echo stub over channel().
+  Echo::Stub& stub() { return *stub_; }
   Server& server() { return server_; }
   asio::io_context& io() { return io_; }
   EchoProbe& probe() { return probe_; }
@@ -79,7 +83,7 @@ class Loopback {
 
  private:
   EchoProbe probe_;  // before service_: the handlers point to it
-  Service service_;
+  EchoService service_;
   Server server_;
   int port_ = 0;
   asio::io_context io_{1};
@@ -88,6 +92,7 @@ class Loopback {
   asio::executor_work_guard<asio::io_context::executor_type> work_{io_.get_executor()};
   bool abandoned_ = false;
   std::unique_ptr<Channel> channel_;
+  std::unique_ptr<Echo::Stub> stub_;
 };
 
 }  // namespace ferry::testing

@@ -1,0 +1,93 @@
+// ferry/blocking_stream.h: a client call's message streams, blocking (calls layer, public). For
+// simple programs and threads that are not coroutines: each operation runs on the channel's
+// executor and the calling thread waits for it. Channel::open_blocking returns the type-erased
+// BlockingClientStream; BlockingClientReader, BlockingClientWriter and
+// BlockingClientReaderWriter are thin typed views over it.
+//
+// Threading: use a stream from one thread at a time, never from the channel's own thread (that
+// would deadlock: operations there fail with FAILED_PRECONDITION). The channel must outlive the
+// stream. Destroying a stream that has not finished cancels the call (RST_STREAM).
+#pragma once
+
+#include <utility>
+
+#include "absl/status/status.h"
+#include "asio/io_context.hpp"
+#include "ferry/client_stream.h"
+
+namespace google::protobuf {
+class MessageLite;
+}
+
+namespace ferry {
+
+class BlockingClientStream {
+ public:
+  BlockingClientStream(asio::io_context::executor_type executor, ClientStream stream)
+      : executor_(std::move(executor)), stream_(std::move(stream)) {}
+  BlockingClientStream(BlockingClientStream&&) noexcept = default;
+  BlockingClientStream& operator=(BlockingClientStream&&) noexcept = default;
+
+  // As ClientStream's operations (client_stream.h), waiting for each to complete.
+  absl::Status write(const google::protobuf::MessageLite& msg);
+  absl::Status write_last(const google::protobuf::MessageLite& msg);
+  void writes_done();
+  bool read(google::protobuf::MessageLite& msg);
+  absl::Status finish();
+  // Does not wait: the call ends with CANCELLED.
+  void cancel() { stream_.cancel(); }
+
+ private:
+  asio::io_context::executor_type executor_;
+  ClientStream stream_;
+};
+
+template <class Response>
+class BlockingClientReader {
+ public:
+  explicit BlockingClientReader(BlockingClientStream stream) : stream_(std::move(stream)) {}
+  // The next response; false at the end of the server's stream or if the call failed.
+  bool read(Response& msg) { return stream_.read(msg); }
+  absl::Status finish() { return stream_.finish(); }
+  void cancel() { stream_.cancel(); }
+
+ private:
+  BlockingClientStream stream_;
+};
+
+template <class Request>
+class BlockingClientWriter {
+ public:
+  explicit BlockingClientWriter(BlockingClientStream stream) : stream_(std::move(stream)) {}
+  absl::Status write(const Request& msg) { return stream_.write(msg); }
+  void writes_done() { stream_.writes_done(); }
+  // Half-closes, waits for the single response and the status.
+  template <class Response>
+  absl::Status finish(Response& response) {
+    stream_.writes_done();
+    const bool got = stream_.read(response);
+    absl::Status status = stream_.finish();
+    if (status.ok() && !got) status = absl::InternalError("server sent no response message");
+    return status;
+  }
+  void cancel() { stream_.cancel(); }
+
+ private:
+  BlockingClientStream stream_;
+};
+
+template <class Request, class Response>
+class BlockingClientReaderWriter {
+ public:
+  explicit BlockingClientReaderWriter(BlockingClientStream stream) : stream_(std::move(stream)) {}
+  absl::Status write(const Request& msg) { return stream_.write(msg); }
+  void writes_done() { stream_.writes_done(); }
+  bool read(Response& msg) { return stream_.read(msg); }
+  absl::Status finish() { return stream_.finish(); }
+  void cancel() { stream_.cancel(); }
+
+ private:
+  BlockingClientStream stream_;
+};
+
+}  // namespace ferry

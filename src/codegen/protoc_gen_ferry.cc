@@ -1,0 +1,9 @@
+// protoc-gen-ferry: protoc plugin that writes ferry service bases and client stubs.
+//   protoc --plugin=protoc-gen-ferry=path/to/protoc-gen-ferry --ferry_out=OUT --cpp_out=OUT x.proto
+#include "codegen/ferry_generator.h"
+#include "google/protobuf/compiler/plugin.h"
+
+int main(int argc, char* argv[]) {
+  ferry::codegen::FerryGenerator generator;
+  return google::protobuf::compiler::PluginMain(argc, argv, &generator);
+}
