@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ferry's main job: installs missing Debian packages, builds everything in Release, runs the
-# codec benchmarks (medians of repetitions) and the loopback RPC benchmark, and prints their
-# tables with ratios to the baselines measured in the same run.
+# greeter example (its server and client), the codec benchmarks (medians of repetitions) and the
+# loopback RPC benchmark, and prints their tables with ratios to the baselines measured in the
+# same run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +18,12 @@ cmake --build build
 if [ -z "${FERRY_BENCH_KEEP_GLIBC:-}" ]; then
   export GLIBC_TUNABLES=glibc.cpu.x86_rep_movsb_threshold=4194304
 fi
+
+echo "== Demo: the greeter example's client calling its server (generated stubs)"
+python3 test/interop/run_pair.py --client-timeout 30 --server-timeout 60 \
+  --server ./build/examples/greeter/greeter_server --port={port} \
+  --client ./build/examples/greeter/greeter_client --target=127.0.0.1:{port} --name=main.sh
+echo
 
 mkdir -p build/results
 echo "== Codec: encode/decode, ferry beside naive, grpc++, prealloc and memcpy"

@@ -11,7 +11,9 @@
 //
 // Threading: the connection and its calls live on the channel's executor (a single-threaded
 // io_context). A Channel constructed without one runs its own I/O thread; its blocking API may
-// then be used from any other thread.
+// then be used from any other thread. A Channel on the caller's io_context keeps it busy (the
+// connection's read is always pending), so io_context::run() returns only after the channel is
+// destroyed; drive it with run_one()/poll() or destroy the channel when done.
 #pragma once
 
 #include <chrono>
