@@ -14,11 +14,14 @@
 #include "ferry/frame_decoder.h"
 #include "ferry/frame_encoder.h"
 #include "ferry/testing/buffer.pb.h"
+#include "support/gzip_data.h"
 
 namespace ferry {
 namespace {
 
 using testing::Buffer;
+using testing::gzip_of_zeros;
+using testing::zlib_gzip;
 
 // gzip.compress(b"hello ferry, hello gzip", mtime=0) from Python's gzip module.
 constexpr std::uint8_t kPythonGzipText[] = {
@@ -49,47 +52,6 @@ std::string mixed_bytes(std::size_t n) {
     s[i] = (i % 7 == 0) ? static_cast<char>(x >> 24) : static_cast<char>('a' + i % 13);
   }
   return s;
-}
-
-// The raw gzip of `plain` by zlib itself (the reference encoder), at level 1.
-std::string zlib_gzip(const std::string& plain) {
-  z_stream z{};
-  EXPECT_EQ(deflateInit2(&z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&z, plain.size()), '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(plain.data()));
-  z.avail_in = static_cast<uInt>(plain.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
-
-// gzip of `zeros` zero bytes, produced in 64 KiB steps (no buffer of the inflated size).
-std::string gzip_of_zeros(std::size_t zeros) {
-  z_stream z{};
-  EXPECT_EQ(deflateInit2(&z, 9, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY), Z_OK);
-  const std::string block(64 * 1024, '\0');
-  std::string out;
-  char buf[16 * 1024];
-  std::size_t left = zeros;
-  int rc = Z_OK;
-  while (rc != Z_STREAM_END) {
-    const std::size_t n = std::min(left, block.size());
-    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(block.data()));
-    z.avail_in = static_cast<uInt>(n);
-    left -= n;
-    const int flush = left == 0 ? Z_FINISH : Z_NO_FLUSH;
-    do {
-      z.next_out = reinterpret_cast<Bytef*>(buf);
-      z.avail_out = sizeof(buf);
-      rc = deflate(&z, flush);
-      out.append(buf, sizeof(buf) - z.avail_out);
-    } while (z.avail_out == 0);
-  }
-  deflateEnd(&z);
-  return out;
 }
 
 TEST(Compression, NamesRoundTrip) {
