@@ -384,6 +384,71 @@ TEST(CompressionCall, ClientLimitAppliesToTheInflatedResponse) {
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
 }
 
+// A one-stream HTTP/2 server that answers with grpc-encoding: snappy and a message flagged
+// compressed, then grpc-status 0: what a client that cannot inflate snappy must fail (INTERNAL).
+class SnappyServer final : public http2::ConnectionObserver, public http2::Stream {
+ public:
+  explicit SnappyServer(asio::io_context& io)
+      : acceptor_(io, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {
+    acceptor_.async_accept([this](const asio::error_code& ec, asio::ip::tcp::socket socket) {
+      if (ec) return;
+      connection_ = std::make_shared<http2::Connection>(std::move(socket), http2::Role::kServer,
+                                                        http2::ConnectionSettings{}, this);
+      connection_->start();
+    });
+  }
+  ~SnappyServer() override {
+    if (connection_ != nullptr) connection_->close();
+    asio::error_code ignored;
+    acceptor_.close(ignored);
+  }
+  int port() const { return acceptor_.local_endpoint().port(); }
+
+  http2::Stream* on_stream_open(std::int32_t) override { return used_ ? nullptr : this; }
+  void on_goaway(std::int32_t, std::uint32_t) override {}
+  void on_connection_closed() override {}
+
+  bool on_header(std::string_view, std::string_view) override { return true; }
+  void on_headers_done() override {
+    if (used_) return;
+    used_ = true;
+    const std::string message = frame("\x0a\x03" "abc", /*compressed=*/true);
+    outbound.append_copy(message.data(), message.size());
+    outbound_end = true;
+    trailers.push_back({"grpc-status", "0"});
+    const nghttp2_nv nva[] = {http2::make_nv(":status", "200"),
+                              http2::make_nv("content-type", "application/grpc"),
+                              http2::make_nv("grpc-encoding", "snappy")};
+    connection_->submit_response(this, nva, /*with_data=*/true);
+  }
+  void on_data(Slice chunk) override { connection_->consume(this, chunk.size()); }
+  void on_remote_end() override {}
+  void on_outbound_taken() override {}
+  void on_closed(std::uint32_t) override {}
+
+ private:
+  asio::ip::tcp::acceptor acceptor_;
+  std::shared_ptr<http2::Connection> connection_;
+  bool used_ = false;
+};
+
+TEST(CompressionCall, ResponseInAnUnsupportedEncodingIsInternal) {
+  Loopback loop;
+  SnappyServer snappy(loop.io());
+  absl::Status s;
+  {
+    Channel channel(loop.io(), "127.0.0.1:" + std::to_string(snappy.port()));
+    EchoRequest request;
+    EchoResponse response;
+    ClientContext ctx;
+    s = loop.run([&]() -> asio::awaitable<absl::Status> {
+      co_return co_await channel.call(kUnary, ctx, request, response);
+    });
+  }
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
+  EXPECT_NE(std::string(s.message()).find("snappy"), std::string::npos) << s;
+}
+
 TEST(CompressionCall, ManyCompressedCallsStayCorrect) {
   // Exercises the per-thread zlib streams' reset between messages on both sides.
   GzLoop gz;
