@@ -96,5 +96,17 @@ TEST(StatusMapping, GrpcStatusValues) {
   EXPECT_EQ(parse_grpc_status("x"), absl::StatusCode::kUnknown);
 }
 
+TEST(AcceptEncoding, ListsTokensWithOrWithoutSpaces) {
+  EXPECT_TRUE(accepts_encoding("gzip", Compression::kGzip));
+  EXPECT_TRUE(accepts_encoding("identity,deflate,gzip", Compression::kGzip));
+  EXPECT_TRUE(accepts_encoding("identity, gzip", Compression::kGzip));
+  EXPECT_TRUE(accepts_encoding(kAcceptEncoding, Compression::kGzip));
+  EXPECT_TRUE(accepts_encoding(kAcceptEncoding, Compression::kIdentity));
+  EXPECT_FALSE(accepts_encoding("identity,deflate", Compression::kGzip));
+  EXPECT_FALSE(accepts_encoding("", Compression::kGzip));
+  EXPECT_FALSE(accepts_encoding("gzipx,xgzip", Compression::kGzip));
+  EXPECT_FALSE(accepts_encoding(",,", Compression::kGzip));
+}
+
 }  // namespace
 }  // namespace ferry::detail

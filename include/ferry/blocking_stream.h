@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "asio/io_context.hpp"
 #include "ferry/client_stream.h"
+#include "ferry/compression.h"
 
 namespace google::protobuf {
 class MessageLite;
@@ -29,13 +30,15 @@ class BlockingClientStream {
   BlockingClientStream& operator=(BlockingClientStream&&) noexcept = default;
 
   // As ClientStream's operations (client_stream.h), waiting for each to complete.
-  absl::Status write(const google::protobuf::MessageLite& msg);
-  absl::Status write_last(const google::protobuf::MessageLite& msg);
+  absl::Status write(const google::protobuf::MessageLite& msg, WriteOptions options = {});
+  absl::Status write_last(const google::protobuf::MessageLite& msg, WriteOptions options = {});
   void writes_done();
   bool read(google::protobuf::MessageLite& msg);
   absl::Status finish();
   // Does not wait: the call ends with CANCELLED.
   void cancel() { stream_.cancel(); }
+  // Whether the response read last arrived compressed.
+  bool last_message_compressed() const { return stream_.last_message_compressed(); }
 
  private:
   asio::io_context::executor_type executor_;
@@ -59,7 +62,9 @@ template <class Request>
 class BlockingClientWriter {
  public:
   explicit BlockingClientWriter(BlockingClientStream stream) : stream_(std::move(stream)) {}
-  absl::Status write(const Request& msg) { return stream_.write(msg); }
+  absl::Status write(const Request& msg, WriteOptions options = {}) {
+    return stream_.write(msg, options);
+  }
   void writes_done() { stream_.writes_done(); }
   // Half-closes, waits for the single response and the status.
   template <class Response>
@@ -80,7 +85,9 @@ template <class Request, class Response>
 class BlockingClientReaderWriter {
  public:
   explicit BlockingClientReaderWriter(BlockingClientStream stream) : stream_(std::move(stream)) {}
-  absl::Status write(const Request& msg) { return stream_.write(msg); }
+  absl::Status write(const Request& msg, WriteOptions options = {}) {
+    return stream_.write(msg, options);
+  }
   void writes_done() { stream_.writes_done(); }
   bool read(Response& msg) { return stream_.read(msg); }
   absl::Status finish() { return stream_.finish(); }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <string_view>
 
+#include "ferry/compression.h"
 #include "ferry/metadata.h"
 
 namespace ferry {
@@ -28,13 +29,26 @@ class ClientContext {
   void add_metadata(std::string_view key, std::string_view value) { metadata_.add(key, value); }
   const Metadata& metadata() const { return metadata_; }
 
+  // Compresses this call's request messages with `compression` (sent as grpc-encoding); a write
+  // may opt a message out (WriteOptions::no_compression). Set it before the call starts. A
+  // server without the encoding fails the call with UNIMPLEMENTED. Default: kIdentity. Whatever
+  // this says, ferry advertises and accepts gzip responses (grpc-accept-encoding).
+  void set_compression(Compression compression) { compression_ = compression; }
+  Compression compression() const { return compression_; }
+
   // The server's response headers and trailers, filled as they arrive.
   const Metadata& initial_metadata() const { return initial_metadata_; }
   const Metadata& trailing_metadata() const { return trailing_metadata_; }
 
+  // Whether the response message most recently read arrived compressed (compressed flag 1); for
+  // a unary call, the response.
+  bool response_compressed() const { return response_compressed_; }
+
  private:
   friend class detail::ClientCall;
   Clock::time_point deadline_ = Clock::time_point::max();
+  Compression compression_ = Compression::kIdentity;
+  bool response_compressed_ = false;
   Metadata metadata_;
   Metadata initial_metadata_;
   Metadata trailing_metadata_;

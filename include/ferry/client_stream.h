@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "asio/awaitable.hpp"
+#include "ferry/compression.h"
 
 namespace google::protobuf {
 class MessageLite;
@@ -30,16 +31,22 @@ class ClientStream {
   ClientStream& operator=(ClientStream&& other) noexcept;
   ~ClientStream();
 
-  // Sends a request message; suspends while the server's window is full (backpressure). Fails
-  // when the call is over (its status) or the message is over the send limit.
-  asio::awaitable<absl::Status> write(const google::protobuf::MessageLite& msg);
+  // Sends a request message, compressed when the ClientContext asked for it and options do not
+  // opt out; suspends while the server's window is full (backpressure). Fails when the call is
+  // over (its status) or the message is over the send limit (checked on the uncompressed size).
+  asio::awaitable<absl::Status> write(const google::protobuf::MessageLite& msg,
+                                      WriteOptions options = {});
   // Sends msg and ends the client's side in the same frame (the usual last write).
-  asio::awaitable<absl::Status> write_last(const google::protobuf::MessageLite& msg);
+  asio::awaitable<absl::Status> write_last(const google::protobuf::MessageLite& msg,
+                                           WriteOptions options = {});
   // Ends the client's side (half-close): the server's reads see the end of the stream.
   asio::awaitable<void> writes_done();
   // Waits for the next response; false at the end of the server's stream or if the call failed
   // (finish() says why).
   asio::awaitable<bool> read(google::protobuf::MessageLite& msg);
+  // Whether the response most recently returned by read() arrived compressed (flag 1). Read it
+  // after that read() returned, from the coroutine that awaited it.
+  bool last_message_compressed() const;
   // Waits for the call's status (and the trailers, stored in the ClientContext).
   asio::awaitable<absl::Status> finish();
   // Cancels the call: RST_STREAM(CANCEL); pending and later operations fail with CANCELLED.
@@ -54,6 +61,7 @@ class ClientReader {
  public:
   explicit ClientReader(ClientStream stream) : stream_(std::move(stream)) {}
   asio::awaitable<bool> read(Response& msg) { return stream_.read(msg); }
+  bool last_message_compressed() const { return stream_.last_message_compressed(); }
   asio::awaitable<absl::Status> finish() { return stream_.finish(); }
   void cancel() { stream_.cancel(); }
 
@@ -65,7 +73,9 @@ template <class Request>
 class ClientWriter {
  public:
   explicit ClientWriter(ClientStream stream) : stream_(std::move(stream)) {}
-  asio::awaitable<absl::Status> write(const Request& msg) { return stream_.write(msg); }
+  asio::awaitable<absl::Status> write(const Request& msg, WriteOptions options = {}) {
+    return stream_.write(msg, options);
+  }
   asio::awaitable<void> writes_done() { return stream_.writes_done(); }
   // Half-closes, waits for the single response and the status.
   template <class Response>
@@ -86,9 +96,12 @@ template <class Request, class Response>
 class ClientReaderWriter {
  public:
   explicit ClientReaderWriter(ClientStream stream) : stream_(std::move(stream)) {}
-  asio::awaitable<absl::Status> write(const Request& msg) { return stream_.write(msg); }
+  asio::awaitable<absl::Status> write(const Request& msg, WriteOptions options = {}) {
+    return stream_.write(msg, options);
+  }
   asio::awaitable<void> writes_done() { return stream_.writes_done(); }
   asio::awaitable<bool> read(Response& msg) { return stream_.read(msg); }
+  bool last_message_compressed() const { return stream_.last_message_compressed(); }
   asio::awaitable<absl::Status> finish() { return stream_.finish(); }
   void cancel() { stream_.cancel(); }
 

@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "ferry/compression.h"
 #include "ferry/frame.h"
 #include "ferry/slice_chain.h"
 
@@ -81,6 +82,16 @@ class FrameDecoder {
   SliceChain pending_;
   absl::Status error_;
 };
+
+// Decompresses the payload of a message received with the compressed flag set, on a stream whose
+// grpc-encoding is `compression`, appending the result to out (pooled blocks). The receive limit
+// applies to the result: inflation stops as soon as it passes max_size, so memory stays within
+// max_size + one block whatever the input claims. Errors (out is left as it was):
+//   RESOURCE_EXHAUSTED  the message inflates to more than max_size bytes;
+//   INTERNAL            corrupt or truncated data, or compression is kIdentity (a compressed
+//                       flag needs an encoding).
+[[nodiscard]] absl::Status decompress_payload(const SliceChain& payload, Compression compression,
+                                              std::size_t max_size, SliceChain& out);
 
 // Parses a payload into msg (which may live on a protobuf Arena): straight from the block when the
 // payload is one slice, through a zero-copy stream over the slices otherwise. A payload that is not

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "ferry/compression.h"
 #include "ferry/frame.h"
 #include "ferry/slice_chain.h"
 
@@ -28,6 +29,16 @@ namespace ferry {
 // Cost: one ByteSizeLong and one serialization pass over msg.
 [[nodiscard]] absl::Status encode_message(const google::protobuf::MessageLite& msg, SliceChain& out,
                                           std::size_t max_size = kMaxFramePayloadSize);
+
+// Appends msg to out as one Length-Prefixed-Message compressed with `compression` (compressed
+// flag 1); kIdentity is encode_message. The message is serialized into pooled blocks of a
+// per-thread scratch chain, then deflated from them straight into out after a 5-byte prefix whose
+// length is written last. max_size limits the serialized (uncompressed) size; errors as for
+// encode_message, plus INTERNAL if zlib fails. Cost (README, codec bench): the deflate pass
+// dominates; no heap allocation once the thread's zlib stream and the pool are warm.
+[[nodiscard]] absl::Status encode_compressed_message(const google::protobuf::MessageLite& msg,
+                                                     Compression compression, SliceChain& out,
+                                                     std::size_t max_size = kMaxFramePayloadSize);
 
 // Appends payload (already serialized, possibly compressed) with its prefix: the prefix goes into
 // the tail block, the payload is copied after it.

@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "asio/awaitable.hpp"
+#include "ferry/compression.h"
 #include "ferry/metadata.h"
 
 namespace google::protobuf {
@@ -51,6 +52,16 @@ class ServerContext {
   // The call's arena: request and response messages live here and die with the call.
   google::protobuf::Arena* arena() const;
 
+  // Compresses this call's responses with `compression` (grpc-encoding in the response headers),
+  // provided the client listed it in grpc-accept-encoding; otherwise they go out uncompressed, as
+  // the spec requires. Call it before the first response message (for a unary handler, before
+  // returning) or metadata is sent; later calls are ignored. A write may still opt a message
+  // out (WriteOptions::no_compression). Default: kIdentity.
+  void set_compression(Compression compression);
+  // Whether the request message most recently read (or taken by take_request) arrived
+  // compressed (compressed flag 1): lets a service insist on compressed input.
+  bool last_message_compressed() const;
+
   // --- type-erased message operations (the typed readers and writers call these) ------------
   // Waits for the next request message. False at the end of the client's stream, or when the
   // call is over (cancelled, deadline, bad message: ferry has then sent the status itself).
@@ -59,12 +70,15 @@ class ServerContext {
   // running the handler: parsed without suspending. False when the client sent none or it does
   // not parse (ferry has then ended the call with INTERNAL).
   bool take_request(google::protobuf::MessageLite& msg);
-  // Sends a response message (and the response headers first, if not sent yet). Suspends while
-  // the client's flow-control window is exhausted. Errors: the call is over (its status), or the
-  // message is over the send limit (RESOURCE_EXHAUSTED).
-  asio::awaitable<absl::Status> write(const google::protobuf::MessageLite& msg);
+  // Sends a response message (and the response headers first, if not sent yet), compressed as
+  // set_compression settled unless options.no_compression. Suspends while the client's
+  // flow-control window is exhausted. Errors: the call is over (its status), or the message is
+  // over the send limit (RESOURCE_EXHAUSTED; the limit applies to the uncompressed size).
+  asio::awaitable<absl::Status> write(const google::protobuf::MessageLite& msg,
+                                      WriteOptions options = {});
   // Ends the call with status, sending msg first when it is non-null (a unary response: headers,
-  // message and trailers then leave in one write). Later calls are ignored.
+  // message and trailers then leave in one write; compressed as set_compression says). Later
+  // calls are ignored.
   void finish(const absl::Status& status, const google::protobuf::MessageLite* msg = nullptr);
 
  private:

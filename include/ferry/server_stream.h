@@ -24,7 +24,9 @@ class ServerWriter {
  public:
   explicit ServerWriter(ServerContext& context) : context_(context) {}
   // Sends a response; suspends while the client's window is full (backpressure).
-  asio::awaitable<absl::Status> write(const Response& msg) { return context_.write(msg); }
+  asio::awaitable<absl::Status> write(const Response& msg, WriteOptions options = {}) {
+    return context_.write(msg, options);
+  }
 
  private:
   ServerContext& context_;
@@ -35,7 +37,9 @@ class ServerReaderWriter {
  public:
   explicit ServerReaderWriter(ServerContext& context) : context_(context) {}
   asio::awaitable<bool> read(Request& msg) { return context_.read(msg); }
-  asio::awaitable<absl::Status> write(const Response& msg) { return context_.write(msg); }
+  asio::awaitable<absl::Status> write(const Response& msg, WriteOptions options = {}) {
+    return context_.write(msg, options);
+  }
 
  private:
   ServerContext& context_;

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "codec/chain_streams.h"
+#include "codec/gzip.h"
 #include "google/protobuf/message_lite.h"
 
 namespace ferry {
@@ -56,6 +57,16 @@ absl::Status FrameDecoder::finish() const {
                                             pending_.size(), " bytes of it received)"));
   }
   return absl::OkStatus();
+}
+
+absl::Status decompress_payload(const SliceChain& payload, Compression compression,
+                                std::size_t max_size, SliceChain& out) {
+  switch (compression) {
+    case Compression::kGzip: return detail::gzip_decompress(payload, max_size, out);
+    case Compression::kIdentity: break;
+  }
+  return absl::InternalError(
+      "invalid gRPC message: compressed flag set but no grpc-encoding was negotiated");
 }
 
 absl::Status parse_message(const SliceChain& payload, google::protobuf::MessageLite& msg) {

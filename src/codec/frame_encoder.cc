@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "codec/chain_streams.h"
+#include "codec/gzip.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/message_lite.h"
 
@@ -52,7 +53,68 @@ inline absl::Status check_size(std::size_t size, std::size_t max_size) {
   return absl::OkStatus();
 }
 
+// Serializes msg (of ByteSizeLong() == size) into out without a prefix: contiguously when it
+// fits the tail or a block, else streamed across blocks.
+absl::Status serialize_into(const google::protobuf::MessageLite& msg, std::size_t size,
+                            SliceChain& out) {
+  if (size == 0) return absl::OkStatus();
+  const std::size_t mark = out.size();
+  if (size <= BufferPool::kBlockSize) {
+    std::uint8_t* p = out.reserve(size);
+    const auto written = static_cast<std::size_t>(msg.SerializeWithCachedSizesToArray(p) - p);
+    if (written != size) return size_changed(size, written);
+    out.commit(size);
+    return absl::OkStatus();
+  }
+  {
+    detail::ChainOutputStream stream(out);
+    {
+      google::protobuf::io::CodedOutputStream coded(&stream);
+      msg.SerializeWithCachedSizes(&coded);
+    }
+    stream.finish();
+  }
+  const std::size_t written = out.size() - mark;
+  if (written != size) {
+    out.truncate(mark);
+    return size_changed(size, written);
+  }
+  return absl::OkStatus();
+}
+
+// Where messages to compress are serialized first. Consumed (not cleared) after each message, so
+// the block it writes into stays and successive small messages share it.
+SliceChain& plain_scratch() {
+  thread_local SliceChain scratch;
+  return scratch;
+}
+
 }  // namespace
+
+absl::Status encode_compressed_message(const google::protobuf::MessageLite& msg,
+                                       Compression compression, SliceChain& out,
+                                       std::size_t max_size) {
+  if (compression == Compression::kIdentity) return encode_message(msg, out, max_size);
+  const std::size_t size = msg.ByteSizeLong();
+  if (absl::Status s = check_size(size, max_size); !s.ok()) return s;
+
+  SliceChain& plain = plain_scratch();
+  if (absl::Status s = serialize_into(msg, size, plain); !s.ok()) return s;
+
+  const std::size_t mark = out.size();
+  std::uint8_t* prefix = out.reserve(kFramePrefixSize);
+  out.commit(kFramePrefixSize);
+  absl::Status s = detail::gzip_compress(plain, out);
+  plain.consume(plain.size());
+  if (s.ok()) s = check_size(out.size() - mark - kFramePrefixSize, kMaxFramePayloadSize);
+  if (!s.ok()) {
+    out.truncate(mark);
+    return s;
+  }
+  // The prefix is still private to out (nothing has read it yet): its length goes in now.
+  write_frame_prefix(prefix, true, static_cast<std::uint32_t>(out.size() - mark - kFramePrefixSize));
+  return absl::OkStatus();
+}
 
 absl::Status encode_message(const google::protobuf::MessageLite& msg, SliceChain& out,
                             std::size_t max_size) {

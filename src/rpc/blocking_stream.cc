@@ -17,14 +17,16 @@ absl::Status would_deadlock() {
 
 }  // namespace
 
-absl::Status BlockingClientStream::write(const google::protobuf::MessageLite& msg) {
+absl::Status BlockingClientStream::write(const google::protobuf::MessageLite& msg,
+                                         WriteOptions options) {
   if (executor_.running_in_this_thread()) return would_deadlock();
-  return asio::co_spawn(executor_, stream_.write(msg), asio::use_future).get();
+  return asio::co_spawn(executor_, stream_.write(msg, options), asio::use_future).get();
 }
 
-absl::Status BlockingClientStream::write_last(const google::protobuf::MessageLite& msg) {
+absl::Status BlockingClientStream::write_last(const google::protobuf::MessageLite& msg,
+                                              WriteOptions options) {
   if (executor_.running_in_this_thread()) return would_deadlock();
-  return asio::co_spawn(executor_, stream_.write_last(msg), asio::use_future).get();
+  return asio::co_spawn(executor_, stream_.write_last(msg, options), asio::use_future).get();
 }
 
 void BlockingClientStream::writes_done() {

@@ -17,6 +17,13 @@ SliceChain& encode_scratch() {
   return scratch;
 }
 
+// Where a compressed message is inflated for parsing, one message at a time: consumed after each
+// parse (not cleared), so its slice storage and its last block are reused, not reallocated.
+SliceChain& inflate_scratch() {
+  thread_local SliceChain scratch;
+  return scratch;
+}
+
 }  // namespace
 
 CallStream::CallStream(const asio::any_io_executor& executor, http2::Connection* connection,
@@ -32,6 +39,30 @@ void CallStream::unref() {
   if (refs_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   // Timers and queues belong to the executor's thread: delete there.
   asio::post(executor_, [this] { delete this; });
+}
+
+void CallStream::set_inbound_encoding(std::string_view grpc_encoding) {
+  const std::optional<Compression> known = parse_compression(grpc_encoding);
+  if (grpc_encoding.empty() || known == Compression::kIdentity) return;
+  if (known) {
+    recv_compression_ = *known;
+  } else {
+    unsupported_encoding_ = grpc_encoding;
+  }
+  FrameDecoderOptions options = decoder_.options();
+  options.compression_negotiated = true;
+  decoder_.set_options(options);
+}
+
+absl::Status CallStream::inflate(const SliceChain& payload, SliceChain& out) const {
+  if (!unsupported_encoding_.empty()) {
+    return absl::InternalError(absl::StrCat("received a message compressed with grpc-encoding '",
+                                            unsupported_encoding_,
+                                            "', which is not supported (supported: identity,gzip)"));
+  }
+  // Lazily, one message at a time as the application reads: inflating on arrival would let a
+  // window's worth of small bombs each take up to the receive limit.
+  return decompress_payload(payload, recv_compression_, limits_.max_receive_message_size, out);
 }
 
 void CallStream::abort(absl::Status status) {
@@ -93,12 +124,6 @@ void CallStream::on_data(Slice chunk) {
       return;
     }
     if (!*got) break;
-    if (message.compressed) {
-      // TODO(gzip): grpc-encoding arrives with the compression issue; until then the decoder
-      // refuses the flag, so this is unreachable.
-      on_receive_error(absl::InternalError("compressed message without negotiated encoding"));
-      return;
-    }
     // Bytes of this message that arrived in earlier chunks were acknowledged then; it holds at
     // most what is still unacknowledged, so every byte is given back exactly once.
     const std::size_t held =
@@ -147,7 +172,17 @@ int CallStream::take_message(google::protobuf::MessageLite& msg) {
   if (!abort_.ok()) return -1;
   DecodedMessage message;
   if (!pop_ready(message)) return 0;
-  absl::Status parsed = parse_message(message.payload, msg);
+  last_compressed_ = message.compressed;
+  on_message_taken(message.compressed);
+  absl::Status parsed;
+  if (!message.compressed) {
+    parsed = parse_message(message.payload, msg);
+  } else {
+    SliceChain& plain = inflate_scratch();
+    parsed = inflate(message.payload, plain);
+    if (parsed.ok()) parsed = parse_message(plain, msg);
+    plain.consume(plain.size());
+  }
   if (!parsed.ok()) {
     on_receive_error(std::move(parsed));
     return -1;
@@ -173,21 +208,26 @@ asio::awaitable<bool> CallStream::read_message(google::protobuf::MessageLite& ms
   co_return got;
 }
 
-absl::Status CallStream::enqueue_message(const google::protobuf::MessageLite& msg) {
+absl::Status CallStream::enqueue_message(const google::protobuf::MessageLite& msg,
+                                         WriteOptions options) {
   SliceChain& scratch = encode_scratch();
-  absl::Status s = encode_message(msg, scratch, limits_.max_send_message_size);
+  absl::Status s =
+      send_compression_ == Compression::kIdentity || options.no_compression
+          ? encode_message(msg, scratch, limits_.max_send_message_size)
+          : encode_compressed_message(msg, send_compression_, scratch,
+                                      limits_.max_send_message_size);
   if (!s.ok()) return s;
   outbound.append(scratch.split_front(scratch.size()));
   return absl::OkStatus();
 }
 
 asio::awaitable<absl::Status> CallStream::write_message(const google::protobuf::MessageLite& msg,
-                                                        bool last) {
+                                                        bool last, WriteOptions options) {
   if (!abort_.ok()) co_return abort_;
   if (!can_write() || connection_ == nullptr) {
     co_return absl::FailedPreconditionError("write after the call ended");
   }
-  if (absl::Status s = enqueue_message(msg); !s.ok()) co_return s;
+  if (absl::Status s = enqueue_message(msg, options); !s.ok()) co_return s;
   if (last) outbound_end = true;
   connection_->resume(this);
   ref();

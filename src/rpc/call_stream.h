@@ -7,11 +7,14 @@
 
 #include <atomic>
 #include <cstddef>
+#include <string>
+#include <string_view>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "asio/awaitable.hpp"
 #include "ferry/buffer_pool.h"
+#include "ferry/compression.h"
 #include "ferry/frame_decoder.h"
 #include "http2/connection.h"
 #include "rpc/event.h"
@@ -47,8 +50,20 @@ class CallStream : public http2::Stream {
   // while it was not.
   const absl::Status& abort_status() const { return abort_; }
 
+  // Whether the message most recently taken by a read arrived compressed (flag 1).
+  bool last_message_compressed() const { return last_compressed_; }
+
  protected:
   ~CallStream() override = default;
+
+  // The peer's grpc-encoding (from its headers, before any DATA): compressed messages are then
+  // accepted and inflated. An encoding ferry does not support is remembered, and a compressed
+  // message that arrives in it fails the call with INTERNAL (the spec's rule for a client; the
+  // server refuses such a call before reading).
+  void set_inbound_encoding(std::string_view grpc_encoding);
+  // What outbound messages are compressed with (unless a write opts out); set before the first.
+  void set_send_compression(Compression compression) { send_compression_ = compression; }
+  Compression send_compression() const { return send_compression_; }
 
   // Waits for the next message and parses it into msg. False at the end of the inbound stream
   // or once the call is aborted; a message that fails to parse aborts the call (INTERNAL).
@@ -61,9 +76,11 @@ class CallStream : public http2::Stream {
 
   // Encodes msg onto the outbound queue (and marks the end of the outbound side when last),
   // asks the connection to send it, then waits while the queue is above the high-water mark.
-  asio::awaitable<absl::Status> write_message(const google::protobuf::MessageLite& msg, bool last);
+  // The message is compressed with send_compression() unless options.no_compression.
+  asio::awaitable<absl::Status> write_message(const google::protobuf::MessageLite& msg, bool last,
+                                              WriteOptions options);
   // The encode-and-queue half of write_message, without waiting.
-  absl::Status enqueue_message(const google::protobuf::MessageLite& msg);
+  absl::Status enqueue_message(const google::protobuf::MessageLite& msg, WriteOptions options);
 
   // Aborts the call: the first status wins; every waiting read and write wakes and fails.
   void abort(absl::Status status);
@@ -82,6 +99,8 @@ class CallStream : public http2::Stream {
   virtual void on_receive_error(absl::Status status) = 0;
   // Inbound messages were queued or the inbound side ended.
   virtual void on_inbound_progress() {}
+  // A message was taken by a read (before it is parsed); compressed: its flag.
+  virtual void on_message_taken(bool compressed) { (void)compressed; }
 
   // http2::Stream
   void on_data(Slice chunk) override;
@@ -102,6 +121,9 @@ class CallStream : public http2::Stream {
   // Copies small queued messages out of read blocks other than current (see the .cc).
   void pack_stale(const detail::Block* current);
 
+  // Inflates a compressed message's payload into out, or says why it cannot.
+  absl::Status inflate(const SliceChain& payload, SliceChain& out) const;
+
   // Queued messages below this size are packed when their read block goes stale; larger ones
   // use at least a quarter of the blocks they keep.
   static constexpr std::size_t kPackBelow = BufferPool::kBlockSize / 4;
@@ -114,6 +136,10 @@ class CallStream : public http2::Stream {
   };
 
   std::atomic<int> refs_{1};
+  Compression send_compression_ = Compression::kIdentity;
+  Compression recv_compression_ = Compression::kIdentity;
+  bool last_compressed_ = false;
+  std::string unsupported_encoding_;  // the peer's grpc-encoding when ferry cannot inflate it
   FrameDecoder decoder_;
   absl::InlinedVector<Ready, 1> ready_;
   std::size_t ready_head_ = 0;

@@ -147,7 +147,7 @@ asio::awaitable<absl::Status> unary_on_executor(std::shared_ptr<detail::ChannelC
   detail::ClientCall* call = co_await core->start_call(method, context);
   bool got = false;
   if (!call->done()) {
-    absl::Status written = co_await call->write(request, /*last=*/true);
+    absl::Status written = co_await call->write(request, /*last=*/true, WriteOptions{});
     if (written.ok()) {
       got = co_await call->read(response);
     } else {
@@ -222,7 +222,7 @@ asio::awaitable<ClientStream> Channel::open(std::string_view method, ClientConte
   auto make = [&, core]() -> asio::awaitable<detail::ClientCall*> {  // named: see call()
     detail::ClientCall* call = co_await core->start_call(method, context);
     if (!call->done()) {
-      absl::Status written = co_await call->write(request, /*last=*/true);
+      absl::Status written = co_await call->write(request, /*last=*/true, WriteOptions{});
       // Else the server would wait for the request forever; the status is the write's.
       if (!written.ok()) call->cancel(written);
     }

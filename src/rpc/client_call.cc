@@ -64,6 +64,11 @@ void ClientCall::start(std::string_view path, std::string_view authority,
   nva.push_back(http2::make_static_nv("te", "trailers"));
   nva.push_back(http2::make_nv("user-agent", user_agent));
   if (!timeout.empty()) nva.push_back(http2::make_nv("grpc-timeout", timeout));
+  set_send_compression(context_->compression());
+  if (send_compression() != Compression::kIdentity) {
+    nva.push_back(http2::make_static_nv("grpc-encoding", compression_name(send_compression())));
+  }
+  nva.push_back(http2::make_static_nv("grpc-accept-encoding", kAcceptEncoding));
   for (const http2::Header& h : owned) nva.push_back(http2::make_nv(h.name, h.value));
 
   ref();  // the connection's reference, released in on_closed
@@ -101,6 +106,12 @@ bool ClientCall::on_header(std::string_view name, std::string_view value) {
   }
   if (name == "grpc-message") {
     grpc_message_ = percent_decode(value);
+    return true;
+  }
+  if (name == "grpc-encoding") {
+    // In the response headers it names what compressed responses are in; it must come before
+    // any DATA, and trailers cannot change it.
+    if (!initial_done_) set_inbound_encoding(value);
     return true;
   }
   if (name[0] == ':' || name == "content-type" || name.substr(0, 5) == "grpc-") return true;
@@ -168,7 +179,17 @@ void ClientCall::on_closed(std::uint32_t h2_error) {
   unref();  // the connection's reference
 }
 
-void ClientCall::on_receive_error(absl::Status status) { abort_call(std::move(status)); }
+void ClientCall::on_receive_error(absl::Status status) {
+  if (done_ && status_.ok()) {
+    // The server's OK came in before the application read this message, which then failed to
+    // inflate or parse: the call did not deliver, so it fails with that error (as grpc++ and
+    // grpc-go report it), not with "no response message".
+    status_ = status;
+    abort(std::move(status));
+    return;
+  }
+  abort_call(std::move(status));
+}
 
 void ClientCall::complete(absl::Status status) {
   if (done_) return;
@@ -189,9 +210,9 @@ void ClientCall::abort_call(absl::Status status) {
 void ClientCall::cancel(absl::Status why) { abort_call(std::move(why)); }
 
 asio::awaitable<absl::Status> ClientCall::write(const google::protobuf::MessageLite& msg,
-                                                bool last) {
+                                                bool last, WriteOptions options) {
   if (done_) co_return status_.ok() ? absl::FailedPreconditionError("the call has ended") : status_;
-  absl::Status written = co_await write_message(msg, last);
+  absl::Status written = co_await write_message(msg, last, options);
   // The call ended while the write waited for window: the message may never have left.
   if (written.ok() && done_ && !status_.ok()) written = status_;
   co_return written;

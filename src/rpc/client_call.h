@@ -25,7 +25,8 @@ class ClientCall final : public CallStream {
   // Submits the request headers. On failure the call is over with UNAVAILABLE.
   void start(std::string_view path, std::string_view authority, std::string_view user_agent);
 
-  asio::awaitable<absl::Status> write(const google::protobuf::MessageLite& msg, bool last);
+  asio::awaitable<absl::Status> write(const google::protobuf::MessageLite& msg, bool last,
+                                      WriteOptions options);
   void writes_done();
   asio::awaitable<bool> read(google::protobuf::MessageLite& msg) { return read_message(msg); }
   asio::awaitable<absl::Status> finish();
@@ -38,6 +39,7 @@ class ClientCall final : public CallStream {
   void on_remote_end() override;
   void on_closed(std::uint32_t h2_error) override;
   void on_receive_error(absl::Status status) override;
+  void on_message_taken(bool compressed) override { context_->response_compressed_ = compressed; }
   bool can_write() const override { return !done_ && !closed_ && !outbound_end; }
   bool inbound_done() const override { return done_ || CallStream::inbound_done(); }
 

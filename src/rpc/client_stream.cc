@@ -32,17 +32,19 @@ ClientStream::~ClientStream() {
   });
 }
 
-asio::awaitable<absl::Status> ClientStream::write(const google::protobuf::MessageLite& msg) {
+asio::awaitable<absl::Status> ClientStream::write(const google::protobuf::MessageLite& msg,
+                                                  WriteOptions options) {
   if (call_ == nullptr) co_return no_call();
   detail::ClientCall* call = call_;
-  auto make = [call, &msg] { return call->write(msg, false); };
+  auto make = [call, &msg, options] { return call->write(msg, false, options); };
   co_return co_await detail::on_executor(call->executor(), std::move(make));
 }
 
-asio::awaitable<absl::Status> ClientStream::write_last(const google::protobuf::MessageLite& msg) {
+asio::awaitable<absl::Status> ClientStream::write_last(const google::protobuf::MessageLite& msg,
+                                                       WriteOptions options) {
   if (call_ == nullptr) co_return no_call();
   detail::ClientCall* call = call_;
-  auto make = [call, &msg] { return call->write(msg, true); };
+  auto make = [call, &msg, options] { return call->write(msg, true, options); };
   co_return co_await detail::on_executor(call->executor(), std::move(make));
 }
 
@@ -61,6 +63,10 @@ asio::awaitable<bool> ClientStream::read(google::protobuf::MessageLite& msg) {
   detail::ClientCall* call = call_;
   auto make = [call, &msg] { return call->read(msg); };
   co_return co_await detail::on_executor(call->executor(), std::move(make));
+}
+
+bool ClientStream::last_message_compressed() const {
+  return call_ != nullptr && call_->last_message_compressed();
 }
 
 asio::awaitable<absl::Status> ClientStream::finish() {

@@ -90,11 +90,8 @@ struct ServerConnection final : http2::ConnectionObserver, detail::ServerCall::O
       call->reject_http(415);
       return;
     }
-    if (!call->encoding().empty() && call->encoding() != "identity") {
-      call->finish(absl::UnimplementedError(absl::StrCat("grpc-encoding '",
-                                                         detail::to_absl(call->encoding()),
-                                                         "' is not supported")),
-                   nullptr);
+    if (absl::Status s = call->negotiate_encoding(); !s.ok()) {
+      call->finish(s, nullptr);
       return;
     }
     const Method* method = call->method_entry();

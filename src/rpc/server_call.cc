@@ -58,6 +58,8 @@ bool ServerCall::on_header(std::string_view name, std::string_view value) {
     }
   } else if (name == "grpc-encoding") {
     encoding_ = value;
+  } else if (name == "grpc-accept-encoding") {
+    client_accepts_gzip_ = client_accepts_gzip_ || accepts_encoding(value, Compression::kGzip);
   } else if (name == "te" || name.substr(0, 5) == "grpc-") {
     // transport-level or reserved: not metadata
   } else if (is_binary_metadata_key(name)) {
@@ -74,6 +76,26 @@ void ServerCall::on_headers_done() {
   if (headers_done_) return;
   headers_done_ = true;
   owner_->dispatch(this);
+}
+
+absl::Status ServerCall::negotiate_encoding() {
+  if (!encoding_.empty() && !parse_compression(encoding_)) {
+    // The spec's answer to an encoding the server cannot inflate; every response carries
+    // grpc-accept-encoding, which tells the client what to use instead.
+    return absl::UnimplementedError(absl::StrCat("grpc-encoding '", encoding_,
+                                                 "' is not supported (supported: ",
+                                                 to_absl(kAcceptEncoding), ")"));
+  }
+  set_inbound_encoding(encoding_);
+  return absl::OkStatus();
+}
+
+void ServerCall::fix_send_compression() {
+  if (send_compression_fixed_) return;
+  send_compression_fixed_ = true;
+  // A client that did not list the encoding gets identity (the compression spec's rule).
+  const bool accepted = requested_compression_ == Compression::kGzip && client_accepts_gzip_;
+  set_send_compression(accepted ? requested_compression_ : Compression::kIdentity);
 }
 
 void ServerCall::start_deadline() {
@@ -134,26 +156,33 @@ void ServerCall::append_metadata(const Metadata& md, http2::HeaderList& out) {
 
 void ServerCall::send_headers() {
   headers_sent_ = true;
+  fix_send_compression();
   http2::HeaderList custom;
   append_metadata(initial_metadata_, custom);
   absl::InlinedVector<nghttp2_nv, 16> nva;
-  nva.reserve(2 + custom.size());
+  nva.reserve(4 + custom.size());
   nva.push_back(http2::make_static_nv(":status", kStatusOk));
   nva.push_back(http2::make_static_nv("content-type", kGrpcContentType));
+  if (send_compression() != Compression::kIdentity) {
+    nva.push_back(http2::make_static_nv("grpc-encoding", compression_name(send_compression())));
+  }
+  nva.push_back(http2::make_static_nv("grpc-accept-encoding", kAcceptEncoding));
   for (const http2::Header& h : custom) nva.push_back(http2::make_nv(h.name, h.value));
   connection_->submit_response(this, nva, /*with_data=*/true);
 }
 
-asio::awaitable<absl::Status> ServerCall::write(const google::protobuf::MessageLite& msg) {
+asio::awaitable<absl::Status> ServerCall::write(const google::protobuf::MessageLite& msg,
+                                                WriteOptions options) {
   if (!headers_sent_ && can_write() && connection_ != nullptr) send_headers();
-  co_return co_await write_message(msg, /*last=*/false);
+  co_return co_await write_message(msg, /*last=*/false, options);
 }
 
 void ServerCall::finish(const absl::Status& status_in, const google::protobuf::MessageLite* msg) {
   if (finished_ || closed_ || connection_ == nullptr) return;
   absl::Status status = status_in;
   if (msg != nullptr) {
-    if (absl::Status s = enqueue_message(*msg); !s.ok()) status = s;
+    fix_send_compression();  // the headers below must say what this message is encoded with
+    if (absl::Status s = enqueue_message(*msg, WriteOptions{}); !s.ok()) status = s;
   }
   finished_ = true;
   deadline_timer_.cancel();
@@ -171,9 +200,10 @@ void ServerCall::finish(const absl::Status& status_in, const google::protobuf::M
     http2::HeaderList initial;
     append_metadata(initial_metadata_, initial);
     absl::InlinedVector<nghttp2_nv, 16> nva;
-    nva.reserve(2 + initial.size() + trailers.size());
+    nva.reserve(3 + initial.size() + trailers.size());
     nva.push_back(http2::make_static_nv(":status", kStatusOk));
     nva.push_back(http2::make_static_nv("content-type", kGrpcContentType));
+    nva.push_back(http2::make_static_nv("grpc-accept-encoding", kAcceptEncoding));
     for (const http2::Header& h : initial) nva.push_back(http2::make_nv(h.name, h.value));
     for (const http2::Header& h : trailers) nva.push_back(http2::make_nv(h.name, h.value));
     connection_->submit_response(this, nva, /*with_data=*/false);

@@ -55,6 +55,15 @@ class ServerCall final : public CallStream {
   Metadata& initial_metadata() { return initial_metadata_; }
   Metadata& trailing_metadata() { return trailing_metadata_; }
 
+  // Applies the request's grpc-encoding; UNIMPLEMENTED (naming what ferry supports) when ferry
+  // cannot inflate it, and the call must then be finished with that status.
+  absl::Status negotiate_encoding();
+  // The handler's wish for the responses (ServerContext::set_compression): honoured when the
+  // client's grpc-accept-encoding lists it, ignored once the response has begun.
+  void set_compression(Compression compression) {
+    if (!send_compression_fixed_) requested_compression_ = compression;
+  }
+
   // Starts the deadline timer (when the client sent grpc-timeout) once the call is dispatched.
   void start_deadline();
 
@@ -66,7 +75,8 @@ class ServerCall final : public CallStream {
   // Handler operations (see ServerContext).
   asio::awaitable<bool> read(google::protobuf::MessageLite& msg) { return read_message(msg); }
   bool take_request(google::protobuf::MessageLite& msg) { return take_message(msg) > 0; }
-  asio::awaitable<absl::Status> write(const google::protobuf::MessageLite& msg);
+  asio::awaitable<absl::Status> write(const google::protobuf::MessageLite& msg,
+                                      WriteOptions options);
   void finish(const absl::Status& status, const google::protobuf::MessageLite* msg);
 
   // Rejections before dispatch: a bare HTTP status (415, 405), or a Trailers-Only status.
@@ -84,6 +94,8 @@ class ServerCall final : public CallStream {
   bool can_write() const override { return !finished_ && !closed_; }
   bool inbound_done() const override { return finished_ || CallStream::inbound_done(); }
 
+  // Settles what responses are compressed with, once: before the first message or headers.
+  void fix_send_compression();
   void send_headers();
   void append_metadata(const Metadata& md, http2::HeaderList& out);
 
@@ -103,6 +115,9 @@ class ServerCall final : public CallStream {
   // The request line, kept as flags and a pointer: strings are stored only for error messages.
   bool is_post_ = false;
   bool grpc_content_type_ = false;
+  bool client_accepts_gzip_ = false;  // grpc-accept-encoding lists gzip
+  bool send_compression_fixed_ = false;
+  Compression requested_compression_ = Compression::kIdentity;
   const Method* method_entry_ = nullptr;
   std::string_view stable_path_;
   std::string method_;

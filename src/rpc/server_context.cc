@@ -28,8 +28,15 @@ bool ServerContext::take_request(google::protobuf::MessageLite& msg) {
   return call_->take_request(msg);
 }
 
-asio::awaitable<absl::Status> ServerContext::write(const google::protobuf::MessageLite& msg) {
-  return call_->write(msg);
+void ServerContext::set_compression(Compression compression) {
+  call_->set_compression(compression);
+}
+
+bool ServerContext::last_message_compressed() const { return call_->last_message_compressed(); }
+
+asio::awaitable<absl::Status> ServerContext::write(const google::protobuf::MessageLite& msg,
+                                                   WriteOptions options) {
+  return call_->write(msg, options);
 }
 
 void ServerContext::finish(const absl::Status& status, const google::protobuf::MessageLite* msg) {

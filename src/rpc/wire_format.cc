@@ -114,6 +114,17 @@ std::optional<std::string> decode_binary_header(std::string_view encoded) {
   return out;
 }
 
+bool accepts_encoding(std::string_view accept_encoding, Compression encoding) {
+  while (!accept_encoding.empty()) {
+    const std::size_t comma = accept_encoding.find(',');
+    const std::string_view token = accept_encoding.substr(0, comma);
+    if (parse_compression(token) == encoding) return true;
+    if (comma == std::string_view::npos) break;
+    accept_encoding.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
 absl::StatusCode status_code_from_http(int http_status) {
   switch (http_status) {
     case 400: return absl::StatusCode::kInternal;

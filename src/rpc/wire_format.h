@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "ferry/compression.h"
 
 namespace ferry::detail {
 
@@ -33,6 +34,13 @@ inline bool is_grpc_content_type(std::string_view ct) {
   if (ct.substr(0, kPrefix.size()) != kPrefix) return false;
   return ct.size() == kPrefix.size() || ct[kPrefix.size()] == '+' || ct[kPrefix.size()] == ';';
 }
+
+// grpc-accept-encoding as ferry sends it, both ways: every encoding it can decompress (the
+// spelling of grpc++; grpc-go and grpc-java list only "gzip", which means the same).
+inline constexpr std::string_view kAcceptEncoding = "identity,gzip";
+
+// Whether a grpc-accept-encoding value (comma-separated tokens, spaces allowed) lists encoding.
+bool accepts_encoding(std::string_view accept_encoding, Compression encoding);
 
 // The gRPC status for a response whose HTTP status is not 200 (gRPC's http-grpc-status-mapping).
 absl::StatusCode status_code_from_http(int http_status);

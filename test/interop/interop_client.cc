@@ -27,6 +27,7 @@
 #include "asio/use_awaitable.hpp"
 #include "asio/use_future.hpp"
 #include "ferry/channel.h"
+#include "ferry/compression.h"
 #include "grpc/testing/empty.pb.h"
 #include "grpc/testing/messages.pb.h"
 #include "interop/flags.h"
@@ -140,6 +141,164 @@ asio::awaitable<absl::Status> large_unary(Env& env) {
   absl::Status s = co_await env.channel->call(kUnaryCall, ctx, request, response);
   if (!s.ok()) co_return fail("UnaryCall failed: " + describe(s));
   co_return check_payload(response.payload(), kLargeResponseSize, "UnaryCall response");
+}
+
+// server_compressed_unary: the response is compressed exactly when response_compressed asks.
+asio::awaitable<absl::Status> server_compressed_unary(Env& env) {
+  for (const bool compressed : {true, false}) {
+    SimpleRequest request;
+    request.set_response_type(grpc::testing::COMPRESSABLE);
+    request.set_response_size(kLargeResponseSize);
+    request.mutable_response_compressed()->set_value(compressed);
+    *request.mutable_payload() = make_payload(kLargeRequestSize);
+    SimpleResponse response;
+    ClientContext ctx;
+    const std::string what = absl::StrCat("UnaryCall with response_compressed=", compressed);
+    absl::Status s = co_await env.channel->call(kUnaryCall, ctx, request, response);
+    if (!s.ok()) co_return fail(what + " failed: " + describe(s));
+    if (ctx.response_compressed() != compressed) {
+      co_return fail(absl::StrCat(what, ": the response's compressed flag is ",
+                                  ctx.response_compressed() ? 1 : 0));
+    }
+    if (absl::Status c = check_payload(response.payload(), kLargeResponseSize, what); !c.ok()) {
+      co_return c;
+    }
+  }
+  co_return absl::OkStatus();
+}
+
+// server_compressed_streaming: two responses, the first compressed, the second not.
+asio::awaitable<absl::Status> server_compressed_streaming(Env& env) {
+  constexpr int kSizes[] = {31415, 92653};
+  constexpr bool kCompressed[] = {true, false};
+  StreamingOutputCallRequest request;
+  request.set_response_type(grpc::testing::COMPRESSABLE);
+  for (std::size_t i = 0; i < std::size(kSizes); ++i) {
+    auto* p = request.add_response_parameters();
+    p->set_size(kSizes[i]);
+    p->mutable_compressed()->set_value(kCompressed[i]);
+  }
+  ClientContext ctx;
+  ClientStream stream = co_await env.channel->open(kStreamingOutputCall, ctx);
+  (void)co_await stream.write_last(request);  // a failure shows in the status
+  ClientReader<StreamingOutputCallResponse> reader(std::move(stream));
+  std::size_t count = 0;
+  StreamingOutputCallResponse response;
+  while (co_await reader.read(response)) {
+    if (count >= std::size(kSizes)) co_return fail("more than 2 responses");
+    const std::string what = absl::StrCat("response ", count);
+    if (reader.last_message_compressed() != kCompressed[count]) {
+      co_return fail(absl::StrCat(what, ": compressed flag ", reader.last_message_compressed() ? 1 : 0,
+                                  ", want ", kCompressed[count] ? 1 : 0));
+    }
+    if (absl::Status c = check_payload(response.payload(), kSizes[count], what); !c.ok()) {
+      co_return c;
+    }
+    ++count;
+  }
+  absl::Status s = co_await reader.finish();
+  if (!s.ok()) co_return fail("StreamingOutputCall failed: " + describe(s));
+  if (count != std::size(kSizes)) co_return fail(absl::StrCat("got ", count, " responses, want 2"));
+  co_return absl::OkStatus();
+}
+
+// client_compressed_unary[_noprobe]: the server sees which requests came compressed. The probe
+// (an uncompressed request that expects compression) must fail with INVALID_ARGUMENT.
+asio::awaitable<absl::Status> client_compressed_unary(Env& env, bool probe) {
+  auto make_request = [](bool expect) {
+    SimpleRequest request;
+    request.set_response_type(grpc::testing::COMPRESSABLE);
+    request.set_response_size(kLargeResponseSize);
+    request.mutable_expect_compressed()->set_value(expect);
+    *request.mutable_payload() = make_payload(kLargeRequestSize);
+    return request;
+  };
+  if (probe) {
+    SimpleResponse response;
+    ClientContext ctx;
+    // Named, not a temporary in the co_await (GCC 12 destroys such temporaries twice).
+    const SimpleRequest request = make_request(true);
+    absl::Status s = co_await env.channel->call(kUnaryCall, ctx, request, response);
+    if (absl::Status c = expect_status(s, absl::StatusCode::kInvalidArgument,
+                                       "the probe (uncompressed, expect_compressed=true)");
+        !c.ok()) {
+      co_return c;
+    }
+  }
+  for (const bool compressed : {true, false}) {
+    SimpleResponse response;
+    ClientContext ctx;
+    ctx.set_compression(compressed ? Compression::kGzip : Compression::kIdentity);
+    const std::string what = absl::StrCat(compressed ? "compressed" : "uncompressed",
+                                          " UnaryCall with expect_compressed=", compressed);
+    const SimpleRequest request = make_request(compressed);
+    absl::Status s = co_await env.channel->call(kUnaryCall, ctx, request, response);
+    if (!s.ok()) co_return fail(what + " failed: " + describe(s));
+    if (absl::Status c = check_payload(response.payload(), kLargeResponseSize, what); !c.ok()) {
+      co_return c;
+    }
+  }
+  co_return absl::OkStatus();
+}
+
+// client_compressed_streaming[_noprobe]: one compressed and one uncompressed request on a
+// compressed call; the probe is a call whose uncompressed first request expects compression.
+asio::awaitable<absl::Status> client_compressed_streaming(Env& env, bool probe) {
+  auto make_request = [](bool expect, int size) {
+    StreamingInputCallRequest request;
+    request.mutable_expect_compressed()->set_value(expect);
+    *request.mutable_payload() = make_payload(size);
+    return request;
+  };
+  if (probe) {
+    ClientContext ctx;
+    ClientStream stream = co_await env.channel->open(kStreamingInputCall, ctx);
+    // Not half-closed: the server must fail the call on this message alone.
+    const StreamingInputCallRequest request = make_request(true, 27182);
+    (void)co_await stream.write(request);
+    absl::Status s = co_await stream.finish();
+    if (absl::Status c = expect_status(s, absl::StatusCode::kInvalidArgument,
+                                       "the probe (uncompressed, expect_compressed=true)");
+        !c.ok()) {
+      co_return c;
+    }
+  }
+  ClientContext ctx;
+  ctx.set_compression(Compression::kGzip);
+  ClientWriter<StreamingInputCallRequest> writer(
+      co_await env.channel->open(kStreamingInputCall, ctx));
+  const StreamingInputCallRequest first = make_request(true, 27182);
+  const StreamingInputCallRequest second = make_request(false, 45904);
+  absl::Status w = co_await writer.write(first);
+  if (w.ok()) {
+    WriteOptions uncompressed;
+    uncompressed.no_compression = true;
+    w = co_await writer.write(second, uncompressed);
+  }
+  StreamingInputCallResponse response;
+  absl::Status s = co_await writer.finish(response);
+  if (!s.ok()) {
+    co_return fail("StreamingInputCall failed: " + describe(s) +
+                   (w.ok() ? "" : "; a write failed: " + describe(w)));
+  }
+  if (response.aggregated_payload_size() != 27182 + 45904) {
+    co_return fail(absl::StrCat("aggregated_payload_size ", response.aggregated_payload_size(),
+                                ", want ", 27182 + 45904));
+  }
+  co_return absl::OkStatus();
+}
+
+asio::awaitable<absl::Status> client_compressed_unary_probe(Env& env) {
+  return client_compressed_unary(env, true);
+}
+asio::awaitable<absl::Status> client_compressed_unary_noprobe(Env& env) {
+  return client_compressed_unary(env, false);
+}
+asio::awaitable<absl::Status> client_compressed_streaming_probe(Env& env) {
+  return client_compressed_streaming(env, true);
+}
+asio::awaitable<absl::Status> client_compressed_streaming_noprobe(Env& env) {
+  return client_compressed_streaming(env, false);
 }
 
 asio::awaitable<absl::Status> client_streaming(Env& env) {
@@ -574,6 +733,12 @@ const std::map<std::string, Case, std::less<>>& cases() {
       {"unimplemented_service", unimplemented_service},
       {"rpc_soak", rpc_soak},
       {"channel_soak", channel_soak},
+      {"server_compressed_unary", server_compressed_unary},
+      {"server_compressed_streaming", server_compressed_streaming},
+      {"client_compressed_unary", client_compressed_unary_probe},
+      {"client_compressed_unary_noprobe", client_compressed_unary_noprobe},
+      {"client_compressed_streaming", client_compressed_streaming_probe},
+      {"client_compressed_streaming_noprobe", client_compressed_streaming_noprobe},
   };
   return *kCases;
 }

@@ -60,6 +60,21 @@ void echo_metadata(ServerContext& ctx) {
   }
 }
 
+// The CompressedRequest feature (interop-test-descriptions): a request whose expect_compressed
+// is set must have arrived compressed (value true) or uncompressed (false), else
+// INVALID_ARGUMENT, which is also how clients probe for the feature. As grpc++'s server checks.
+absl::Status check_expected_compression(const ServerContext& ctx,
+                                        const grpc::testing::BoolValue* expect) {
+  if (expect == nullptr) return absl::OkStatus();
+  if (expect->value() && !ctx.last_message_compressed()) {
+    return absl::InvalidArgumentError("expected a compressed request, got an uncompressed one");
+  }
+  if (!expect->value() && ctx.last_message_compressed()) {
+    return absl::InvalidArgumentError("expected an uncompressed request, got a compressed one");
+  }
+  return absl::OkStatus();
+}
+
 // Waits interval_us, in short steps so that a cancelled call stops waiting promptly.
 asio::awaitable<void> sleep_unless_cancelled(ServerContext& ctx, std::int32_t interval_us) {
   if (interval_us <= 0) co_return;
@@ -72,11 +87,17 @@ asio::awaitable<void> sleep_unless_cancelled(ServerContext& ctx, std::int32_t in
   }
 }
 
-// Sends one response per entry of params (each after its interval).
+// Sends one response per entry of params (each after its interval). The CompressedResponse
+// feature: when any entry asks for compression the call's responses are gzip (if the client
+// accepts it; set before the first response, later requests cannot change it), and each entry
+// that does not ask is sent uncompressed.
 asio::awaitable<absl::Status> answer(
     ServerContext& ctx, PayloadType type,
     const google::protobuf::RepeatedPtrField<ResponseParameters>& params,
     ServerWriter<StreamingOutputCallResponse>& writer) {
+  for (const ResponseParameters& p : params) {
+    if (p.compressed().value()) ctx.set_compression(Compression::kGzip);
+  }
   StreamingOutputCallResponse response;
   for (const ResponseParameters& p : params) {
     co_await sleep_unless_cancelled(ctx, p.interval_us());
@@ -84,7 +105,9 @@ asio::awaitable<absl::Status> answer(
     if (absl::Status s = fill_payload(type, p.size(), *response.mutable_payload()); !s.ok()) {
       co_return s;
     }
-    if (absl::Status s = co_await writer.write(response); !s.ok()) co_return s;
+    WriteOptions options;
+    options.no_compression = !p.compressed().value();
+    if (absl::Status s = co_await writer.write(response, options); !s.ok()) co_return s;
   }
   co_return absl::OkStatus();
 }
@@ -105,9 +128,12 @@ Service make_test_service() {
       [](ServerContext& ctx, const SimpleRequest& request,
          SimpleResponse& response) -> asio::awaitable<absl::Status> {
         echo_metadata(ctx);
-        if (request.has_expect_compressed() && request.expect_compressed().value()) {
-          co_return absl::InvalidArgumentError("expected a compressed request");
+        if (absl::Status s = check_expected_compression(
+                ctx, request.has_expect_compressed() ? &request.expect_compressed() : nullptr);
+            !s.ok()) {
+          co_return s;
         }
+        if (request.response_compressed().value()) ctx.set_compression(Compression::kGzip);
         if (absl::Status s = echo_status(request.response_status()); !s.ok()) co_return s;
         co_return fill_payload(request.response_type(), request.response_size(),
                                *response.mutable_payload());
@@ -130,8 +156,10 @@ Service make_test_service() {
         StreamingInputCallRequest request;
         std::int64_t sum = 0;
         while (co_await reader.read(request)) {
-          if (request.has_expect_compressed() && request.expect_compressed().value()) {
-            co_return absl::InvalidArgumentError("expected a compressed request");
+          if (absl::Status s = check_expected_compression(
+                  ctx, request.has_expect_compressed() ? &request.expect_compressed() : nullptr);
+              !s.ok()) {
+            co_return s;
           }
           sum += static_cast<std::int64_t>(request.payload().body().size());
         }
