@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <future>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -126,6 +127,21 @@ struct Served {
   std::string target() const { return "127.0.0.1:" + std::to_string(port); }
 };
 
+// A channel on the test thread's io_context. On the way out the loop runs on until the
+// channel's close has finished (else the io_context would destroy its last handlers unrun and
+// leak the connection).
+struct ClientLoop {
+  asio::io_context io{1};
+  std::optional<Channel> channel;
+
+  explicit ClientLoop(const std::string& target) { channel.emplace(io, target); }
+  ~ClientLoop() {
+    channel.reset();
+    io.restart();
+    io.run_for(2s);
+  }
+};
+
 // Runs make() to completion on io.
 template <class Make>
 auto run(asio::io_context& io, Make make) {
@@ -137,8 +153,9 @@ auto run(asio::io_context& io, Make make) {
 
 TEST(Codegen, AwaitableStubCallsEveryKind) {
   Served served;
-  asio::io_context io(1);
-  Channel channel(io, served.target());
+  ClientLoop loop(served.target());
+  asio::io_context& io = loop.io;
+  Channel& channel = *loop.channel;
   Kinds::Stub stub(channel);
 
   Outer unary_reply = run(io, [&]() -> asio::awaitable<Outer> {
@@ -224,9 +241,9 @@ TEST(Codegen, AwaitableStubCallsEveryKind) {
 
 TEST(Codegen, UnimplementedMethodsAnswerUnimplemented) {
   Served served;
-  asio::io_context io(1);
-  Channel channel(io, served.target());
-  Unimplemented::Stub stub(channel);
+  ClientLoop loop(served.target());
+  asio::io_context& io = loop.io;
+  Unimplemented::Stub stub(*loop.channel);
   std::vector<absl::Status> statuses = run(io, [&]() -> asio::awaitable<std::vector<absl::Status>> {
     std::vector<absl::Status> out;
     Empty request, reply;
@@ -336,9 +353,9 @@ TEST(Codegen, BlockingStreamCancelledByDroppingIt) {
 
 TEST(Codegen, BlockingStreamOnTheChannelsOwnThreadFailsInsteadOfDeadlocking) {
   Served served;
-  asio::io_context io(1);
-  Channel channel(io, served.target());
-  Kinds::BlockingStub stub(channel);
+  ClientLoop loop(served.target());
+  asio::io_context& io = loop.io;
+  Kinds::BlockingStub stub(*loop.channel);
   absl::Status status = run(io, [&]() -> asio::awaitable<absl::Status> {
     ClientContext ctx;
     BlockingClientReaderWriter<Inner, Inner> stream = stub.Bidi(ctx);  // on the channel's thread
