@@ -8,15 +8,24 @@ cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
 jobs=$(nproc)
 
-# Real gRPC peers for the interop tests (grpcio, grpc-go's interop programs, grpcurl, ghz):
-# pinned versions, installed under build/peers from the package registries (~3.5 min cold).
+# Real gRPC peers for the interop tests (grpcio + h2, grpc-go's and grpc-java's interop programs,
+# grpcurl, ghz): pinned versions, installed under build/peers from the package registries
+# (~4 min cold).
 peers="$PWD/build/peers"
 bash scripts/install_peers.sh "$peers"
 
 echo "== Release build and tests"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFERRY_PEERS_DIR="$peers"
 cmake --build build -j "$jobs"
-(cd build && ctest -j "$jobs" --output-on-failure)
+# One run; the interop summary (a line per interop test, then `interop: N passed, M failed`) is
+# read from its JUnit file. Either failing fails the script, after the summary is printed.
+junit="$PWD/build/ctest-release.xml"
+rm -f "$junit"
+status=0
+(cd build && ctest -j "$jobs" --output-on-failure --output-junit "$junit") || status=1
+echo "== Interop summary (Release)"
+python3 scripts/interop_summary.py build "$junit" || status=1
+[ "$status" -eq 0 ] || exit 1
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer build and tests"
 cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFERRY_SANITIZE=ON \
