@@ -24,6 +24,11 @@ SliceChain& inflate_scratch() {
   return scratch;
 }
 
+absl::Status cardinality_violation() {
+  return absl::InternalError(
+      "cardinality violation: more than one request message for a method that takes one");
+}
+
 }  // namespace
 
 CallStream::CallStream(const asio::any_io_executor& executor, http2::Connection* connection,
@@ -124,6 +129,11 @@ void CallStream::on_data(Slice chunk) {
       return;
     }
     if (!*got) break;
+    if (++messages_received_ > 1 && single_message_) {
+      acknowledge(unacked_ - held_);
+      on_receive_error(cardinality_violation());
+      return;
+    }
     // Bytes of this message that arrived in earlier chunks were acknowledged then; it holds at
     // most what is still unacknowledged, so every byte is given back exactly once.
     const std::size_t held =
@@ -139,6 +149,11 @@ void CallStream::on_data(Slice chunk) {
   if (ready_head_ == ready_.size()) acknowledge(unacked_ - held_);
   read_event_.notify();
   on_inbound_progress();
+}
+
+void CallStream::expect_single_message() {
+  single_message_ = true;
+  if (messages_received_ > 1 && abort_.ok()) on_receive_error(cardinality_violation());
 }
 
 void CallStream::on_remote_end() {

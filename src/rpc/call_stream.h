@@ -73,6 +73,11 @@ class CallStream : public http2::Stream {
   int take_message(google::protobuf::MessageLite& msg);
   // Whether a complete message is queued.
   bool has_message() const { return ready_head_ < ready_.size(); }
+  // The inbound side may carry one message only (a unary or server-streaming call's request):
+  // a second one fails the call with INTERNAL, as gRPC's cardinality rule says.
+  void expect_single_message();
+  // INTERNAL when the inbound stream ended inside a message (a truncated message), else OK.
+  absl::Status check_inbound_complete() const { return decoder_.finish(); }
 
   // Encodes msg onto the outbound queue (and marks the end of the outbound side when last),
   // asks the connection to send it, then waits while the queue is above the high-water mark.
@@ -139,6 +144,8 @@ class CallStream : public http2::Stream {
   Compression send_compression_ = Compression::kIdentity;
   Compression recv_compression_ = Compression::kIdentity;
   bool last_compressed_ = false;
+  bool single_message_ = false;
+  std::size_t messages_received_ = 0;
   std::string unsupported_encoding_;  // the peer's grpc-encoding when ferry cannot inflate it
   FrameDecoder decoder_;
   absl::InlinedVector<Ready, 1> ready_;

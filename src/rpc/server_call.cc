@@ -134,6 +134,7 @@ void ServerCall::run(const Method* method) {
 
 void ServerCall::run_when_ready(const Method* method) {
   pending_method_ = method;
+  expect_single_message();
   on_inbound_progress();
 }
 
@@ -245,6 +246,14 @@ void ServerCall::cancel(absl::Status why) {
 void ServerCall::on_receive_error(absl::Status status) {
   finish(status, nullptr);
   abort(std::move(status));
+}
+
+void ServerCall::on_remote_end() {
+  // A request cut off by the end of the stream is an error, not the end of the requests.
+  if (absl::Status s = check_inbound_complete(); !s.ok() && !finished_) {
+    on_receive_error(std::move(s));
+  }
+  CallStream::on_remote_end();
 }
 
 void ServerCall::on_closed(std::uint32_t h2_error) {

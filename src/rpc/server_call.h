@@ -90,6 +90,7 @@ class ServerCall final : public CallStream {
   void on_headers_done() override;
   void on_closed(std::uint32_t h2_error) override;
   void on_receive_error(absl::Status status) override;
+  void on_remote_end() override;
   void on_inbound_progress() override;
   bool can_write() const override { return !finished_ && !closed_; }
   bool inbound_done() const override { return finished_ || CallStream::inbound_done(); }
