@@ -21,7 +21,6 @@ using testing::EchoResponse;
 using testing::Loopback;
 using namespace testing::echo_methods;
 
-
 TEST(UnaryCall, EchoesThePayload) {
   Loopback loop;
   EchoRequest request;
@@ -252,6 +251,49 @@ TEST(UnaryCall, NothingListeningIsUnavailable) {
   io.poll();
   absl::Status s = future.get();
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+}
+
+// gRPC's cardinality rule, both ways: one request and one response on a unary call.
+TEST(UnaryCall, SecondRequestMessageIsInternal) {
+  Loopback loop;
+  absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
+    ClientContext ctx;
+    ClientStream stream = co_await loop.channel().open(kEcho, ctx);  // Echo is unary
+    EchoRequest request;
+    request.set_payload("one");
+    (void)co_await stream.write(request);
+    request.set_payload("two");
+    (void)co_await stream.write_last(request);
+    EchoResponse response;
+    while (co_await stream.read(response)) {
+    }
+    co_return co_await stream.finish();
+  });
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
+  EXPECT_NE(s.message().find("cardinality"), absl::string_view::npos) << s;
+}
+
+TEST(UnaryCall, SecondResponseMessageIsInternal) {
+  // A server-streaming handler that writes twice, called as if it were unary.
+  Service twice("ferry.testing.Twice");
+  twice.add_server_streaming<EchoRequest, EchoResponse>(
+      "Two", [](ServerContext&, const EchoRequest&,
+                ServerWriter<EchoResponse>& writer) -> asio::awaitable<absl::Status> {
+        EchoResponse response;
+        for (int i = 0; i < 2; ++i) {
+          if (absl::Status s = co_await writer.write(response); !s.ok()) co_return s;
+        }
+        co_return absl::OkStatus();
+      });
+  Loopback loop({}, {}, &twice);
+  absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
+    ClientContext ctx;
+    EchoRequest request;
+    EchoResponse response;
+    co_return co_await loop.channel().call("/ferry.testing.Twice/Two", ctx, request, response);
+  });
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
+  EXPECT_NE(s.message().find("cardinality"), absl::string_view::npos) << s;
 }
 
 TEST(UnaryCall, BlockingApiFromAnotherThread) {

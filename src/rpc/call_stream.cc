@@ -26,7 +26,7 @@ SliceChain& inflate_scratch() {
 
 absl::Status cardinality_violation() {
   return absl::InternalError(
-      "cardinality violation: more than one request message for a method that takes one");
+      "cardinality violation: a second message where the method carries one (unary side)");
 }
 
 }  // namespace

@@ -73,8 +73,8 @@ class CallStream : public http2::Stream {
   int take_message(google::protobuf::MessageLite& msg);
   // Whether a complete message is queued.
   bool has_message() const { return ready_head_ < ready_.size(); }
-  // The inbound side may carry one message only (a unary or server-streaming call's request):
-  // a second one fails the call with INTERNAL, as gRPC's cardinality rule says.
+  // The inbound side may carry one message only (a unary or server-streaming call's request, a
+  // unary call's response): a second one fails the call with INTERNAL, gRPC's cardinality rule.
   void expect_single_message();
   // INTERNAL when the inbound stream ended inside a message (a truncated message), else OK.
   absl::Status check_inbound_complete() const { return decoder_.finish(); }

@@ -145,6 +145,7 @@ asio::awaitable<absl::Status> unary_on_executor(std::shared_ptr<detail::ChannelC
                                                 const google::protobuf::MessageLite& request,
                                                 google::protobuf::MessageLite& response) {
   detail::ClientCall* call = co_await core->start_call(method, context);
+  call->expect_single_message();
   bool got = false;
   if (!call->done()) {
     absl::Status written = co_await call->write(request, /*last=*/true, WriteOptions{});

@@ -29,6 +29,7 @@ class ClientCall final : public CallStream {
                                       WriteOptions options);
   void writes_done();
   asio::awaitable<bool> read(google::protobuf::MessageLite& msg) { return read_message(msg); }
+  using CallStream::expect_single_message;  // a unary call's response
   asio::awaitable<absl::Status> finish();
   void cancel(absl::Status why);
   bool done() const { return done_; }
