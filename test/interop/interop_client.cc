@@ -1,6 +1,7 @@
-// ferry_interop_client: gRPC's interop client cases on a ferry Channel (interop tests). Flags and
-// checks follow gRPC's interop-test-descriptions and grpc-go's interop client, so it runs against
-// any grpc.testing.TestService server (grpc-go's, grpc-java's, ferry's own).
+// ferry_interop_client: gRPC's interop client cases on ferry, calling through the stubs that
+// protoc-gen-ferry generates from test.proto (interop tests). Flags and checks follow gRPC's
+// interop-test-descriptions and grpc-go's interop client, so it runs against any
+// grpc.testing.TestService server (grpc-go's, grpc-java's, ferry's own).
 //
 //   ferry_interop_client --server_host=127.0.0.1 --server_port=10000 --test_case=large_unary
 //
@@ -30,6 +31,7 @@
 #include "ferry/compression.h"
 #include "grpc/testing/empty.pb.h"
 #include "grpc/testing/messages.pb.h"
+#include "grpc/testing/test.ferry.h"
 #include "interop/flags.h"
 
 namespace ferry::interop {
@@ -45,15 +47,8 @@ using grpc::testing::StreamingInputCallRequest;
 using grpc::testing::StreamingInputCallResponse;
 using grpc::testing::StreamingOutputCallRequest;
 using grpc::testing::StreamingOutputCallResponse;
-
-constexpr std::string_view kEmptyCall = "/grpc.testing.TestService/EmptyCall";
-constexpr std::string_view kUnaryCall = "/grpc.testing.TestService/UnaryCall";
-constexpr std::string_view kStreamingOutputCall = "/grpc.testing.TestService/StreamingOutputCall";
-constexpr std::string_view kStreamingInputCall = "/grpc.testing.TestService/StreamingInputCall";
-constexpr std::string_view kFullDuplexCall = "/grpc.testing.TestService/FullDuplexCall";
-constexpr std::string_view kUnimplementedCall = "/grpc.testing.TestService/UnimplementedCall";
-constexpr std::string_view kUnimplementedServiceCall =
-    "/grpc.testing.UnimplementedService/UnimplementedCall";
+using grpc::testing::TestService;
+using grpc::testing::UnimplementedService;
 
 constexpr int kRequestSizes[] = {27182, 8, 1828, 45904};
 constexpr int kResponseSizes[] = {31415, 9, 2653, 58979};
@@ -69,6 +64,7 @@ constexpr std::string_view kEchoTrailingValue = "\x0a\x0b\x0a\x0b\x0a\x0b";
 struct Env {
   std::string target;  // "host:port"
   Channel* channel;
+  TestService::Stub stub;  // on *channel
   const Flags* flags;
 };
 
@@ -122,7 +118,7 @@ absl::Status expect_status(const absl::Status& got, absl::StatusCode code,
 asio::awaitable<absl::Status> empty_unary(Env& env) {
   Empty request, response;
   ClientContext ctx;
-  absl::Status s = co_await env.channel->call(kEmptyCall, ctx, request, response);
+  absl::Status s = co_await env.stub.EmptyCall(ctx, request, response);
   if (!s.ok()) co_return fail("EmptyCall failed: " + describe(s));
   if (response.ByteSizeLong() != 0) {
     co_return fail(absl::StrCat("EmptyCall response is ", response.ByteSizeLong(),
@@ -138,7 +134,7 @@ asio::awaitable<absl::Status> large_unary(Env& env) {
   *request.mutable_payload() = make_payload(kLargeRequestSize);
   SimpleResponse response;
   ClientContext ctx;
-  absl::Status s = co_await env.channel->call(kUnaryCall, ctx, request, response);
+  absl::Status s = co_await env.stub.UnaryCall(ctx, request, response);
   if (!s.ok()) co_return fail("UnaryCall failed: " + describe(s));
   co_return check_payload(response.payload(), kLargeResponseSize, "UnaryCall response");
 }
@@ -154,7 +150,7 @@ asio::awaitable<absl::Status> server_compressed_unary(Env& env) {
     SimpleResponse response;
     ClientContext ctx;
     const std::string what = absl::StrCat("UnaryCall with response_compressed=", compressed);
-    absl::Status s = co_await env.channel->call(kUnaryCall, ctx, request, response);
+    absl::Status s = co_await env.stub.UnaryCall(ctx, request, response);
     if (!s.ok()) co_return fail(what + " failed: " + describe(s));
     if (ctx.response_compressed() != compressed) {
       co_return fail(absl::StrCat(what, ": the response's compressed flag is ",
@@ -179,9 +175,9 @@ asio::awaitable<absl::Status> server_compressed_streaming(Env& env) {
     p->mutable_compressed()->set_value(kCompressed[i]);
   }
   ClientContext ctx;
-  ClientStream stream = co_await env.channel->open(kStreamingOutputCall, ctx);
-  (void)co_await stream.write_last(request);  // a failure shows in the status
-  ClientReader<StreamingOutputCallResponse> reader(std::move(stream));
+  // A request that cannot be sent ends the call: its status shows in finish().
+  ClientReader<StreamingOutputCallResponse> reader =
+      co_await env.stub.StreamingOutputCall(ctx, request);
   std::size_t count = 0;
   StreamingOutputCallResponse response;
   while (co_await reader.read(response)) {
@@ -218,7 +214,7 @@ asio::awaitable<absl::Status> client_compressed_unary(Env& env, bool probe) {
     ClientContext ctx;
     // Named, not a temporary in the co_await (GCC 12 destroys such temporaries twice).
     const SimpleRequest request = make_request(true);
-    absl::Status s = co_await env.channel->call(kUnaryCall, ctx, request, response);
+    absl::Status s = co_await env.stub.UnaryCall(ctx, request, response);
     if (absl::Status c = expect_status(s, absl::StatusCode::kInvalidArgument,
                                        "the probe (uncompressed, expect_compressed=true)");
         !c.ok()) {
@@ -232,7 +228,7 @@ asio::awaitable<absl::Status> client_compressed_unary(Env& env, bool probe) {
     const std::string what = absl::StrCat(compressed ? "compressed" : "uncompressed",
                                           " UnaryCall with expect_compressed=", compressed);
     const SimpleRequest request = make_request(compressed);
-    absl::Status s = co_await env.channel->call(kUnaryCall, ctx, request, response);
+    absl::Status s = co_await env.stub.UnaryCall(ctx, request, response);
     if (!s.ok()) co_return fail(what + " failed: " + describe(s));
     if (absl::Status c = check_payload(response.payload(), kLargeResponseSize, what); !c.ok()) {
       co_return c;
@@ -252,8 +248,10 @@ asio::awaitable<absl::Status> client_compressed_streaming(Env& env, bool probe) 
   };
   if (probe) {
     ClientContext ctx;
-    ClientStream stream = co_await env.channel->open(kStreamingInputCall, ctx);
-    // Not half-closed: the server must fail the call on this message alone.
+    // Not half-closed: the server must fail the call on this message alone. The stub's
+    // ClientWriter cannot wait for the status without half-closing first (finish() does), so
+    // the probe takes the untyped stream on the generated path.
+    ClientStream stream = co_await env.channel->open(TestService::kStreamingInputCallPath, ctx);
     const StreamingInputCallRequest request = make_request(true, 27182);
     (void)co_await stream.write(request);
     absl::Status s = co_await stream.finish();
@@ -265,8 +263,7 @@ asio::awaitable<absl::Status> client_compressed_streaming(Env& env, bool probe) 
   }
   ClientContext ctx;
   ctx.set_compression(Compression::kGzip);
-  ClientWriter<StreamingInputCallRequest> writer(
-      co_await env.channel->open(kStreamingInputCall, ctx));
+  ClientWriter<StreamingInputCallRequest> writer = co_await env.stub.StreamingInputCall(ctx);
   const StreamingInputCallRequest first = make_request(true, 27182);
   const StreamingInputCallRequest second = make_request(false, 45904);
   absl::Status w = co_await writer.write(first);
@@ -303,8 +300,7 @@ asio::awaitable<absl::Status> client_compressed_streaming_noprobe(Env& env) {
 
 asio::awaitable<absl::Status> client_streaming(Env& env) {
   ClientContext ctx;
-  ClientWriter<StreamingInputCallRequest> writer(
-      co_await env.channel->open(kStreamingInputCall, ctx));
+  ClientWriter<StreamingInputCallRequest> writer = co_await env.stub.StreamingInputCall(ctx);
   int sum = 0;
   for (int size : kRequestSizes) {
     StreamingInputCallRequest request;
@@ -328,10 +324,9 @@ asio::awaitable<absl::Status> server_streaming(Env& env) {
   request.set_response_type(grpc::testing::COMPRESSABLE);
   for (int size : kResponseSizes) request.add_response_parameters()->set_size(size);
   ClientContext ctx;
-  ClientStream stream = co_await env.channel->open(kStreamingOutputCall, ctx);
   // A failed write shows in the status below.
-  (void)co_await stream.write_last(request);
-  ClientReader<StreamingOutputCallResponse> reader(std::move(stream));
+  ClientReader<StreamingOutputCallResponse> reader =
+      co_await env.stub.StreamingOutputCall(ctx, request);
   std::size_t count = 0;
   StreamingOutputCallResponse response;
   while (co_await reader.read(response)) {
@@ -353,8 +348,8 @@ asio::awaitable<absl::Status> server_streaming(Env& env) {
 
 asio::awaitable<absl::Status> ping_pong(Env& env) {
   ClientContext ctx;
-  ClientReaderWriter<StreamingOutputCallRequest, StreamingOutputCallResponse> stream(
-      co_await env.channel->open(kFullDuplexCall, ctx));
+  ClientReaderWriter<StreamingOutputCallRequest, StreamingOutputCallResponse> stream =
+      co_await env.stub.FullDuplexCall(ctx);
   for (std::size_t i = 0; i < std::size(kRequestSizes); ++i) {
     StreamingOutputCallRequest request;
     request.set_response_type(grpc::testing::COMPRESSABLE);
@@ -384,8 +379,8 @@ asio::awaitable<absl::Status> ping_pong(Env& env) {
 
 asio::awaitable<absl::Status> empty_stream(Env& env) {
   ClientContext ctx;
-  ClientReaderWriter<StreamingOutputCallRequest, StreamingOutputCallResponse> stream(
-      co_await env.channel->open(kFullDuplexCall, ctx));
+  ClientReaderWriter<StreamingOutputCallRequest, StreamingOutputCallResponse> stream =
+      co_await env.stub.FullDuplexCall(ctx);
   co_await stream.writes_done();
   StreamingOutputCallResponse response;
   if (co_await stream.read(response)) co_return fail("got a response, want none");
@@ -397,8 +392,8 @@ asio::awaitable<absl::Status> empty_stream(Env& env) {
 asio::awaitable<absl::Status> timeout_on_sleeping_server(Env& env) {
   ClientContext ctx;
   ctx.set_timeout(1ms);
-  ClientReaderWriter<StreamingOutputCallRequest, StreamingOutputCallResponse> stream(
-      co_await env.channel->open(kFullDuplexCall, ctx));
+  ClientReaderWriter<StreamingOutputCallRequest, StreamingOutputCallResponse> stream =
+      co_await env.stub.FullDuplexCall(ctx);
   StreamingOutputCallRequest request;
   request.set_response_type(grpc::testing::COMPRESSABLE);
   *request.mutable_payload() = make_payload(27182);
@@ -415,8 +410,7 @@ asio::awaitable<absl::Status> cancel_after_begin(Env& env) {
   ClientContext ctx;
   ctx.add_metadata("key1", "value1");
   ctx.add_metadata("key2", "value2");
-  ClientWriter<StreamingInputCallRequest> writer(
-      co_await env.channel->open(kStreamingInputCall, ctx));
+  ClientWriter<StreamingInputCallRequest> writer = co_await env.stub.StreamingInputCall(ctx);
   writer.cancel();
   StreamingInputCallResponse response;
   co_return expect_status(co_await writer.finish(response), absl::StatusCode::kCancelled,
@@ -425,8 +419,8 @@ asio::awaitable<absl::Status> cancel_after_begin(Env& env) {
 
 asio::awaitable<absl::Status> cancel_after_first_response(Env& env) {
   ClientContext ctx;
-  ClientReaderWriter<StreamingOutputCallRequest, StreamingOutputCallResponse> stream(
-      co_await env.channel->open(kFullDuplexCall, ctx));
+  ClientReaderWriter<StreamingOutputCallRequest, StreamingOutputCallResponse> stream =
+      co_await env.stub.FullDuplexCall(ctx);
   StreamingOutputCallRequest request;
   request.set_response_type(grpc::testing::COMPRESSABLE);
   request.add_response_parameters()->set_size(31415);
@@ -480,7 +474,7 @@ asio::awaitable<absl::Status> custom_metadata(Env& env) {
     SimpleResponse response;
     ClientContext ctx;
     add_echo_metadata(ctx);
-    absl::Status s = co_await env.channel->call(kUnaryCall, ctx, request, response);
+    absl::Status s = co_await env.stub.UnaryCall(ctx, request, response);
     if (!s.ok()) co_return fail("UnaryCall failed: " + describe(s));
     if (absl::Status c = check_payload(response.payload(), 1, "UnaryCall response"); !c.ok()) {
       co_return c;
@@ -490,8 +484,8 @@ asio::awaitable<absl::Status> custom_metadata(Env& env) {
   {  // Full duplex.
     ClientContext ctx;
     add_echo_metadata(ctx);
-    ClientReaderWriter<StreamingOutputCallRequest, StreamingOutputCallResponse> stream(
-        co_await env.channel->open(kFullDuplexCall, ctx));
+    ClientReaderWriter<StreamingOutputCallRequest, StreamingOutputCallResponse> stream =
+        co_await env.stub.FullDuplexCall(ctx);
     StreamingOutputCallRequest request;
     request.set_response_type(grpc::testing::COMPRESSABLE);
     request.add_response_parameters()->set_size(1);
@@ -534,13 +528,13 @@ asio::awaitable<absl::Status> status_code_and_message(Env& env) {
     request.mutable_response_status()->set_message(std::string(kMessage));
     SimpleResponse response;
     ClientContext ctx;
-    absl::Status s = co_await env.channel->call(kUnaryCall, ctx, request, response);
+    absl::Status s = co_await env.stub.UnaryCall(ctx, request, response);
     if (absl::Status c = expect_echoed_status(s, kMessage, "UnaryCall"); !c.ok()) co_return c;
   }
   {  // Full duplex.
     ClientContext ctx;
-    ClientReaderWriter<StreamingOutputCallRequest, StreamingOutputCallResponse> stream(
-        co_await env.channel->open(kFullDuplexCall, ctx));
+    ClientReaderWriter<StreamingOutputCallRequest, StreamingOutputCallResponse> stream =
+        co_await env.stub.FullDuplexCall(ctx);
     StreamingOutputCallRequest request;
     request.mutable_response_status()->set_code(2);
     request.mutable_response_status()->set_message(std::string(kMessage));
@@ -565,23 +559,24 @@ asio::awaitable<absl::Status> special_status_message(Env& env) {
   SimpleResponse response;
   ClientContext ctx;
   ctx.set_timeout(10s);
-  absl::Status s = co_await env.channel->call(kUnaryCall, ctx, request, response);
+  absl::Status s = co_await env.stub.UnaryCall(ctx, request, response);
   co_return expect_echoed_status(s, kMessage, "UnaryCall");
 }
 
 asio::awaitable<absl::Status> unimplemented_method(Env& env) {
   Empty request, response;
   ClientContext ctx;
-  co_return expect_status(co_await env.channel->call(kUnimplementedCall, ctx, request, response),
+  co_return expect_status(co_await env.stub.UnimplementedCall(ctx, request, response),
                           absl::StatusCode::kUnimplemented, "TestService/UnimplementedCall");
 }
 
 asio::awaitable<absl::Status> unimplemented_service(Env& env) {
+  UnimplementedService::Stub stub(*env.channel);
   Empty request, response;
   ClientContext ctx;
-  co_return expect_status(
-      co_await env.channel->call(kUnimplementedServiceCall, ctx, request, response),
-      absl::StatusCode::kUnimplemented, "UnimplementedService/UnimplementedCall");
+  co_return expect_status(co_await stub.UnimplementedCall(ctx, request, response),
+                          absl::StatusCode::kUnimplemented,
+                          "UnimplementedService/UnimplementedCall");
 }
 
 // rpc_soak and channel_soak: large unary calls, each within a latency bound, on one channel or
@@ -621,6 +616,7 @@ asio::awaitable<void> soak_worker(Env& env, const SoakConfig& config, Clock::tim
       fresh = std::make_unique<Channel>(io_ex.context(), env.target);
       channel = fresh.get();
     }
+    TestService::Stub stub(*channel);
     SimpleRequest request;
     request.set_response_type(grpc::testing::COMPRESSABLE);
     request.set_response_size(config.response_size);
@@ -629,7 +625,7 @@ asio::awaitable<void> soak_worker(Env& env, const SoakConfig& config, Clock::tim
     ClientContext ctx;
     ctx.set_deadline(start + config.overall_timeout);
     const Clock::time_point call_start = Clock::now();
-    absl::Status s = co_await channel->call(kUnaryCall, ctx, request, response);
+    absl::Status s = co_await stub.UnaryCall(ctx, request, response);
     if (s.ok()) s = check_payload(response.payload(), config.response_size, "UnaryCall response");
     const auto latency =
         std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - call_start);
@@ -785,7 +781,7 @@ int main(int argc, char** argv) {
   {
     asio::io_context io(1);
     auto channel = std::make_unique<ferry::Channel>(io, target);
-    Env env{target, channel.get(), &flags};
+    Env env{target, channel.get(), TestService::Stub(*channel), &flags};
     std::future<absl::Status> future =
         asio::co_spawn(io, it->second(env), asio::use_future);
     // The channel's connection keeps the loop busy; turn it until the case is done.

@@ -34,7 +34,9 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  ferry::Service test_service = ferry::interop::make_test_service();
+  // Only TestService: grpc.testing.UnimplementedService stays unserved, so that the
+  // unimplemented_service case gets UNIMPLEMENTED from the router, as from other gRPC servers.
+  ferry::interop::TestServiceImpl test_service;
   ferry::ServerOptions options;
   options.num_threads = static_cast<unsigned>(flags.get_int("threads"));
   ferry::Server server(options);

@@ -114,97 +114,81 @@ asio::awaitable<absl::Status> answer(
 
 }  // namespace
 
-Service make_test_service() {
-  Service service("grpc.testing.TestService");
+asio::awaitable<absl::Status> TestServiceImpl::EmptyCall(ServerContext&, const Empty&, Empty&) {
+  co_return absl::OkStatus();
+}
 
-  service.add_unary<Empty, Empty>(
-      "EmptyCall",
-      [](ServerContext&, const Empty&, Empty&) -> asio::awaitable<absl::Status> {
-        co_return absl::OkStatus();
-      });
+asio::awaitable<absl::Status> TestServiceImpl::UnaryCall(ServerContext& ctx,
+                                                         const SimpleRequest& request,
+                                                         SimpleResponse& response) {
+  echo_metadata(ctx);
+  if (absl::Status s = check_expected_compression(
+          ctx, request.has_expect_compressed() ? &request.expect_compressed() : nullptr);
+      !s.ok()) {
+    co_return s;
+  }
+  if (request.response_compressed().value()) ctx.set_compression(Compression::kGzip);
+  if (absl::Status s = echo_status(request.response_status()); !s.ok()) co_return s;
+  co_return fill_payload(request.response_type(), request.response_size(),
+                         *response.mutable_payload());
+}
 
-  service.add_unary<SimpleRequest, SimpleResponse>(
-      "UnaryCall",
-      [](ServerContext& ctx, const SimpleRequest& request,
-         SimpleResponse& response) -> asio::awaitable<absl::Status> {
-        echo_metadata(ctx);
-        if (absl::Status s = check_expected_compression(
-                ctx, request.has_expect_compressed() ? &request.expect_compressed() : nullptr);
-            !s.ok()) {
-          co_return s;
-        }
-        if (request.response_compressed().value()) ctx.set_compression(Compression::kGzip);
-        if (absl::Status s = echo_status(request.response_status()); !s.ok()) co_return s;
-        co_return fill_payload(request.response_type(), request.response_size(),
-                               *response.mutable_payload());
-      });
+asio::awaitable<absl::Status> TestServiceImpl::StreamingOutputCall(
+    ServerContext& ctx, const StreamingOutputCallRequest& request,
+    ServerWriter<StreamingOutputCallResponse>& writer) {
+  absl::Status s =
+      co_await answer(ctx, request.response_type(), request.response_parameters(), writer);
+  if (!s.ok()) co_return s;
+  co_return echo_status(request.response_status());
+}
 
-  service.add_server_streaming<StreamingOutputCallRequest, StreamingOutputCallResponse>(
-      "StreamingOutputCall",
-      [](ServerContext& ctx, const StreamingOutputCallRequest& request,
-         ServerWriter<StreamingOutputCallResponse>& writer) -> asio::awaitable<absl::Status> {
-        absl::Status s =
-            co_await answer(ctx, request.response_type(), request.response_parameters(), writer);
-        if (!s.ok()) co_return s;
-        co_return echo_status(request.response_status());
-      });
+asio::awaitable<absl::Status> TestServiceImpl::StreamingInputCall(
+    ServerContext& ctx, ServerReader<StreamingInputCallRequest>& reader,
+    StreamingInputCallResponse& response) {
+  StreamingInputCallRequest request;
+  std::int64_t sum = 0;
+  while (co_await reader.read(request)) {
+    if (absl::Status s = check_expected_compression(
+            ctx, request.has_expect_compressed() ? &request.expect_compressed() : nullptr);
+        !s.ok()) {
+      co_return s;
+    }
+    sum += static_cast<std::int64_t>(request.payload().body().size());
+  }
+  if (ctx.is_cancelled()) co_return absl::CancelledError("the call was cancelled");
+  response.set_aggregated_payload_size(static_cast<std::int32_t>(sum));
+  co_return absl::OkStatus();
+}
 
-  service.add_client_streaming<StreamingInputCallRequest, StreamingInputCallResponse>(
-      "StreamingInputCall",
-      [](ServerContext& ctx, ServerReader<StreamingInputCallRequest>& reader,
-         StreamingInputCallResponse& response) -> asio::awaitable<absl::Status> {
-        StreamingInputCallRequest request;
-        std::int64_t sum = 0;
-        while (co_await reader.read(request)) {
-          if (absl::Status s = check_expected_compression(
-                  ctx, request.has_expect_compressed() ? &request.expect_compressed() : nullptr);
-              !s.ok()) {
-            co_return s;
-          }
-          sum += static_cast<std::int64_t>(request.payload().body().size());
-        }
-        if (ctx.is_cancelled()) co_return absl::CancelledError("the call was cancelled");
-        response.set_aggregated_payload_size(static_cast<std::int32_t>(sum));
-        co_return absl::OkStatus();
-      });
+asio::awaitable<absl::Status> TestServiceImpl::FullDuplexCall(
+    ServerContext& ctx,
+    ServerReaderWriter<StreamingOutputCallRequest, StreamingOutputCallResponse>& stream) {
+  echo_metadata(ctx);
+  ServerWriter<StreamingOutputCallResponse> writer(ctx);
+  StreamingOutputCallRequest request;
+  while (co_await stream.read(request)) {
+    if (absl::Status s = echo_status(request.response_status()); !s.ok()) co_return s;
+    absl::Status s =
+        co_await answer(ctx, request.response_type(), request.response_parameters(), writer);
+    if (!s.ok()) co_return s;
+  }
+  if (ctx.is_cancelled()) co_return absl::CancelledError("the call was cancelled");
+  co_return absl::OkStatus();
+}
 
-  service.add_bidi_streaming<StreamingOutputCallRequest, StreamingOutputCallResponse>(
-      "FullDuplexCall",
-      [](ServerContext& ctx,
-         ServerReaderWriter<StreamingOutputCallRequest, StreamingOutputCallResponse>& stream)
-          -> asio::awaitable<absl::Status> {
-        echo_metadata(ctx);
-        ServerWriter<StreamingOutputCallResponse> writer(ctx);
-        StreamingOutputCallRequest request;
-        while (co_await stream.read(request)) {
-          if (absl::Status s = echo_status(request.response_status()); !s.ok()) co_return s;
-          absl::Status s = co_await answer(ctx, request.response_type(),
-                                           request.response_parameters(), writer);
-          if (!s.ok()) co_return s;
-        }
-        if (ctx.is_cancelled()) co_return absl::CancelledError("the call was cancelled");
-        co_return absl::OkStatus();
-      });
-
-  service.add_bidi_streaming<StreamingOutputCallRequest, StreamingOutputCallResponse>(
-      "HalfDuplexCall",
-      [](ServerContext& ctx,
-         ServerReaderWriter<StreamingOutputCallRequest, StreamingOutputCallResponse>& stream)
-          -> asio::awaitable<absl::Status> {
-        std::vector<StreamingOutputCallRequest> requests;
-        StreamingOutputCallRequest request;
-        while (co_await stream.read(request)) requests.push_back(request);
-        if (ctx.is_cancelled()) co_return absl::CancelledError("the call was cancelled");
-        ServerWriter<StreamingOutputCallResponse> writer(ctx);
-        for (const StreamingOutputCallRequest& r : requests) {
-          absl::Status s =
-              co_await answer(ctx, r.response_type(), r.response_parameters(), writer);
-          if (!s.ok()) co_return s;
-        }
-        co_return absl::OkStatus();
-      });
-
-  return service;
+asio::awaitable<absl::Status> TestServiceImpl::HalfDuplexCall(
+    ServerContext& ctx,
+    ServerReaderWriter<StreamingOutputCallRequest, StreamingOutputCallResponse>& stream) {
+  std::vector<StreamingOutputCallRequest> requests;
+  StreamingOutputCallRequest request;
+  while (co_await stream.read(request)) requests.push_back(request);
+  if (ctx.is_cancelled()) co_return absl::CancelledError("the call was cancelled");
+  ServerWriter<StreamingOutputCallResponse> writer(ctx);
+  for (const StreamingOutputCallRequest& r : requests) {
+    absl::Status s = co_await answer(ctx, r.response_type(), r.response_parameters(), writer);
+    if (!s.ok()) co_return s;
+  }
+  co_return absl::OkStatus();
 }
 
 }  // namespace ferry::interop
