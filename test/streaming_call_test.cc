@@ -356,5 +356,44 @@ TEST(StreamingMetadata, EchoedOnEveryStreamingKind) {
   EXPECT_TRUE(empty_ctx.initial_metadata().empty());
 }
 
+// gRPC's cardinality rule on a client-streaming call's response: a server that answers twice
+// fails the call with INTERNAL (ClientWriter expects one response), awaitable and blocking.
+TEST(StreamingCall, SecondResponseToAClientStreamingCallIsInternal) {
+  Service twice("ferry.testing.Twice");
+  twice.add_bidi_streaming<EchoRequest, EchoResponse>(
+      "Collect", [](ServerContext&, ServerReaderWriter<EchoRequest, EchoResponse>& stream)
+                     -> asio::awaitable<absl::Status> {
+        EchoRequest request;
+        while (co_await stream.read(request)) {
+        }
+        EchoResponse response;
+        for (int i = 0; i < 2; ++i) {
+          if (absl::Status s = co_await stream.write(response); !s.ok()) co_return s;
+        }
+        co_return absl::OkStatus();
+      });
+  Loopback loop({}, {}, &twice);
+  absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
+    ClientContext ctx;
+    ClientWriter<EchoRequest> writer(co_await loop.channel().open("/ferry.testing.Twice/Collect", ctx));
+    EchoRequest request;
+    (void)co_await writer.write(request);
+    EchoResponse response;
+    co_return co_await writer.finish(response);
+  });
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
+  EXPECT_NE(s.message().find("cardinality"), absl::string_view::npos) << s;
+
+  Channel blocking_channel(loop.target());
+  ClientContext ctx;
+  BlockingClientWriter<EchoRequest> writer(
+      blocking_channel.open_blocking("/ferry.testing.Twice/Collect", ctx));
+  EchoRequest request;
+  (void)writer.write(request);
+  EchoResponse response;
+  absl::Status blocking = writer.finish(response);
+  EXPECT_EQ(blocking.code(), absl::StatusCode::kInternal) << blocking;
+}
+
 }  // namespace
 }  // namespace ferry

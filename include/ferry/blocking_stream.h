@@ -37,6 +37,8 @@ class BlockingClientStream {
   absl::Status finish();
   // Does not wait: the call ends with CANCELLED.
   void cancel() { stream_.cancel(); }
+  // See ClientStream::expect_single_response.
+  void expect_single_response() { stream_.expect_single_response(); }
   // Whether the response read last arrived compressed.
   bool last_message_compressed() const { return stream_.last_message_compressed(); }
 
@@ -61,7 +63,9 @@ class BlockingClientReader {
 template <class Request>
 class BlockingClientWriter {
  public:
-  explicit BlockingClientWriter(BlockingClientStream stream) : stream_(std::move(stream)) {}
+  explicit BlockingClientWriter(BlockingClientStream stream) : stream_(std::move(stream)) {
+    stream_.expect_single_response();
+  }
   absl::Status write(const Request& msg, WriteOptions options = {}) {
     return stream_.write(msg, options);
   }

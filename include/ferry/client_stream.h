@@ -51,6 +51,9 @@ class ClientStream {
   asio::awaitable<absl::Status> finish();
   // Cancels the call: RST_STREAM(CANCEL); pending and later operations fail with CANCELLED.
   void cancel();
+  // The server may send one response only (a client-streaming call): a second one fails the
+  // call with INTERNAL, gRPC's cardinality rule. ClientWriter sets it.
+  void expect_single_response();
 
  private:
   detail::ClientCall* call_ = nullptr;
@@ -72,7 +75,9 @@ class ClientReader {
 template <class Request>
 class ClientWriter {
  public:
-  explicit ClientWriter(ClientStream stream) : stream_(std::move(stream)) {}
+  explicit ClientWriter(ClientStream stream) : stream_(std::move(stream)) {
+    stream_.expect_single_response();
+  }
   asio::awaitable<absl::Status> write(const Request& msg, WriteOptions options = {}) {
     return stream_.write(msg, options);
   }

@@ -76,6 +76,16 @@ asio::awaitable<absl::Status> ClientStream::finish() {
   co_return co_await detail::on_executor(call->executor(), std::move(make));
 }
 
+void ClientStream::expect_single_response() {
+  if (call_ == nullptr) return;
+  detail::ClientCall* call = call_;
+  call->ref();
+  asio::dispatch(call->executor(), [call] {
+    call->expect_single_message();
+    call->unref();
+  });
+}
+
 void ClientStream::cancel() {
   if (call_ == nullptr) return;
   detail::ClientCall* call = call_;
