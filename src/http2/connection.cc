@@ -180,6 +180,8 @@ Connection::Connection(asio::ip::tcp::socket socket, Role role, const Connection
       observer_(observer) {
   asio::error_code ignored;
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);  // no 40 ms delayed-ACK stalls
+  // flush() writes synchronously first (write_now); it must never block the loop.
+  socket_.non_blocking(true, ignored);
 
   static nghttp2_session_callbacks* const callbacks = Callbacks::make();
   nghttp2_option* option;
@@ -368,14 +370,16 @@ void Connection::schedule_flush() {
 
 void Connection::flush() {
   flush_scheduled_ = false;
-  if (closed_) return;
-  if (pending_.size() < kMaxPendingOutput) {
-    if (nghttp2_session_send(session_) != 0) {
-      close();
-      return;
+  while (!closed_) {
+    if (pending_.size() < kMaxPendingOutput) {
+      if (nghttp2_session_send(session_) != 0) {
+        close();
+        return;
+      }
     }
+    if (writing_now_ || pending_.empty()) break;
+    if (!write_now()) break;  // the rest goes out asynchronously (or the connection closed)
   }
-  if (!writing_now_ && !pending_.empty()) start_write();
   close_if_done();
 }
 
@@ -384,8 +388,25 @@ void Connection::close_if_done() {
   if (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_)) close();
 }
 
-void Connection::start_write() {
+bool Connection::write_now() {
   writing_ = std::move(pending_);
+  iov_.clear();
+  writing_.append_buffers(iov_);
+  // One non-blocking gathered write first: with room in the socket's buffer (the usual case) it
+  // takes everything, and no completion is posted, so a flush costs one syscall and no extra
+  // turn of the event loop.
+  asio::error_code ec;
+  const std::size_t n = socket_.write_some(iov_, ec);
+  if (ec && ec != asio::error::would_block && ec != asio::error::try_again) {
+    writing_.clear();
+    close();
+    return false;
+  }
+  if (n == writing_.size()) {
+    writing_.clear();
+    return true;
+  }
+  writing_.consume(n);
   iov_.clear();
   writing_.append_buffers(iov_);
   writing_now_ = true;
@@ -399,6 +420,7 @@ void Connection::start_write() {
                       }
                       self->flush();
                     });
+  return false;
 }
 
 }  // namespace ferry::http2

@@ -94,7 +94,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_read(const asio::error_code& ec, std::size_t n);
   void schedule_flush();
   void flush();
-  void start_write();
+  // Writes pending_: at once if the socket takes it all (true), else the rest asynchronously
+  // (false; flush() runs again on completion). False too when the connection closed.
+  bool write_now();
   void link(Stream* stream);
   void unlink(Stream* stream);
   void close_if_done();
