@@ -83,6 +83,13 @@ std::string leading_comment(const Descriptor* d, const std::string& indent) {
   return out;
 }
 
+// A blank line, then the method's .proto comment and its rpc line, as the comment of a member.
+void print_method_comment(pb::io::Printer& p, const pb::MethodDescriptor* m, const Vars& v) {
+  p.Print("\n");
+  p.PrintRaw(leading_comment(m, "    "));
+  p.Print(v, "    // rpc $Method$($in_stream$$RequestProto$) returns ($out_stream$$ResponseProto$)\n");
+}
+
 void open_namespace(pb::io::Printer& p, const pb::FileDescriptor* file) {
   if (!file->package().empty()) {
     p.Print("namespace $ns$ {\n\n", "ns", package_namespace(file->package()));
@@ -110,9 +117,7 @@ void print_server_declaration(pb::io::Printer& p, const pb::ServiceDescriptor* s
   for (int i = 0; i < service->method_count(); ++i) {
     const pb::MethodDescriptor* m = service->method(i);
     Vars v = method_vars(service, m);
-    p.Print("\n");
-    p.PrintRaw(leading_comment(m, "    "));
-    p.Print(v, "    // rpc $Method$($in_stream$$RequestProto$) returns ($out_stream$$ResponseProto$)\n");
+    print_method_comment(p, m, v);
     switch (kind_of(m)) {
       case Kind::kUnary:
         p.Print(v,
@@ -162,9 +167,7 @@ void print_stub_declaration(pb::io::Printer& p, const pb::ServiceDescriptor* ser
   for (int i = 0; i < service->method_count(); ++i) {
     const pb::MethodDescriptor* m = service->method(i);
     Vars v = method_vars(service, m);
-    p.Print("\n");
-    p.PrintRaw(leading_comment(m, "    "));
-    p.Print(v, "    // rpc $Method$($in_stream$$RequestProto$) returns ($out_stream$$ResponseProto$)\n");
+    print_method_comment(p, m, v);
     switch (kind_of(m)) {
       case Kind::kUnary:
         p.Print(v, blocking ? "    ::absl::Status $Method$(\n"

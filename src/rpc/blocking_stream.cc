@@ -3,6 +3,7 @@
 #include "ferry/blocking_stream.h"
 
 #include <future>
+#include <utility>
 
 #include "asio/co_spawn.hpp"
 #include "asio/use_future.hpp"
@@ -15,18 +16,25 @@ absl::Status would_deadlock() {
       "a blocking stream operation on the channel's own thread would deadlock");
 }
 
+// Runs op on executor and waits for its result. On the executor's own thread, where waiting
+// would deadlock, returns on_own_thread() instead, without running op.
+template <class T, class Fallback>
+T wait(const asio::io_context::executor_type& executor, asio::awaitable<T> op,
+       Fallback on_own_thread) {
+  if (executor.running_in_this_thread()) return on_own_thread();
+  return asio::co_spawn(executor, std::move(op), asio::use_future).get();
+}
+
 }  // namespace
 
 absl::Status BlockingClientStream::write(const google::protobuf::MessageLite& msg,
                                          WriteOptions options) {
-  if (executor_.running_in_this_thread()) return would_deadlock();
-  return asio::co_spawn(executor_, stream_.write(msg, options), asio::use_future).get();
+  return wait(executor_, stream_.write(msg, options), would_deadlock);
 }
 
 absl::Status BlockingClientStream::write_last(const google::protobuf::MessageLite& msg,
                                               WriteOptions options) {
-  if (executor_.running_in_this_thread()) return would_deadlock();
-  return asio::co_spawn(executor_, stream_.write_last(msg, options), asio::use_future).get();
+  return wait(executor_, stream_.write_last(msg, options), would_deadlock);
 }
 
 void BlockingClientStream::writes_done() {
@@ -35,13 +43,11 @@ void BlockingClientStream::writes_done() {
 }
 
 bool BlockingClientStream::read(google::protobuf::MessageLite& msg) {
-  if (executor_.running_in_this_thread()) return false;
-  return asio::co_spawn(executor_, stream_.read(msg), asio::use_future).get();
+  return wait(executor_, stream_.read(msg), [] { return false; });
 }
 
 absl::Status BlockingClientStream::finish() {
-  if (executor_.running_in_this_thread()) return would_deadlock();
-  return asio::co_spawn(executor_, stream_.finish(), asio::use_future).get();
+  return wait(executor_, stream_.finish(), would_deadlock);
 }
 
 }  // namespace ferry

@@ -140,21 +140,37 @@ struct ChannelCore : std::enable_shared_from_this<ChannelCore> {
 
 namespace {
 
+// Starts a call and sends its one request with the end of the client's stream (unary and
+// server-streaming calls). A request that cannot be sent (e.g. over the send limit) ends the call
+// with the write's status: the server would otherwise wait for it forever.
+asio::awaitable<detail::ClientCall*> start_with_request(detail::ChannelCore& core,
+                                                        std::string_view method,
+                                                        ClientContext& context,
+                                                        const google::protobuf::MessageLite& request) {
+  detail::ClientCall* call = co_await core.start_call(method, context);
+  if (!call->done()) {
+    absl::Status written = co_await call->write(request, /*last=*/true, WriteOptions{});
+    if (!written.ok()) call->cancel(written);
+  }
+  co_return call;
+}
+
+// Waits on another thread for open, a stream opening on executor. On the executor's own thread
+// waiting would deadlock: the stream is then empty, and its operations say so.
+BlockingClientStream wait_for_open(asio::io_context::executor_type executor,
+                                   asio::awaitable<ClientStream> open) {
+  if (executor.running_in_this_thread()) return BlockingClientStream(executor, {});
+  ClientStream stream = asio::co_spawn(executor, std::move(open), asio::use_future).get();
+  return BlockingClientStream(executor, std::move(stream));
+}
+
 asio::awaitable<absl::Status> unary_on_executor(std::shared_ptr<detail::ChannelCore> core,
                                                 std::string_view method, ClientContext& context,
                                                 const google::protobuf::MessageLite& request,
                                                 google::protobuf::MessageLite& response) {
-  detail::ClientCall* call = co_await core->start_call(method, context);
+  detail::ClientCall* call = co_await start_with_request(*core, method, context, request);
   call->expect_single_message();
-  bool got = false;
-  if (!call->done()) {
-    absl::Status written = co_await call->write(request, /*last=*/true, WriteOptions{});
-    if (written.ok()) {
-      got = co_await call->read(response);
-    } else {
-      call->cancel(written);  // e.g. over the send limit: the status is the write's
-    }
-  }
+  const bool got = !call->done() && co_await call->read(response);
   absl::Status status = co_await call->finish();
   call->unref();
   if (status.ok() && !got) {
@@ -220,31 +236,21 @@ asio::awaitable<ClientStream> Channel::open(std::string_view method, ClientConte
 asio::awaitable<ClientStream> Channel::open(std::string_view method, ClientContext& context,
                                            const google::protobuf::MessageLite& request) {
   auto core = core_;
-  auto make = [&, core]() -> asio::awaitable<detail::ClientCall*> {  // named: see call()
-    detail::ClientCall* call = co_await core->start_call(method, context);
-    if (!call->done()) {
-      absl::Status written = co_await call->write(request, /*last=*/true, WriteOptions{});
-      // Else the server would wait for the request forever; the status is the write's.
-      if (!written.ok()) call->cancel(written);
-    }
-    co_return call;
+  auto make = [&, core] {  // named: see call()
+    return start_with_request(*core, method, context, request);
   };
+
   detail::ClientCall* call = co_await detail::on_executor(core->executor, std::move(make));
   co_return ClientStream(call);
 }
 
 BlockingClientStream Channel::open_blocking(std::string_view method, ClientContext& context) {
-  if (core_->executor.running_in_this_thread()) return BlockingClientStream(core_->executor, {});
-  return BlockingClientStream(
-      core_->executor, asio::co_spawn(core_->executor, open(method, context), asio::use_future).get());
+  return wait_for_open(core_->executor, open(method, context));
 }
 
 BlockingClientStream Channel::open_blocking(std::string_view method, ClientContext& context,
                                             const google::protobuf::MessageLite& request) {
-  if (core_->executor.running_in_this_thread()) return BlockingClientStream(core_->executor, {});
-  return BlockingClientStream(
-      core_->executor,
-      asio::co_spawn(core_->executor, open(method, context, request), asio::use_future).get());
+  return wait_for_open(core_->executor, open(method, context, request));
 }
 
 absl::Status Channel::call_blocking(std::string_view method, ClientContext& context,
