@@ -46,6 +46,10 @@ void CallStream::unref() {
   asio::post(executor_, [this] { delete this; });
 }
 
+void CallStream::unref_from_loop() {
+  if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+}
+
 void CallStream::set_inbound_encoding(std::string_view grpc_encoding) {
   const std::optional<Compression> known = parse_compression(grpc_encoding);
   if (grpc_encoding.empty() || known == Compression::kIdentity) return;

@@ -15,14 +15,48 @@ namespace {
 constexpr std::string_view kStatusOk = "200";
 constexpr std::string_view kGrpcContentType = "application/grpc";
 
+// Storage of deleted calls, for the next calls on the same thread. Bounded, so that a burst of
+// calls gives its surplus back to malloc; freed when the thread ends.
+class CallStorageCache {
+ public:
+  static constexpr std::size_t kMaxCached = 256;
+
+  ~CallStorageCache() {
+    while (count_ > 0) ::operator delete(slots_[--count_]);
+    dead_ = true;  // a call deleted later in this thread's exit goes straight to malloc
+  }
+  void* take() { return count_ > 0 ? slots_[--count_] : nullptr; }
+  bool give(void* p) {
+    if (dead_ || count_ == kMaxCached) return false;
+    slots_[count_++] = p;
+    return true;
+  }
+
+ private:
+  void* slots_[kMaxCached];
+  std::size_t count_ = 0;
+  bool dead_ = false;
+};
+
+thread_local CallStorageCache call_storage;
+
 }  // namespace
+
+void* ServerCall::operator new(std::size_t size) {
+  // ServerCall is final: every request for storage is the same size.
+  if (void* p = call_storage.take()) return p;
+  return ::operator new(size);
+}
+
+void ServerCall::operator delete(void* p, std::size_t) noexcept {
+  if (!call_storage.give(p)) ::operator delete(p);
+}
 
 ServerCall::ServerCall(Owner* owner, http2::Connection* connection, const CallLimits& limits,
                        std::size_t max_header_bytes)
     : CallStream(connection->executor(), connection, limits),
       owner_(owner),
       max_header_bytes_(max_header_bytes),
-      deadline_timer_(connection->executor()),
       arena_(arena_block_, sizeof(arena_block_)) {
   // "ipv6:[<address>%<scope>]:<port>" fits: never truncated in practice.
   const std::string& peer = owner->peer();
@@ -36,33 +70,54 @@ bool ServerCall::on_header(std::string_view name, std::string_view value) {
   if (headers_done_) return true;  // trailers from a client carry nothing gRPC uses
   if (name.empty()) return false;
   if (name[0] == ':') {
-    if (name == ":method") {
-      is_post_ = value == "POST";
-      if (!is_post_) method_ = value;
-    } else if (name == ":path") {
+    if (name == ":path") {
       method_entry_ = owner_->find_method(value, &stable_path_);
       if (method_entry_ == nullptr) path_ = value;
+    } else if (name == ":method") {
+      is_post_ = value == "POST";
+      if (!is_post_) method_ = value;
     }
     return true;
   }
-  if (name == "content-type") {
-    grpc_content_type_ = is_grpc_content_type(value);
-    if (!grpc_content_type_) content_type_ = value;
-  } else if (name == "grpc-timeout") {
-    if (auto timeout = parse_grpc_timeout(value)) {
-      const auto now = std::chrono::steady_clock::now();
-      const auto max_left = std::chrono::steady_clock::time_point::max() - now;
-      deadline_ = *timeout >= max_left ? std::chrono::steady_clock::time_point::max()
-                                        : now + std::chrono::duration_cast<
-                                                    std::chrono::steady_clock::duration>(*timeout);
-    }
-  } else if (name == "grpc-encoding") {
-    encoding_ = value;
-  } else if (name == "grpc-accept-encoding") {
-    client_accepts_gzip_ = client_accepts_gzip_ || accepts_encoding(value, Compression::kGzip);
-  } else if (name == "te" || name.substr(0, 5) == "grpc-") {
-    // transport-level or reserved: not metadata
-  } else if (is_binary_metadata_key(name)) {
+  // The names gRPC gives a meaning, told apart by length first: every request carries several
+  // headers, and comparing each against every name showed in the profile.
+  switch (name.size()) {
+    case 2:
+      if (name == "te") return true;  // transport-level, not metadata
+      break;
+    case 12:
+      if (name == "content-type") {
+        grpc_content_type_ = is_grpc_content_type(value);
+        if (!grpc_content_type_) content_type_ = value;
+        return true;
+      }
+      if (name == "grpc-timeout") {
+        if (auto timeout = parse_grpc_timeout(value)) {
+          const auto now = std::chrono::steady_clock::now();
+          const auto max_left = std::chrono::steady_clock::time_point::max() - now;
+          deadline_ = *timeout >= max_left
+                          ? std::chrono::steady_clock::time_point::max()
+                          : now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                      *timeout);
+        }
+        return true;
+      }
+      break;
+    case 13:
+      if (name == "grpc-encoding") {
+        encoding_ = value;
+        return true;
+      }
+      break;
+    case 20:
+      if (name == "grpc-accept-encoding") {
+        client_accepts_gzip_ = client_accepts_gzip_ || accepts_encoding(value, Compression::kGzip);
+        return true;
+      }
+      break;
+  }
+  if (name.substr(0, 5) == "grpc-") return true;  // reserved: not metadata
+  if (is_binary_metadata_key(name)) {
     std::optional<std::string> raw = decode_binary_header(value);
     if (!raw) return false;  // malformed base64: reset the stream
     client_metadata_.add(name, *raw);
@@ -100,9 +155,9 @@ void ServerCall::fix_send_compression() {
 
 void ServerCall::start_deadline() {
   if (deadline_ == std::chrono::steady_clock::time_point::max()) return;
-  deadline_timer_.expires_at(deadline_);
+  deadline_timer_.emplace(executor_, deadline_);
   ref();
-  deadline_timer_.async_wait([this](const asio::error_code& ec) {
+  deadline_timer_->async_wait([this](const asio::error_code& ec) {
     if (!ec && !finished_ && !closed_) {
       const absl::Status expired = absl::DeadlineExceededError("deadline exceeded");
       finish(expired, nullptr);
@@ -128,7 +183,8 @@ void ServerCall::run(const Method* method) {
                      }
                    }
                    finish(status, nullptr);
-                   unref();
+                   // co_spawn runs this completion from the executor's queue, never inline.
+                   unref_from_loop();
                  });
 }
 
@@ -186,7 +242,7 @@ void ServerCall::finish(const absl::Status& status_in, const google::protobuf::M
     if (absl::Status s = enqueue_message(*msg, WriteOptions{}); !s.ok()) status = s;
   }
   finished_ = true;
-  deadline_timer_.cancel();
+  if (deadline_timer_) deadline_timer_->cancel();
 
   http2::HeaderList trailers;
   trailers.push_back({"grpc-status", std::to_string(static_cast<int>(status.code()))});
@@ -260,7 +316,7 @@ void ServerCall::on_closed(std::uint32_t h2_error) {
   release_window();
   closed_ = true;
   connection_ = nullptr;
-  deadline_timer_.cancel();
+  if (deadline_timer_) deadline_timer_->cancel();
   if (!finished_) {
     abort(h2_error == http2::kConnectionLost
               ? absl::CancelledError("the connection to the client was lost")

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -32,6 +33,11 @@ class ServerCall final : public CallStream {
 
   ServerCall(Owner* owner, http2::Connection* connection, const CallLimits& limits,
              std::size_t max_header_bytes);
+
+  // A call is created and deleted per request, on its connection's thread: its storage (some
+  // 3 KiB, past malloc's fast paths) is recycled through a small per-thread free list.
+  static void* operator new(std::size_t size);
+  static void operator delete(void* p, std::size_t size) noexcept;
 
   // --- request, as parsed from the headers --------------------------------------------------
   // :path; for a registered method, the server's copy (no per-call string).
@@ -126,7 +132,9 @@ class ServerCall final : public CallStream {
   std::string content_type_;
   std::string encoding_;
   std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
-  asio::steady_timer deadline_timer_;
+  // Only for calls with a deadline: constructing and destroying a timer costs the timer
+  // service's lock each time.
+  std::optional<asio::steady_timer> deadline_timer_;
   Metadata client_metadata_;
   Metadata initial_metadata_;
   Metadata trailing_metadata_;
