@@ -188,6 +188,7 @@ Connection::Connection(asio::ip::tcp::socket socket, Role role, const Connection
   nghttp2_option_new(&option);
   // The application acknowledges DATA as it consumes it: flow control bounds its memory.
   nghttp2_option_set_no_auto_window_update(option, 1);
+  nghttp2_option_set_no_closed_streams(option, 1);
   if (role == Role::kServer) {
     nghttp2_session_server_new3(&session_, callbacks, this, option, session_memory());
   } else {
@@ -348,7 +349,9 @@ void Connection::on_read(const asio::error_code& ec, std::size_t n) {
     return;
   }
   read_block_->used = static_cast<std::uint32_t>(n);
+  receiving_ = true;
   const ssize_t rv = nghttp2_session_mem_recv(session_, read_block_->data(), n);
+  receiving_ = false;
   if (rv < 0) {
     // A protocol error: nghttp2 has queued GOAWAY where it could; send it, then close.
     nghttp2_session_terminate_session(session_, NGHTTP2_PROTOCOL_ERROR);
@@ -357,13 +360,15 @@ void Connection::on_read(const asio::error_code& ec, std::size_t n) {
     if (!writing_now_) close();
     return;
   }
-  // Everything this read delivered has been dispatched; answer it with one flush.
-  schedule_flush();
-  if (nghttp2_session_want_read(session_)) start_read();
+  // Everything this read delivered has been dispatched, and handlers that did not suspend have
+  // answered: one flush sends it all, now rather than from a posted flush a turn of the loop
+  // later (a post and an epoll_wait saved per read, and the answer leaves sooner).
+  flush();
+  if (!closed_ && nghttp2_session_want_read(session_)) start_read();
 }
 
 void Connection::schedule_flush() {
-  if (flush_scheduled_ || closed_) return;
+  if (flush_scheduled_ || closed_ || receiving_) return;
   flush_scheduled_ = true;
   asio::post(executor_, [self = shared_from_this()] { self->flush(); });
 }

@@ -113,6 +113,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::vector<asio::const_buffer> iov_;  // gathered view of writing_
   bool writing_now_ = false;
   bool flush_scheduled_ = false;
+  // Inside on_read's nghttp2_session_mem_recv: on_read flushes when it returns, so nothing
+  // posts a flush meanwhile.
+  bool receiving_ = false;
   bool closed_ = false;
   bool goaway_received_ = false;
   Stream* streams_ = nullptr;            // open streams, for close()
