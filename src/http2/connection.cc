@@ -87,10 +87,10 @@ struct Connection::Callbacks {
     return 0;
   }
 
-  static int header(nghttp2_session* session, const nghttp2_frame* frame, const std::uint8_t* name,
+  static int header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name,
                     std::size_t namelen, const std::uint8_t* value, std::size_t valuelen,
-                    std::uint8_t, void*) {
-    Stream* stream = stream_of(session, frame->hd.stream_id);
+                    std::uint8_t, void* user_data) {
+    Stream* stream = self(user_data).find_stream(frame->hd.stream_id);
     if (stream == nullptr) return 0;
     const bool ok = stream->on_header(
         std::string_view(reinterpret_cast<const char*>(name), namelen),
@@ -99,7 +99,7 @@ struct Connection::Callbacks {
     return ok ? 0 : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   }
 
-  static int frame_recv(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
+  static int frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
     Connection& c = self(user_data);
     if (frame->hd.type == NGHTTP2_GOAWAY) {
       c.goaway_received_ = true;
@@ -107,7 +107,7 @@ struct Connection::Callbacks {
       return 0;
     }
     if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
-    Stream* stream = stream_of(session, frame->hd.stream_id);
+    Stream* stream = c.find_stream(frame->hd.stream_id);
     if (stream == nullptr) return 0;
     if (frame->hd.type == NGHTTP2_HEADERS) stream->on_headers_done();
     if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) stream->on_remote_end();
@@ -117,7 +117,7 @@ struct Connection::Callbacks {
   static int data_chunk(nghttp2_session* session, std::uint8_t, std::int32_t stream_id,
                         const std::uint8_t* data, std::size_t len, void* user_data) {
     Connection& c = self(user_data);
-    Stream* stream = stream_of(session, stream_id);
+    Stream* stream = c.find_stream(stream_id);
     if (stream == nullptr) {
       nghttp2_session_consume(session, stream_id, len);
       return 0;
@@ -134,7 +134,7 @@ struct Connection::Callbacks {
   static int stream_close(nghttp2_session* session, std::int32_t stream_id, std::uint32_t error,
                           void* user_data) {
     Connection& c = self(user_data);
-    Stream* stream = stream_of(session, stream_id);
+    Stream* stream = c.find_stream(stream_id);
     if (stream == nullptr) return 0;
     nghttp2_session_set_stream_user_data(session, stream_id, nullptr);
     c.unlink(stream);
@@ -322,7 +322,15 @@ void Connection::link(Stream* stream) {
   streams_ = stream;
 }
 
+Stream* Connection::find_stream(std::int32_t id) {
+  if (recent_stream_ != nullptr && recent_stream_->id_ == id) return recent_stream_;
+  Stream* stream = stream_of(session_, id);
+  if (stream != nullptr) recent_stream_ = stream;
+  return stream;
+}
+
 void Connection::unlink(Stream* stream) {
+  if (recent_stream_ == stream) recent_stream_ = nullptr;
   if (stream->prev_ != nullptr) stream->prev_->next_ = stream->next_;
   if (stream->next_ != nullptr) stream->next_->prev_ = stream->prev_;
   if (streams_ == stream) streams_ = stream->next_;

@@ -97,6 +97,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Writes pending_: at once if the socket takes it all (true), else the rest asynchronously
   // (false; flush() runs again on completion). False too when the connection closed.
   bool write_now();
+  // The open stream with this id (null when none): the stream nghttp2 keeps as its user data,
+  // with the one found last remembered, since a frame's callbacks ask for it once per header.
+  Stream* find_stream(std::int32_t id);
   void link(Stream* stream);
   void unlink(Stream* stream);
   void close_if_done();
@@ -119,6 +122,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool closed_ = false;
   bool goaway_received_ = false;
   Stream* streams_ = nullptr;            // open streams, for close()
+  Stream* recent_stream_ = nullptr;      // find_stream's last answer; cleared by unlink
 };
 
 // A header field for a submit call; nghttp2 copies name and value during the call.
