@@ -178,7 +178,9 @@ asio::awaitable<absl::Status> unary_on_executor(std::shared_ptr<detail::ChannelC
   }
   const bool got = !call->done() && co_await call->read(response);
   absl::Status status = co_await call->finish();
-  call->unref();
+  // This coroutine runs on the call's executor, resumed from its queue: nothing of the call's
+  // is below it on the stack, so the last reference may delete the call at once.
+  call->unref_from_loop();
   if (status.ok() && !got) {
     status = absl::InternalError("the server sent no response message for a unary call");
   }

@@ -2,9 +2,18 @@
 #include "rpc/client_call.h"
 
 #include "absl/strings/str_cat.h"
+#include "rpc/call_storage.h"
 #include "rpc/wire_format.h"
 
 namespace ferry::detail {
+
+void* ClientCall::operator new(std::size_t) {
+  return RecycledStorage<sizeof(ClientCall)>::allocate();  // final: every request is this size
+}
+
+void ClientCall::operator delete(void* p, std::size_t) noexcept {
+  RecycledStorage<sizeof(ClientCall)>::release(p);
+}
 
 ClientCall::ClientCall(std::shared_ptr<void> keepalive, http2::Connection* connection,
                        ClientContext* context, const CallLimits& limits,
@@ -13,14 +22,12 @@ ClientCall::ClientCall(std::shared_ptr<void> keepalive, http2::Connection* conne
       keepalive_(std::move(keepalive)),
       context_(context),
       max_header_bytes_(max_header_bytes),
-      deadline_timer_(connection->executor()),
       done_event_(connection->executor()) {}
 
 ClientCall::ClientCall(const asio::any_io_executor& executor, ClientContext* context,
                        absl::Status status)
     : CallStream(executor, nullptr, CallLimits{}),
       context_(context),
-      deadline_timer_(executor),
       done_event_(executor) {
   closed_ = true;
   complete(std::move(status));
@@ -81,9 +88,9 @@ void ClientCall::start(std::string_view path, std::string_view authority,
     return;
   }
   if (deadline != ClientContext::Clock::time_point::max()) {
-    deadline_timer_.expires_at(deadline);
+    deadline_timer_.emplace(executor_, deadline);
     ref();
-    deadline_timer_.async_wait([this](const asio::error_code& ec) {
+    deadline_timer_->async_wait([this](const asio::error_code& ec) {
       if (!ec && !done_) abort_call(absl::DeadlineExceededError("deadline exceeded"));
       unref();
     });
@@ -93,28 +100,30 @@ void ClientCall::start(std::string_view path, std::string_view authority,
 bool ClientCall::on_header(std::string_view name, std::string_view value) {
   header_bytes_ += name.size() + value.size() + 32;
   if (header_bytes_ > max_header_bytes_) return false;
-  if (name == ":status") {
+  if (header_is(name, ":status")) {
     int code = 0;
     for (char c : value) code = code * 10 + (c - '0');
     http_status_ = code;
     return true;
   }
-  if (name == "grpc-status") {
+  if (header_is(name, "grpc-status")) {
     has_grpc_status_ = true;
     grpc_status_ = parse_grpc_status(value);
     return true;
   }
-  if (name == "grpc-message") {
+  if (header_is(name, "grpc-message")) {
     grpc_message_ = percent_decode(value);
     return true;
   }
-  if (name == "grpc-encoding") {
+  if (header_is(name, "grpc-encoding")) {
     // In the response headers it names what compressed responses are in; it must come before
     // any DATA, and trailers cannot change it.
     if (!initial_done_) set_inbound_encoding(value);
     return true;
   }
-  if (name[0] == ':' || name == "content-type" || name.substr(0, 5) == "grpc-") return true;
+  if (name[0] == ':' || header_is(name, "content-type") || header_starts_with(name, "grpc-")) {
+    return true;
+  }
   Metadata& md = initial_done_ ? context_->trailing_metadata_ : context_->initial_metadata_;
   if (is_binary_metadata_key(name)) {
     std::optional<std::string> raw = decode_binary_header(value);
@@ -162,7 +171,7 @@ void ClientCall::on_closed(std::uint32_t h2_error) {
   release_window();
   closed_ = true;
   connection_ = nullptr;
-  deadline_timer_.cancel();
+  if (deadline_timer_) deadline_timer_->cancel();
   if (!done_) {
     if (h2_error == NGHTTP2_CANCEL && context_->deadline() <= ClientContext::Clock::now()) {
       // A server enforcing the same deadline resets the stream when it passes; that reset may
@@ -195,7 +204,7 @@ void ClientCall::complete(absl::Status status) {
   if (done_) return;
   done_ = true;
   status_ = std::move(status);
-  deadline_timer_.cancel();
+  if (deadline_timer_) deadline_timer_->cancel();
   done_event_.notify();
   wake_all();
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -21,6 +22,10 @@ class ClientCall final : public CallStream {
 
   // A call that never reached a connection: it is over from the start, with status.
   ClientCall(const asio::any_io_executor& executor, ClientContext* context, absl::Status status);
+
+  // Storage recycled per thread (rpc/call_storage.h): a call per request.
+  static void* operator new(std::size_t size);
+  static void operator delete(void* p, std::size_t size) noexcept;
 
   // Submits the request headers. On failure the call is over with UNAVAILABLE.
   void start(std::string_view path, std::string_view authority, std::string_view user_agent);
@@ -61,7 +66,8 @@ class ClientCall final : public CallStream {
   absl::StatusCode grpc_status_ = absl::StatusCode::kUnknown;
   std::string grpc_message_;
   absl::Status status_;
-  asio::steady_timer deadline_timer_;
+  // Only for calls with a deadline (a timer costs its service's lock to create and destroy).
+  std::optional<asio::steady_timer> deadline_timer_;
   Event done_event_;
 };
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "asio/co_spawn.hpp"
 #include "common/strings.h"
+#include "rpc/call_storage.h"
 #include "rpc/wire_format.h"
 
 namespace ferry::detail {
@@ -15,48 +16,14 @@ namespace {
 constexpr std::string_view kStatusOk = "200";
 constexpr std::string_view kGrpcContentType = "application/grpc";
 
-// Storage of deleted calls, for the next calls on the same thread. Bounded, so that a burst of
-// calls gives its surplus back to malloc; freed when the thread ends.
-class CallStorageCache {
- public:
-  static constexpr std::size_t kMaxCached = 256;
-
-  ~CallStorageCache() {
-    while (count_ > 0) ::operator delete(slots_[--count_]);
-    dead_ = true;  // a call deleted later in this thread's exit goes straight to malloc
-  }
-  void* take() { return count_ > 0 ? slots_[--count_] : nullptr; }
-  bool give(void* p) {
-    if (dead_ || count_ == kMaxCached) return false;
-    slots_[count_++] = p;
-    return true;
-  }
-
- private:
-  void* slots_[kMaxCached];
-  std::size_t count_ = 0;
-  bool dead_ = false;
-};
-
-thread_local CallStorageCache call_storage;
-
-// name == literal, the literal's length known at compile time so that the comparison is inlined
-// (std::string_view's == called an out-of-line compare for every header, seen in the profile).
-template <std::size_t N>
-bool is(std::string_view name, const char (&literal)[N]) {
-  return name.size() == N - 1 && std::memcmp(name.data(), literal, N - 1) == 0;
-}
-
 }  // namespace
 
-void* ServerCall::operator new(std::size_t size) {
-  // ServerCall is final: every request for storage is the same size.
-  if (void* p = call_storage.take()) return p;
-  return ::operator new(size);
+void* ServerCall::operator new(std::size_t) {
+  return RecycledStorage<sizeof(ServerCall)>::allocate();  // final: every request is this size
 }
 
 void ServerCall::operator delete(void* p, std::size_t) noexcept {
-  if (!call_storage.give(p)) ::operator delete(p);
+  RecycledStorage<sizeof(ServerCall)>::release(p);
 }
 
 ServerCall::ServerCall(Owner* owner, http2::Connection* connection, const CallLimits& limits,
@@ -77,11 +44,11 @@ bool ServerCall::on_header(std::string_view name, std::string_view value) {
   if (headers_done_) return true;  // trailers from a client carry nothing gRPC uses
   if (name.empty()) return false;
   if (name[0] == ':') {
-    if (is(name, ":path")) {
+    if (header_is(name, ":path")) {
       method_entry_ = owner_->find_method(value, &stable_path_);
       if (method_entry_ == nullptr) path_ = value;
-    } else if (is(name, ":method")) {
-      is_post_ = is(value, "POST");
+    } else if (header_is(name, ":method")) {
+      is_post_ = header_is(value, "POST");
       if (!is_post_) method_ = value;
     }
     return true;
@@ -90,15 +57,15 @@ bool ServerCall::on_header(std::string_view name, std::string_view value) {
   // headers, and comparing each against every name showed in the profile.
   switch (name.size()) {
     case 2:
-      if (is(name, "te")) return true;  // transport-level, not metadata
+      if (header_is(name, "te")) return true;  // transport-level, not metadata
       break;
     case 12:
-      if (is(name, "content-type")) {
+      if (header_is(name, "content-type")) {
         grpc_content_type_ = is_grpc_content_type(value);
         if (!grpc_content_type_) content_type_ = value;
         return true;
       }
-      if (is(name, "grpc-timeout")) {
+      if (header_is(name, "grpc-timeout")) {
         if (auto timeout = parse_grpc_timeout(value)) {
           const auto now = std::chrono::steady_clock::now();
           const auto max_left = std::chrono::steady_clock::time_point::max() - now;
@@ -111,19 +78,19 @@ bool ServerCall::on_header(std::string_view name, std::string_view value) {
       }
       break;
     case 13:
-      if (is(name, "grpc-encoding")) {
+      if (header_is(name, "grpc-encoding")) {
         encoding_ = value;
         return true;
       }
       break;
     case 20:
-      if (is(name, "grpc-accept-encoding")) {
+      if (header_is(name, "grpc-accept-encoding")) {
         client_accepts_gzip_ = client_accepts_gzip_ || accepts_encoding(value, Compression::kGzip);
         return true;
       }
       break;
   }
-  if (name.size() >= 5 && std::memcmp(name.data(), "grpc-", 5) == 0) return true;  // reserved: not metadata
+  if (header_starts_with(name, "grpc-")) return true;  // reserved: not metadata
   if (is_binary_metadata_key(name)) {
     std::optional<std::string> raw = decode_binary_header(value);
     if (!raw) return false;  // malformed base64: reset the stream
