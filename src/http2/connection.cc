@@ -357,8 +357,15 @@ void Connection::on_read(const asio::error_code& ec, std::size_t n) {
     return;
   }
   read_block_->used = static_cast<std::uint32_t>(n);
-  receiving_ = true;
-  const ssize_t rv = nghttp2_session_mem_recv(session_, read_block_->data(), n);
+  receiving_ = true;  // until the flush below: nothing needs to post one
+  ssize_t rv;
+  {
+    detail::CollectWakeups collect(wakeups_);
+    rv = nghttp2_session_mem_recv(session_, read_block_->data(), n);
+  }
+  // Coroutines woken by what was read resume now, outside nghttp2's callbacks; what they write
+  // goes out with the flush below.
+  wakeups_.run_all();
   receiving_ = false;
   if (rv < 0) {
     // A protocol error: nghttp2 has queued GOAWAY where it could; send it, then close.
@@ -368,8 +375,8 @@ void Connection::on_read(const asio::error_code& ec, std::size_t n) {
     if (!writing_now_) close();
     return;
   }
-  // Everything this read delivered has been dispatched, and handlers that did not suspend have
-  // answered: one flush sends it all, now rather than from a posted flush a turn of the loop
+  // Everything this read delivered has been dispatched, and handlers and coroutines that did not
+  // suspend have answered: one flush sends it all, now rather than from a posted flush a turn of the loop
   // later (a post and an epoll_wait saved per read, and the answer leaves sooner).
   flush();
   if (!closed_ && nghttp2_session_want_read(session_)) start_read();

@@ -13,6 +13,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include "asio/ip/tcp.hpp"
+#include "common/wakeups.h"
 #include "ferry/slice_chain.h"
 #include "http2/stream.h"
 
@@ -119,6 +120,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Inside on_read's nghttp2_session_mem_recv: on_read flushes when it returns, so nothing
   // posts a flush meanwhile.
   bool receiving_ = false;
+  detail::WakeupQueue wakeups_;  // raised while parsing a read, run when it is parsed
   bool closed_ = false;
   bool goaway_received_ = false;
   Stream* streams_ = nullptr;            // open streams, for close()

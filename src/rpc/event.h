@@ -14,12 +14,14 @@
 #include <utility>
 
 #include "asio/associated_executor.hpp"
+#include "asio/io_context.hpp"
 #include "asio/async_result.hpp"
 #include "asio/awaitable.hpp"
 #include "asio/post.hpp"
 #include "asio/redirect_error.hpp"
 #include "asio/steady_timer.hpp"
 #include "asio/use_awaitable.hpp"
+#include "common/wakeups.h"
 
 namespace ferry::detail {
 
@@ -32,9 +34,16 @@ class Event {
     if (waiter_ != nullptr) waiter_->destroy();
   }
 
-  // Resumes the waiting coroutine (later, from the executor's queue), if there is one.
+  // Resumes the waiting coroutine, if there is one: later, from the executor's queue, or (while
+  // a connection on this thread parses a read) once the parse is done (common/wakeups.h).
   void notify() {
-    if (waiter_ != nullptr) std::exchange(waiter_, nullptr)->post();
+    if (waiter_ == nullptr) return;
+    Waiter* w = std::exchange(waiter_, nullptr);
+    if (WakeupQueue* q = WakeupQueue::current()) {
+      q->push(w);
+    } else {
+      w->post();
+    }
   }
 
   // Suspends until notify(). One waiter at a time.
@@ -44,7 +53,7 @@ class Event {
   }
 
  private:
-  struct Waiter {
+  struct Waiter : Wakeup {
     virtual void post() = 0;
     virtual void destroy() = 0;
 
@@ -60,6 +69,19 @@ class Event {
       this->~WaiterOf();
       auto executor = asio::get_associated_executor(h);
       asio::post(executor, std::move(h));
+    }
+    // From a WakeupQueue: resumes the coroutine inline when it belongs to this thread's
+    // io_context (it always does in ferry: calls wait on their connection's executor).
+    void run() override {
+      auto executor = asio::get_associated_executor(handler);
+      const auto* io = executor.template target<asio::io_context::executor_type>();
+      if (io == nullptr || !io->running_in_this_thread()) {
+        post();
+        return;
+      }
+      Handler h = std::move(handler);
+      this->~WaiterOf();
+      std::move(h)();
     }
     void destroy() override { this->~WaiterOf(); }
     Handler handler;

@@ -1,0 +1,64 @@
+// Wake-ups held back while a connection parses what it read (common, below every layer).
+//
+// nghttp2 reports a read through callbacks; a coroutine woken from one of them cannot resume
+// there, so its wake-up used to be posted: one more operation and one more turn of the event
+// loop before, say, a client that got its response could send its next request. While a
+// connection parses, the wake-ups raised on its thread are collected here instead, and the
+// connection runs them itself, inline, once nghttp2 has returned and before it flushes: what the
+// woken coroutines write leaves in the same flush.
+#pragma once
+
+#include <utility>
+#include <vector>
+
+namespace ferry::detail {
+
+// A suspended coroutine's wake-up, owned by whatever it waits on.
+class Wakeup {
+ public:
+  // Resumes the coroutine now (it must belong to the calling thread's executor), or posts its
+  // resumption when it does not.
+  virtual void run() = 0;
+
+ protected:
+  ~Wakeup() = default;
+};
+
+// Whoever is woken must stay alive until the queue runs: a waiting coroutine holds a reference
+// to what it waits on, so that holds for every Wakeup in ferry.
+class WakeupQueue {
+ public:
+  // The queue that collects this thread's wake-ups now; null when they are to be posted.
+  static WakeupQueue*& current() {
+    thread_local WakeupQueue* queue = nullptr;
+    return queue;
+  }
+
+  void push(Wakeup* w) { pending_.push_back(w); }
+
+  // Runs the wake-ups collected so far, in order. Those raised meanwhile (a resumed coroutine
+  // wakes another) are posted as usual, since current() is no longer this queue.
+  void run_all() {
+    running_.swap(pending_);
+    for (Wakeup* w : running_) w->run();
+    running_.clear();  // keeps its capacity: no allocation per read once warm
+  }
+
+ private:
+  std::vector<Wakeup*> pending_;
+  std::vector<Wakeup*> running_;
+};
+
+// Points current() at a queue for a scope (the parse of one read), restoring what was there.
+class CollectWakeups {
+ public:
+  explicit CollectWakeups(WakeupQueue& q) : saved_(std::exchange(WakeupQueue::current(), &q)) {}
+  ~CollectWakeups() { WakeupQueue::current() = saved_; }
+  CollectWakeups(const CollectWakeups&) = delete;
+  CollectWakeups& operator=(const CollectWakeups&) = delete;
+
+ private:
+  WakeupQueue* saved_;
+};
+
+}  // namespace ferry::detail
