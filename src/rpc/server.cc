@@ -28,6 +28,8 @@ namespace {
 struct IoThread {
   asio::io_context io{1};
   asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+  // The coroutines handlers run on; destroyed before io (members go in reverse order).
+  detail::HandlerRunners runners{io.get_executor()};
   std::thread thread;
   // This thread's connections; touched only on this thread.
   std::list<std::unique_ptr<struct ServerConnection>> connections;
@@ -64,8 +66,7 @@ struct ServerConnection final : http2::ConnectionObserver, detail::ServerCall::O
     server.active_calls.fetch_add(1, std::memory_order_relaxed);
     const detail::CallLimits limits{server.options.max_receive_message_size,
                                     server.options.max_send_message_size};
-    // TODO(perf): recycle call objects through a per-thread free list (one allocation a call).
-    return new detail::ServerCall(this, connection.get(), limits,
+    return new detail::ServerCall(this, connection.get(), &thread.runners, limits,
                                   server.options.max_header_list_size);
   }
 
@@ -248,7 +249,10 @@ void Server::shutdown(std::chrono::milliseconds grace) {
   on_every_connection([](ServerConnection& c) { c.connection->close(); });
   wait_until(std::chrono::steady_clock::now() + std::chrono::seconds(2));
 
-  for (auto& t : s.threads) t->work.reset();
+  for (auto& t : s.threads) {
+    asio::post(t->io, [t = t.get()] { t->runners.stop(); });
+    t->work.reset();
+  }
   for (auto& t : s.threads) {
     // Handlers that ignore cancellation would keep the loop alive: stop it after a bound.
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);

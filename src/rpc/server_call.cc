@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "asio/co_spawn.hpp"
 #include "common/strings.h"
 #include "rpc/call_storage.h"
 #include "rpc/wire_format.h"
@@ -26,10 +25,11 @@ void ServerCall::operator delete(void* p, std::size_t) noexcept {
   RecycledStorage<sizeof(ServerCall)>::release(p);
 }
 
-ServerCall::ServerCall(Owner* owner, http2::Connection* connection, const CallLimits& limits,
-                       std::size_t max_header_bytes)
+ServerCall::ServerCall(Owner* owner, http2::Connection* connection, HandlerRunners* runners,
+                       const CallLimits& limits, std::size_t max_header_bytes)
     : CallStream(connection->executor(), connection, limits),
       owner_(owner),
+      runners_(runners),
       max_header_bytes_(max_header_bytes),
       arena_(arena_block_, sizeof(arena_block_)) {
   // "ipv6:[<address>%<scope>]:<port>" fits: never truncated in practice.
@@ -142,24 +142,15 @@ void ServerCall::start_deadline() {
 }
 
 void ServerCall::run(const Method* method) {
-  ref();  // the handler's reference
-  // The handler coroutine is spawned directly and its completion finishes the call: no wrapper
-  // coroutine, one frame fewer per call.
-  asio::co_spawn(executor_, method->handler(context_),
-                 [this](std::exception_ptr thrown, absl::Status status) {
-                   if (thrown) {
-                     try {
-                       std::rethrow_exception(thrown);
-                     } catch (const std::exception& e) {
-                       status = absl::UnknownError(absl::StrCat("handler threw: ", e.what()));
-                     } catch (...) {
-                       status = absl::UnknownError("handler threw an exception");
-                     }
-                   }
-                   finish(status, nullptr);
-                   // co_spawn runs this completion from the executor's queue, never inline.
-                   unref_from_loop();
-                 });
+  ref();  // the handler's reference, dropped by handler_done
+  runners_->submit(this, method);
+}
+
+void ServerCall::handler_done(const absl::Status& status) {
+  finish(status, nullptr);
+  // The runner calls this from its coroutine, resumed from the executor's queue or a
+  // connection's wake-ups: nothing of the call's is below it on the stack.
+  unref_from_loop();
 }
 
 void ServerCall::run_when_ready(const Method* method) {

@@ -14,6 +14,7 @@
 #include "ferry/service.h"
 #include "google/protobuf/arena.h"
 #include "rpc/call_stream.h"
+#include "rpc/handler_runners.h"
 
 namespace ferry::detail {
 
@@ -31,8 +32,8 @@ class ServerCall final : public CallStream {
     virtual const std::string& peer() const = 0;
   };
 
-  ServerCall(Owner* owner, http2::Connection* connection, const CallLimits& limits,
-             std::size_t max_header_bytes);
+  ServerCall(Owner* owner, http2::Connection* connection, HandlerRunners* runners,
+             const CallLimits& limits, std::size_t max_header_bytes);
 
   // A call is created and deleted per request, on its connection's thread: its storage (some
   // 3 KiB, past malloc's fast paths) is recycled through a small per-thread free list.
@@ -74,9 +75,14 @@ class ServerCall final : public CallStream {
   void start_deadline();
 
   // Runs method's handler now (streaming requests), or once the request message is in (unary
-  // and server-streaming calls: their handler then takes it without suspending).
+  // and server-streaming calls: their handler then takes it without suspending). The handler
+  // runs on one of the thread's runners (rpc/handler_runners.h), which then calls handler_done.
   void run(const Method* method);
   void run_when_ready(const Method* method);
+  ServerContext& context() { return context_; }
+  // The handler returned status (or threw): ends the call with it if it has not ended, and
+  // drops the handler's reference. From the runner, on the call's thread.
+  void handler_done(const absl::Status& status);
 
   // Handler operations (see ServerContext).
   asio::awaitable<bool> read(google::protobuf::MessageLite& msg) { return read_message(msg); }
@@ -108,6 +114,7 @@ class ServerCall final : public CallStream {
 
   // The connection's side: it may be gone once on_closed has run, while the handler still runs.
   Owner* owner_;
+  HandlerRunners* runners_;
   ServerContext context_{this};
   const Method* pending_method_ = nullptr;  // run once the request is in
   // The peer's address, copied from the owner at construction (no allocation): a handler may

@@ -1,0 +1,79 @@
+// Implementation of src/rpc/handler_runners.h.
+#include "rpc/handler_runners.h"
+
+#include <exception>
+
+#include "absl/strings/str_cat.h"
+#include "asio/co_spawn.hpp"
+#include "asio/detached.hpp"
+#include "asio/post.hpp"
+#include "asio/use_awaitable.hpp"
+#include "rpc/server_call.h"
+
+namespace ferry::detail {
+
+void HandlerRunners::submit(ServerCall* call, const Method* method) {
+  jobs_.push_back(Job{call, method});
+  if (!another_called_) call_another();
+}
+
+void HandlerRunners::stop() {
+  stopping_ = true;
+  while (!idle_.empty()) {
+    Slot* slot = idle_.back();
+    idle_.pop_back();
+    slot->wake.notify();  // it finds nothing to do and ends
+  }
+}
+
+void HandlerRunners::call_another() {
+  another_called_ = true;
+  if (!idle_.empty()) {
+    Slot* slot = idle_.back();
+    idle_.pop_back();
+    slot->wake.notify();
+    return;
+  }
+  Slot* slot;
+  if (!spare_.empty()) {
+    slot = spare_.back();
+    spare_.pop_back();
+  } else {
+    slots_.push_back(std::make_unique<Slot>(executor_));
+    slot = slots_.back().get();
+  }
+  asio::co_spawn(executor_, run(slot), asio::detached);
+}
+
+asio::awaitable<void> HandlerRunners::run(Slot* slot) {
+  // Begin from the executor's queue: co_spawn would otherwise start this runner inside the
+  // caller, possibly another runner's handler, and nest one in the other.
+  co_await asio::post(executor_, asio::use_awaitable);
+  while (true) {
+    another_called_ = false;  // this runner is the one that was called: it takes the jobs now
+    while (next_job_ < jobs_.size()) {
+      const Job job = jobs_[next_job_++];
+      if (next_job_ == jobs_.size()) {
+        jobs_.clear();
+        next_job_ = 0;
+      } else if (!another_called_) {
+        call_another();  // takes the rest should this handler suspend
+      }
+      absl::Status status;
+      try {
+        status = co_await job.method->handler(job.call->context());
+      } catch (const std::exception& e) {
+        status = absl::UnknownError(absl::StrCat("handler threw: ", e.what()));
+      } catch (...) {
+        status = absl::UnknownError("handler threw an exception");
+      }
+      job.call->handler_done(status);
+    }
+    if (stopping_ || idle_.size() >= kMaxIdle) break;
+    idle_.push_back(slot);
+    co_await slot->wake.wait();
+  }
+  spare_.push_back(slot);
+}
+
+}  // namespace ferry::detail
