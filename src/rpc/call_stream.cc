@@ -46,7 +46,7 @@ void CallStream::unref() {
   asio::post(executor_, [this] { delete this; });
 }
 
-void CallStream::unref_from_loop() {
+void CallStream::unref_inline() {
   if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
 }
 

@@ -43,10 +43,11 @@ class CallStream : public http2::Stream {
   // one per handle. The last release deletes the call on its executor's thread.
   void ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
   void unref();
-  // unref() from a handler that the executor runs directly, on its thread, with nothing of the
-  // call's below on the stack: the last reference deletes the call at once rather than posting
-  // the deletion (a posted operation and a turn of the loop saved per call).
-  void unref_from_loop();
+  // unref() for callers with nothing of the call's below them on the stack (a completion the
+  // executor runs, a coroutine resumed by one, the connection reporting the stream closed), on
+  // the call's thread: the last reference deletes the call at once rather than posting the
+  // deletion (a posted operation and a turn of the loop saved per call).
+  void unref_inline();
 
   const asio::any_io_executor& executor() const { return executor_; }
 

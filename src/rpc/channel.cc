@@ -180,7 +180,7 @@ asio::awaitable<absl::Status> unary_on_executor(std::shared_ptr<detail::ChannelC
   absl::Status status = co_await call->finish();
   // This coroutine runs on the call's executor, resumed from its queue: nothing of the call's
   // is below it on the stack, so the last reference may delete the call at once.
-  call->unref_from_loop();
+  call->unref_inline();
   if (status.ok() && !got) {
     status = absl::InternalError("the server sent no response message for a unary call");
   }

@@ -185,7 +185,8 @@ void ClientCall::on_closed(std::uint32_t h2_error) {
     }
   }
   wake_all();
-  unref();  // the connection's reference
+  // The connection's reference. It calls this last and touches the stream no more.
+  unref_inline();
 }
 
 void ClientCall::on_receive_error(absl::Status status) {

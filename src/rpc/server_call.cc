@@ -150,7 +150,7 @@ void ServerCall::handler_done(const absl::Status& status) {
   finish(status, nullptr);
   // The runner calls this from its coroutine, resumed from the executor's queue or a
   // connection's wake-ups: nothing of the call's is below it on the stack.
-  unref_from_loop();
+  unref_inline();
 }
 
 void ServerCall::run_when_ready(const Method* method) {
@@ -291,7 +291,8 @@ void ServerCall::on_closed(std::uint32_t h2_error) {
   }
   wake_all();
   owner_->call_closed();
-  unref();  // the connection's reference
+  // The connection's reference. It calls this last and touches the stream no more.
+  unref_inline();
 }
 
 }  // namespace ferry::detail
