@@ -4,6 +4,7 @@
 // into asio buffers for one writev.
 #pragma once
 
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -49,23 +50,31 @@ class SliceChain {
   // (the rest of the old one is abandoned). Nothing is part of the chain until commit(k), k <= n.
   // Consecutive small reserve/commit pairs pack many messages into one block.
   std::uint8_t* reserve(std::size_t n) {
-    if (tail_room() < n) return reserve_in_new_block(n);
-    return write_block_->data() + write_block_->used;
+    detail::Block* b = write_block_;
+    assert(n > 0 && n <= BufferPool::kBlockSize);
+    if (b == nullptr) {  // a cleared or fresh chain: a block straight from the thread's cache
+      b = write_block_ = detail::acquire_block();
+      return b->data();
+    }
+    if (BufferPool::kBlockSize - b->used < n) return reserve_in_new_block(n);
+    return b->data() + b->used;
   }
   void commit(std::size_t n) {
     if (n == 0) return;
-    std::uint8_t* start = write_block_->data() + write_block_->used;
-    write_block_->used += static_cast<std::uint32_t>(n);
+    detail::Block* b = write_block_;
+    std::uint8_t* start = b->data() + b->used;
+    b->used += static_cast<std::uint32_t>(n);
     size_ += n;
     // Grow the last slice when it ends where this write starts; else begin a new one.
     if (!slices_.empty()) {
       Slice& last = slices_.back();
-      if (last.block_ == write_block_ && last.data_ + last.size_ == start) {
+      if (last.block_ == b && last.data_ + last.size_ == start) {
         last.size_ += n;
         return;
       }
     }
-    slices_.push_back(Slice(write_block_, start, n));
+    detail::block_ref(b);
+    slices_.emplace_adopting(b, start, n);
   }
 
   // Free bytes left in the block this chain writes into (0 when it has none).
@@ -122,6 +131,7 @@ class SliceChain {
   void move_front_into(std::size_t n, SliceChain& out);
   std::uint8_t* reserve_in_new_block(std::size_t n);
   void clear_slow();
+  void clear_slices();  // clear() of more than one slice
   void consume_slow(std::size_t n);
 
   detail::SliceVector slices_;

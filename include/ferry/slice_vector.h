@@ -47,6 +47,19 @@ class SliceVector {
     new (data_ + size_) Slice(std::move(s));
     ++size_;
   }
+  // Appends a slice over [data, data + size) of block that takes over a reference the caller
+  // already holds (no count is touched).
+  void emplace_adopting(Block* block, const std::uint8_t* data, std::size_t size) {
+    if (size_ == capacity_) grow(capacity_ * 2);
+    Slice* s = new (data_ + size_) Slice;
+    s->block_ = block;
+    s->data_ = data;
+    s->size_ = size;
+    ++size_;
+  }
+  // Forgets every slice without destroying it: for an owner that has already dropped each one's
+  // reference itself.
+  void forget_all() { size_ = 0; }
   void pop_back() {
     --size_;
     data_[size_].~Slice();
