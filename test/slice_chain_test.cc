@@ -241,5 +241,30 @@ TEST(SliceChain, ClearOfMixedSlicesReturnsEveryBlock) {
   }
 }
 
+TEST(SliceChain, MoveFrontToReplacesAOneSliceDestinationInPlace) {
+  // A reader reusing dst (the decoder's steady state): dst's old slice gives its reference back
+  // and the moved slice keeps its own, whichever blocks they are in.
+  const Slice a = Slice::copy_of("first", 5);
+  const Slice b = Slice::copy_of("second", 6);
+  SliceChain chain;
+  chain.append(a);
+  chain.append(b);
+  SliceChain dst;
+  dst.append(Slice::copy_of("old", 3));
+  chain.move_front_to(5, dst);
+  EXPECT_EQ(dst.to_string(), "first");
+  EXPECT_EQ(dst.size(), 5u);
+  EXPECT_EQ(a.block()->refs.load(), 2u);
+  chain.move_front_to(6, dst);
+  EXPECT_EQ(dst.to_string(), "second");
+  EXPECT_EQ(dst.slice_count(), 1u);
+  EXPECT_TRUE(chain.empty());
+  EXPECT_EQ(chain.slice_count(), 0u);
+  EXPECT_EQ(a.block()->refs.load(), 1u) << "dst's previous slice kept its reference";
+  EXPECT_EQ(b.block()->refs.load(), 2u);
+  dst.clear();
+  EXPECT_EQ(b.block()->refs.load(), 1u);
+}
+
 }  // namespace
 }  // namespace ferry

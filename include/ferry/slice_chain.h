@@ -35,8 +35,13 @@ class SliceChain {
   auto begin() const { return slices_.begin(); }
   auto end() const { return slices_.end(); }
 
-  // Appends bytes by reference.
-  void append(Slice s) {
+  // Appends bytes by reference (a copy of s shares its block: one reference more).
+  void append(const Slice& s) {
+    if (s.empty()) return;
+    size_ += s.size();
+    slices_.push_back(s);
+  }
+  void append(Slice&& s) {
     if (s.empty()) return;
     size_ += s.size();
     slices_.push_back(std::move(s));
@@ -88,14 +93,30 @@ class SliceChain {
   // storage, so a reused dst allocates nothing. Bytes inside the first slice move without
   // touching a reference count when they are all of it.
   void move_front_to(std::size_t n, SliceChain& dst) {
-    dst.clear();
     if (!slices_.empty() && slices_[0].size() == n) {
-      dst.slices_.push_back(std::move(slices_[0]));
-      slices_.erase_front(1);
+      Slice& front = slices_[0];
+      if (dst.write_block_ == nullptr && dst.slices_.size() == 1) {
+        // The steady state of a reader reusing dst: its one slice is replaced in place.
+        Slice& old = dst.slices_[0];
+        detail::Block* const old_block = old.block_;
+        old.block_ = std::exchange(front.block_, nullptr);
+        old.data_ = front.data_;
+        old.size_ = front.size_;
+        if (old_block != nullptr) detail::block_unref(old_block);
+      } else {
+        dst.clear();
+        dst.slices_.push_back(std::move(front));
+      }
+      if (slices_.size() == 1) {
+        slices_.forget_all();  // its one slice was moved out: nothing left to destroy
+      } else {
+        slices_.erase_front(1);
+      }
       dst.size_ = n;
       size_ -= n;
       return;
     }
+    dst.clear();
     move_front_into(n, dst);
   }
   // Drops bytes from the end, leaving the first new_size (<= size()).

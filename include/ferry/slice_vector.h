@@ -47,6 +47,11 @@ class SliceVector {
     new (data_ + size_) Slice(std::move(s));
     ++size_;
   }
+  void push_back(const Slice& s) {
+    if (size_ == capacity_) grow(capacity_ * 2);
+    new (data_ + size_) Slice(s);
+    ++size_;
+  }
   // Appends a slice over [data, data + size) of block that takes over a reference the caller
   // already holds (no count is touched).
   void emplace_adopting(Block* block, const std::uint8_t* data, std::size_t size) {
