@@ -132,7 +132,18 @@ class SliceChain {
   }
   // Drops everything, including the block this chain writes into. Keeps the slice storage.
   void clear() {
-    if (write_block_ == nullptr && slices_.empty()) return;
+    detail::Block* const wb = write_block_;
+    if (wb != nullptr && slices_.size() == 1 && slices_[0].block_ == wb &&
+        wb->refs.load(std::memory_order_acquire) == 2) {
+      // One message in a block nobody else references (a writer's usual state): the block goes
+      // straight back to the pool, no atomic read-modify-write, no call.
+      write_block_ = nullptr;
+      slices_.forget_all();
+      size_ = 0;
+      detail::release_block(wb);
+      return;
+    }
+    if (wb == nullptr && slices_.empty()) return;
     clear_slow();
   }
 
