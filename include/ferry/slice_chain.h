@@ -78,8 +78,7 @@ class SliceChain {
         return;
       }
     }
-    detail::block_ref(b);
-    slices_.emplace_adopting(b, start, n);
+    slices_.emplace_back(b, start, n);
   }
 
   // Free bytes left in the block this chain writes into (0 when it has none).

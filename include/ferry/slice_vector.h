@@ -52,10 +52,11 @@ class SliceVector {
     new (data_ + size_) Slice(s);
     ++size_;
   }
-  // Appends a slice over [data, data + size) of block that takes over a reference the caller
-  // already holds (no count is touched).
-  void emplace_adopting(Block* block, const std::uint8_t* data, std::size_t size) {
+  // Appends a slice over [data, data + size) of block (not null), taking one reference to it: a
+  // Slice constructed in place, without the temporary and its null checks.
+  void emplace_back(Block* block, const std::uint8_t* data, std::size_t size) {
     if (size_ == capacity_) grow(capacity_ * 2);
+    block_ref(block);  // after the only step that can throw
     Slice* s = new (data_ + size_) Slice;
     s->block_ = block;
     s->data_ = data;
