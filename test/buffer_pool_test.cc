@@ -157,5 +157,23 @@ TEST(BufferPool, ManyThreadsProduceAndConsumeConcurrently) {
   EXPECT_EQ(pool().stats().blocks_in_use, before);
 }
 
+// Constructed on a thread before its first block, so destroyed after the thread's cache closes.
+struct HeldUntilThreadExit {
+  std::vector<Slice> slices;
+};
+
+TEST(BufferPool, BlocksReleasedAfterTheThreadCacheClosesReturnToTheSharedList) {
+  const std::int64_t before = pool().stats().blocks_in_use;
+  std::thread worker([] {
+    thread_local HeldUntilThreadExit held;  // before the pool's own thread_local: outlives it
+    for (int i = 0; i < 5; ++i) {
+      const char byte = static_cast<char>(i);
+      held.slices.push_back(Slice::copy_of(&byte, 1));
+    }
+  });
+  worker.join();
+  EXPECT_EQ(pool().stats().blocks_in_use, before) << "blocks released after exit were lost";
+}
+
 }  // namespace
 }  // namespace ferry
