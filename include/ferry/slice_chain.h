@@ -71,12 +71,14 @@ class SliceChain {
     b->used += static_cast<std::uint32_t>(n);
     size_ += n;
     // Grow the last slice when it ends where this write starts; else begin a new one.
-    if (!slices_.empty()) {
-      Slice& last = slices_.back();
-      if (last.block_ == b && last.data_ + last.size_ == start) {
-        last.size_ += n;
-        return;
-      }
+    if (slices_.empty()) {
+      slices_.emplace_first(b, start, n);
+      return;
+    }
+    Slice& last = slices_.back();
+    if (last.block_ == b && last.data_ + last.size_ == start) {
+      last.size_ += n;
+      return;
     }
     slices_.emplace_back(b, start, n);
   }

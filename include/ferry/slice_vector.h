@@ -63,6 +63,15 @@ class SliceVector {
     s->size_ = size;
     ++size_;
   }
+  // emplace_back into an empty vector, which always has room.
+  void emplace_first(Block* block, const std::uint8_t* data, std::size_t size) {
+    block_ref(block);
+    Slice* s = new (data_) Slice;
+    s->block_ = block;
+    s->data_ = data;
+    s->size_ = size;
+    size_ = 1;
+  }
   // Forgets every slice without destroying it: for an owner that has already dropped each one's
   // reference itself.
   void forget_all() { size_ = 0; }
