@@ -157,6 +157,15 @@ TEST(BufferPool, ManyThreadsProduceAndConsumeConcurrently) {
   EXPECT_EQ(pool().stats().blocks_in_use, before);
 }
 
+TEST(BufferPool, TrimGivesBackEveryIdleBlockIncludingTheSpare) {
+  std::vector<detail::Block*> blocks;
+  for (int i = 0; i < 3; ++i) blocks.push_back(pool().acquire());
+  for (detail::Block* b : blocks) detail::block_unref(b);  // one to the spare slot, two listed
+  EXPECT_GE(pool().stats().blocks_idle(), 3u);
+  pool().trim();  // no other thread holds idle blocks here
+  EXPECT_EQ(pool().stats().blocks_idle(), 0u);
+}
+
 // Constructed on a thread before its first block, so destroyed after the thread's cache closes.
 struct HeldUntilThreadExit {
   std::vector<Slice> slices;

@@ -102,11 +102,15 @@ namespace detail {
 // empties and closes it again (limit 0). Before and after that, acquire finds no head and release
 // no room, so both take the slow paths there (first use, empty or full cache, thread exit).
 struct ThreadBlockCache {
+  // One idle block in front of the list: a writer that takes a block and gives it back for each
+  // message (encode, send, clear) touches only this slot. Read by stats() like count.
+  std::atomic<Block*> spare{nullptr};
   Block* head = nullptr;
-  // Written only by the owning thread (plain load + store, no locked instruction); stats() reads
-  // it from other threads to count idle blocks, so the pool keeps no per-block counters.
+  // Blocks in the list (the spare not included). Written only by the owning thread (plain load +
+  // store, no locked instruction); stats() reads it from other threads to count idle blocks, so
+  // the pool keeps no per-block counters.
   std::atomic<std::uint32_t> count{0};
-  std::uint32_t limit = 0;  // kThreadCacheBlocks while the cache is open, else 0
+  std::uint32_t limit = 0;  // the list's bound while the cache is open, else 0
 };
 
 extern constinit thread_local ThreadBlockCache t_block_cache;
@@ -115,19 +119,27 @@ void release_block_slow(Block* b) noexcept;
 
 inline Block* acquire_block() {
   ThreadBlockCache& c = t_block_cache;
-  Block* b = c.head;
+  Block* b = c.spare.load(std::memory_order_relaxed);
   if (b != nullptr) [[likely]] {
+    c.spare.store(nullptr, std::memory_order_relaxed);
+  } else if (b = c.head; b != nullptr) {
     c.head = b->next_free;
     c.count.store(c.count.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
-    b->refs.store(1, std::memory_order_relaxed);
-    b->used = 0;
-    return b;
+  } else {
+    return acquire_block_slow();
   }
-  return acquire_block_slow();
+  b->refs.store(1, std::memory_order_relaxed);
+  b->used = 0;
+  return b;
 }
 
 inline void release_block(Block* b) noexcept {
   ThreadBlockCache& c = t_block_cache;
+  // limit is 0 while the cache is closed: the spare, like the list, then takes nothing.
+  if (c.spare.load(std::memory_order_relaxed) == nullptr && c.limit != 0) [[likely]] {
+    c.spare.store(b, std::memory_order_relaxed);
+    return;
+  }
   const std::uint32_t count = c.count.load(std::memory_order_relaxed);
   if (count < c.limit) [[likely]] {
     b->next_free = c.head;

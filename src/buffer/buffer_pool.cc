@@ -16,6 +16,8 @@ namespace {
 
 constexpr std::size_t kAllocationSize = detail::Block::kHeaderSize + BufferPool::kBlockSize;
 constexpr std::align_val_t kAlignment{64};
+// A thread's idle blocks: its spare plus up to this many in its list.
+constexpr std::uint32_t kListBlocks = BufferPool::kThreadCacheBlocks - 1;
 
 detail::Block* allocate_from_os();
 void free_to_os(detail::Block* b);
@@ -86,13 +88,16 @@ struct CacheRegistration {
     Shared& s = shared();
     std::lock_guard lock(s.mu);
     s.caches.push_back(&detail::t_block_cache);
-    detail::t_block_cache.limit = BufferPool::kThreadCacheBlocks;
+    detail::t_block_cache.limit = kListBlocks;
   }
 
   ~CacheRegistration() {
     detail::ThreadBlockCache& cache = detail::t_block_cache;
     Shared& s = shared();
     std::lock_guard lock(s.mu);
+    if (detail::Block* b = cache.spare.exchange(nullptr, std::memory_order_relaxed)) {
+      give_to_shared_locked(s, b);
+    }
     while (cache.head != nullptr) give_to_shared_locked(s, pop(cache));
     cache.limit = 0;
     std::erase(s.caches, &cache);
@@ -161,7 +166,7 @@ Block* acquire_block_slow() {
 
 void release_block_slow(Block* b) noexcept {
   if (ThreadBlockCache* cache = thread_cache(); cache != nullptr) {
-    if (cache->count.load(std::memory_order_relaxed) >= BufferPool::kThreadCacheBlocks) {
+    if (cache->count.load(std::memory_order_relaxed) >= kListBlocks) {
       spill(*cache);
     }
     push(*cache, b);
@@ -189,6 +194,7 @@ BufferPoolStats BufferPool::stats() const {
   std::uint64_t idle = s.idle.count;
   for (const detail::ThreadBlockCache* c : s.caches) {
     idle += c->count.load(std::memory_order_relaxed);
+    if (c->spare.load(std::memory_order_relaxed) != nullptr) ++idle;
   }
   BufferPoolStats out;
   out.blocks_allocated = s.allocated.load(std::memory_order_relaxed);
@@ -202,6 +208,7 @@ void BufferPool::trim() {
   detail::ThreadBlockCache* mine = thread_cache();
   std::lock_guard lock(s.mu);
   if (mine != nullptr) {
+    if (detail::Block* b = mine->spare.exchange(nullptr, std::memory_order_relaxed)) free_to_os(b);
     while (mine->head != nullptr) free_to_os(pop(*mine));
   }
   while (s.idle.count > 0) free_to_os(s.idle.pop());
