@@ -157,5 +157,32 @@ TEST(BufferPool, ManyThreadsProduceAndConsumeConcurrently) {
   EXPECT_EQ(pool().stats().blocks_in_use, before);
 }
 
+TEST(BufferPool, TrimGivesBackEveryIdleBlockIncludingTheSpare) {
+  std::vector<detail::Block*> blocks;
+  for (int i = 0; i < 3; ++i) blocks.push_back(pool().acquire());
+  for (detail::Block* b : blocks) detail::block_unref(b);  // one to the spare slot, two listed
+  EXPECT_GE(pool().stats().blocks_idle(), 3u);
+  pool().trim();  // no other thread holds idle blocks here
+  EXPECT_EQ(pool().stats().blocks_idle(), 0u);
+}
+
+// Constructed on a thread before its first block, so destroyed after the thread's cache closes.
+struct HeldUntilThreadExit {
+  std::vector<Slice> slices;
+};
+
+TEST(BufferPool, BlocksReleasedAfterTheThreadCacheClosesReturnToTheSharedList) {
+  const std::int64_t before = pool().stats().blocks_in_use;
+  std::thread worker([] {
+    thread_local HeldUntilThreadExit held;  // before the pool's own thread_local: outlives it
+    for (int i = 0; i < 5; ++i) {
+      const char byte = static_cast<char>(i);
+      held.slices.push_back(Slice::copy_of(&byte, 1));
+    }
+  });
+  worker.join();
+  EXPECT_EQ(pool().stats().blocks_in_use, before) << "blocks released after exit were lost";
+}
+
 }  // namespace
 }  // namespace ferry

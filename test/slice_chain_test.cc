@@ -206,5 +206,65 @@ TEST(SliceChain, ClearKeepsWorkingAfterSharingTheWriteBlock) {
   EXPECT_EQ(BufferPool::instance().stats().blocks_in_use, in_use - 1);
 }
 
+TEST(SliceChain, ClearDoesNotRecycleAWriteBlockStillReferenced) {
+  // clear() gives the write block back without an atomic decrement only when the chain holds
+  // every reference; a slice kept elsewhere must keep the block out of the pool.
+  SliceChain chain;
+  std::memcpy(chain.reserve(5), "hello", 5);
+  chain.commit(5);
+  Slice kept = chain.slice(0);
+  chain.clear();
+  std::uint8_t* next = chain.reserve(5);
+  EXPECT_NE(next, kept.data()) << "a block still referenced was handed out again";
+  std::memcpy(next, "world", 5);
+  chain.commit(5);
+  EXPECT_EQ(kept.view(), "hello");
+  EXPECT_EQ(kept.block()->refs.load(), 1u);
+  EXPECT_EQ(chain.to_string(), "world");
+}
+
+TEST(SliceChain, ClearOfMixedSlicesReturnsEveryBlock) {
+  const std::int64_t before = BufferPool::instance().stats().blocks_in_use;
+  SliceChain chain;
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 4; ++i) {  // write-block slices interleaved with other blocks' slices
+      std::memcpy(chain.reserve(2), "ab", 2);
+      chain.commit(2);
+      chain.append(Slice::copy_of("cd", 2));
+    }
+    EXPECT_EQ(chain.slice_count(), 8u);
+    SliceChain shared = chain.share();
+    chain.clear();
+    EXPECT_EQ(shared.to_string(), "abcdabcdabcdabcd");
+    shared.clear();
+    EXPECT_EQ(BufferPool::instance().stats().blocks_in_use, before);
+  }
+}
+
+TEST(SliceChain, MoveFrontToReplacesAOneSliceDestinationInPlace) {
+  // A reader reusing dst (the decoder's steady state): dst's old slice gives its reference back
+  // and the moved slice keeps its own, whichever blocks they are in.
+  const Slice a = Slice::copy_of("first", 5);
+  const Slice b = Slice::copy_of("second", 6);
+  SliceChain chain;
+  chain.append(a);
+  chain.append(b);
+  SliceChain dst;
+  dst.append(Slice::copy_of("old", 3));
+  chain.move_front_to(5, dst);
+  EXPECT_EQ(dst.to_string(), "first");
+  EXPECT_EQ(dst.size(), 5u);
+  EXPECT_EQ(a.block()->refs.load(), 2u);
+  chain.move_front_to(6, dst);
+  EXPECT_EQ(dst.to_string(), "second");
+  EXPECT_EQ(dst.slice_count(), 1u);
+  EXPECT_TRUE(chain.empty());
+  EXPECT_EQ(chain.slice_count(), 0u);
+  EXPECT_EQ(a.block()->refs.load(), 1u) << "dst's previous slice kept its reference";
+  EXPECT_EQ(b.block()->refs.load(), 2u);
+  dst.clear();
+  EXPECT_EQ(b.block()->refs.load(), 1u);
+}
+
 }  // namespace
 }  // namespace ferry

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -40,7 +41,8 @@ class FrameDecoder {
   explicit FrameDecoder(FrameDecoderOptions options = {}) : options_(options) {}
 
   // Appends the next bytes of the stream, by reference.
-  void push(Slice chunk) { pending_.append(std::move(chunk)); }
+  void push(const Slice& chunk) { pending_.append(chunk); }
+  void push(Slice&& chunk) { pending_.append(std::move(chunk)); }
   // Appends a copy of bytes ferry does not own.
   void push_copy(const void* data, std::size_t size);
 
@@ -93,10 +95,25 @@ class FrameDecoder {
 [[nodiscard]] absl::Status decompress_payload(const SliceChain& payload, Compression compression,
                                               std::size_t max_size, SliceChain& out);
 
+namespace detail {
+absl::Status parse_chain(const SliceChain& payload, google::protobuf::MessageLite& msg);
+bool parse_array(const std::uint8_t* data, std::size_t size, google::protobuf::MessageLite& msg);
+absl::Status parse_failed(const SliceChain& payload, const google::protobuf::MessageLite& msg);
+}  // namespace detail
+
 // Parses a payload into msg (which may live on a protobuf Arena): straight from the block when the
 // payload is one slice, through a zero-copy stream over the slices otherwise. A payload that is not
 // a valid encoding of msg's type gets INTERNAL.
-[[nodiscard]] absl::Status parse_message(const SliceChain& payload,
-                                         google::protobuf::MessageLite& msg);
+[[nodiscard]] inline absl::Status parse_message(const SliceChain& payload,
+                                                google::protobuf::MessageLite& msg) {
+  // Inline: the one-slice payload the decoder yields for a message that arrived in one read.
+  if (payload.slice_count() == 1 &&
+      payload.size() <= static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    const Slice& s = payload.slice(0);
+    if (detail::parse_array(s.data(), s.size(), msg)) return absl::OkStatus();
+    return detail::parse_failed(payload, msg);
+  }
+  return detail::parse_chain(payload, msg);
+}
 
 }  // namespace ferry

@@ -12,6 +12,10 @@
 
 namespace ferry {
 
+namespace detail {
+class SliceVector;
+}
+
 class Slice {
  public:
   Slice() = default;
@@ -75,6 +79,7 @@ class Slice {
 
  private:
   friend class SliceChain;
+  friend class detail::SliceVector;
 
   detail::Block* block_ = nullptr;
   const std::uint8_t* data_ = nullptr;

@@ -4,6 +4,7 @@
 // into asio buffers for one writev.
 #pragma once
 
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -34,8 +35,13 @@ class SliceChain {
   auto begin() const { return slices_.begin(); }
   auto end() const { return slices_.end(); }
 
-  // Appends bytes by reference.
-  void append(Slice s) {
+  // Appends bytes by reference (a copy of s shares its block: one reference more).
+  void append(const Slice& s) {
+    if (s.empty()) return;
+    size_ += s.size();
+    slices_.push_back(s);
+  }
+  void append(Slice&& s) {
     if (s.empty()) return;
     size_ += s.size();
     slices_.push_back(std::move(s));
@@ -49,23 +55,32 @@ class SliceChain {
   // (the rest of the old one is abandoned). Nothing is part of the chain until commit(k), k <= n.
   // Consecutive small reserve/commit pairs pack many messages into one block.
   std::uint8_t* reserve(std::size_t n) {
-    if (tail_room() < n) return reserve_in_new_block(n);
-    return write_block_->data() + write_block_->used;
+    detail::Block* b = write_block_;
+    assert(n > 0 && n <= BufferPool::kBlockSize);
+    if (b == nullptr) {  // a cleared or fresh chain: a block straight from the thread's cache
+      b = write_block_ = detail::acquire_block();
+      return b->data();
+    }
+    if (BufferPool::kBlockSize - b->used < n) return reserve_in_new_block(n);
+    return b->data() + b->used;
   }
   void commit(std::size_t n) {
     if (n == 0) return;
-    std::uint8_t* start = write_block_->data() + write_block_->used;
-    write_block_->used += static_cast<std::uint32_t>(n);
+    detail::Block* b = write_block_;
+    std::uint8_t* start = b->data() + b->used;
+    b->used += static_cast<std::uint32_t>(n);
     size_ += n;
     // Grow the last slice when it ends where this write starts; else begin a new one.
-    if (!slices_.empty()) {
-      Slice& last = slices_.back();
-      if (last.block_ == write_block_ && last.data_ + last.size_ == start) {
-        last.size_ += n;
-        return;
-      }
+    if (slices_.empty()) {
+      slices_.emplace_first(b, start, n);
+      return;
     }
-    slices_.push_back(Slice(write_block_, start, n));
+    Slice& last = slices_.back();
+    if (last.block_ == b && last.data_ + last.size_ == start) {
+      last.size_ += n;
+      return;
+    }
+    slices_.emplace_back(b, start, n);
   }
 
   // Free bytes left in the block this chain writes into (0 when it has none).
@@ -79,14 +94,30 @@ class SliceChain {
   // storage, so a reused dst allocates nothing. Bytes inside the first slice move without
   // touching a reference count when they are all of it.
   void move_front_to(std::size_t n, SliceChain& dst) {
-    dst.clear();
     if (!slices_.empty() && slices_[0].size() == n) {
-      dst.slices_.push_back(std::move(slices_[0]));
-      slices_.erase_front(1);
+      Slice& front = slices_[0];
+      if (dst.write_block_ == nullptr && dst.slices_.size() == 1) {
+        // The steady state of a reader reusing dst: its one slice is replaced in place.
+        Slice& old = dst.slices_[0];
+        detail::Block* const old_block = old.block_;
+        old.block_ = std::exchange(front.block_, nullptr);
+        old.data_ = front.data_;
+        old.size_ = front.size_;
+        if (old_block != nullptr) detail::block_unref(old_block);
+      } else {
+        dst.clear();
+        dst.slices_.push_back(std::move(front));
+      }
+      if (slices_.size() == 1) {
+        slices_.forget_all();  // its one slice was moved out: nothing left to destroy
+      } else {
+        slices_.erase_front(1);
+      }
       dst.size_ = n;
       size_ -= n;
       return;
     }
+    dst.clear();
     move_front_into(n, dst);
   }
   // Drops bytes from the end, leaving the first new_size (<= size()).
@@ -102,7 +133,18 @@ class SliceChain {
   }
   // Drops everything, including the block this chain writes into. Keeps the slice storage.
   void clear() {
-    if (write_block_ == nullptr && slices_.empty()) return;
+    detail::Block* const wb = write_block_;
+    if (wb != nullptr && slices_.size() == 1 && slices_[0].block_ == wb &&
+        wb->refs.load(std::memory_order_acquire) == 2) {
+      // One message in a block nobody else references (a writer's usual state): the block goes
+      // straight back to the pool, no atomic read-modify-write, no call.
+      write_block_ = nullptr;
+      slices_.forget_all();
+      size_ = 0;
+      detail::release_block(wb);
+      return;
+    }
+    if (wb == nullptr && slices_.empty()) return;
     clear_slow();
   }
 
@@ -122,6 +164,7 @@ class SliceChain {
   void move_front_into(std::size_t n, SliceChain& out);
   std::uint8_t* reserve_in_new_block(std::size_t n);
   void clear_slow();
+  void clear_slices();  // clear() of more than one slice
   void consume_slow(std::size_t n);
 
   detail::SliceVector slices_;

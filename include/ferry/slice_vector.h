@@ -47,6 +47,34 @@ class SliceVector {
     new (data_ + size_) Slice(std::move(s));
     ++size_;
   }
+  void push_back(const Slice& s) {
+    if (size_ == capacity_) grow(capacity_ * 2);
+    new (data_ + size_) Slice(s);
+    ++size_;
+  }
+  // Appends a slice over [data, data + size) of block (not null), taking one reference to it: a
+  // Slice constructed in place, without the temporary and its null checks.
+  void emplace_back(Block* block, const std::uint8_t* data, std::size_t size) {
+    if (size_ == capacity_) grow(capacity_ * 2);
+    block_ref(block);  // after the only step that can throw
+    Slice* s = new (data_ + size_) Slice;
+    s->block_ = block;
+    s->data_ = data;
+    s->size_ = size;
+    ++size_;
+  }
+  // emplace_back into an empty vector, which always has room.
+  void emplace_first(Block* block, const std::uint8_t* data, std::size_t size) {
+    block_ref(block);
+    Slice* s = new (data_) Slice;
+    s->block_ = block;
+    s->data_ = data;
+    s->size_ = size;
+    size_ = 1;
+  }
+  // Forgets every slice without destroying it: for an owner that has already dropped each one's
+  // reference itself.
+  void forget_all() { size_ = 0; }
   void pop_back() {
     --size_;
     data_[size_].~Slice();

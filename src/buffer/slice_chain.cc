@@ -107,25 +107,50 @@ void SliceChain::consume_slow(std::size_t n) {
   slices_.erase_front(whole);
 }
 
+namespace {
+
+// Drops n references to b, all held by the caller. When they are all b has, nobody else can see
+// it: it goes back to the pool without an atomic decrement.
+inline void drop_refs(detail::Block* b, std::uint32_t n) noexcept {
+  if (b->refs.load(std::memory_order_acquire) == n ||
+      b->refs.fetch_sub(n, std::memory_order_acq_rel) == n) {
+    detail::release_block(b);
+  }
+}
+
+}  // namespace
+
 void SliceChain::clear_slow() {
-  if (write_block_ != nullptr) {
-    // Count this chain's own references to its write block (its own plus its slices'). When they
-    // are all there are, nobody else can see the block: release it without atomic decrements.
-    std::uint32_t mine = 1;
-    for (Slice& s : slices_) {
-      if (s.block_ == write_block_) {
-        s.block_ = nullptr;
-        ++mine;
-      }
-    }
-    detail::Block* b = std::exchange(write_block_, nullptr);
-    if (b->refs.load(std::memory_order_acquire) == mine ||
-        b->refs.fetch_sub(mine, std::memory_order_acq_rel) == mine) {
-      detail::release_block(b);
+  if (slices_.size() > 1) return clear_slices();
+  // The usual case, one message or none: its slice is either in the write block (an encoder's
+  // chain) or in a block the chain does not write into (a decoded payload).
+  detail::Block* const wb = std::exchange(write_block_, nullptr);
+  detail::Block* const b = slices_.empty() ? nullptr : slices_[0].block_;
+  slices_.forget_all();
+  size_ = 0;
+  if (b == wb) {
+    if (wb != nullptr) drop_refs(wb, 2);
+    return;
+  }
+  if (b != nullptr) detail::block_unref(b);
+  if (wb != nullptr) drop_refs(wb, 1);
+}
+
+void SliceChain::clear_slices() {
+  // One pass: slices of other blocks drop their reference as they go; those of the write block
+  // are only counted, and dropped at once with the chain's own reference.
+  detail::Block* const wb = std::exchange(write_block_, nullptr);
+  std::uint32_t mine = 1;
+  for (Slice& s : slices_) {
+    if (s.block_ == wb) {
+      ++mine;
+    } else if (s.block_ != nullptr) {
+      detail::block_unref(s.block_);
     }
   }
-  slices_.clear();
+  slices_.forget_all();
   size_ = 0;
+  if (wb != nullptr) drop_refs(wb, mine);
 }
 
 SliceChain SliceChain::share() const {

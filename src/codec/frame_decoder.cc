@@ -69,24 +69,33 @@ absl::Status decompress_payload(const SliceChain& payload, Compression compressi
       "invalid gRPC message: compressed flag set but no grpc-encoding was negotiated");
 }
 
-absl::Status parse_message(const SliceChain& payload, google::protobuf::MessageLite& msg) {
+namespace detail {
+
+bool parse_array(const std::uint8_t* data, std::size_t size, google::protobuf::MessageLite& msg) {
+  // The caller checked size against protobuf's 2 GiB limit.
+  return msg.ParseFromArray(data, static_cast<int>(size));
+}
+
+absl::Status parse_failed(const SliceChain& payload, const google::protobuf::MessageLite& msg) {
+  return absl::InternalError(absl::StrCat("failed to parse message of type ", msg.GetTypeName(),
+                                          " (", payload.size(), " bytes)"));
+}
+
+absl::Status parse_chain(const SliceChain& payload, google::protobuf::MessageLite& msg) {
   if (payload.size() > static_cast<std::size_t>(INT_MAX)) {
     return absl::ResourceExhaustedError("message too large for protobuf to parse (over 2 GiB)");
   }
   bool ok;
-  if (payload.slice_count() <= 1) {
-    ok = payload.empty() ? msg.ParseFromArray(nullptr, 0)
-                         : msg.ParseFromArray(payload.slice(0).data(),
-                                              static_cast<int>(payload.size()));
+  if (payload.empty()) {
+    ok = msg.ParseFromArray(nullptr, 0);
   } else {
-    detail::ChainInputStream stream(payload);
+    ChainInputStream stream(payload);
     ok = msg.ParseFromZeroCopyStream(&stream);
   }
-  if (!ok) {
-    return absl::InternalError(absl::StrCat("failed to parse message of type ", msg.GetTypeName(),
-                                            " (", payload.size(), " bytes)"));
-  }
+  if (!ok) return parse_failed(payload, msg);
   return absl::OkStatus();
 }
+
+}  // namespace detail
 
 }  // namespace ferry

@@ -10,6 +10,12 @@
 #include "google/protobuf/message_lite.h"
 
 namespace ferry {
+
+[[gnu::cold]] absl::Status detail::message_size_changed(std::size_t size, std::size_t written) {
+  return absl::InternalError(absl::StrCat("message changed size while being serialized (", size,
+                                          " bytes expected, ", written, " written)"));
+}
+
 namespace {
 
 [[gnu::noinline, gnu::cold]] absl::Status too_large(std::size_t size, std::size_t max_size) {
@@ -24,15 +30,9 @@ inline absl::Status check_size(std::size_t size, std::size_t max_size) {
   return absl::OkStatus();
 }
 
-[[gnu::noinline, gnu::cold]] absl::Status size_changed(std::size_t expected, std::size_t written) {
-  return absl::InternalError(absl::StrCat("message changed size while being serialized (", expected,
-                                          " bytes expected, ", written, " written)"));
-}
-
 // Messages larger than a block: the prefix and then the body stream into out's tail block and
-// as many fresh blocks as they take; a failure truncates out back to where it was. Out of line,
-// so that the small-message path keeps a small frame.
-[[gnu::noinline]] absl::Status encode_across_blocks(const google::protobuf::MessageLite& msg,
+// as many fresh blocks as they take; a failure truncates out back to where it was.
+absl::Status encode_across_blocks(const google::protobuf::MessageLite& msg,
                                                     std::size_t size, SliceChain& out) {
   const std::size_t mark = out.size();
   write_frame_prefix(out.reserve(kFramePrefixSize), false, static_cast<std::uint32_t>(size));
@@ -48,7 +48,7 @@ inline absl::Status check_size(std::size_t size, std::size_t max_size) {
   const std::size_t written = out.size() - mark - kFramePrefixSize;
   if (written != size) {
     out.truncate(mark);
-    return size_changed(size, written);
+    return detail::message_size_changed(size, written);
   }
   return absl::OkStatus();
 }
@@ -62,7 +62,7 @@ absl::Status serialize_into(const google::protobuf::MessageLite& msg, std::size_
   if (size <= BufferPool::kBlockSize) {
     std::uint8_t* p = out.reserve(size);
     const auto written = static_cast<std::size_t>(msg.SerializeWithCachedSizesToArray(p) - p);
-    if (written != size) return size_changed(size, written);
+    if (written != size) return detail::message_size_changed(size, written);
     out.commit(size);
     return absl::OkStatus();
   }
@@ -77,7 +77,7 @@ absl::Status serialize_into(const google::protobuf::MessageLite& msg, std::size_
   const std::size_t written = out.size() - mark;
   if (written != size) {
     out.truncate(mark);
-    return size_changed(size, written);
+    return detail::message_size_changed(size, written);
   }
   return absl::OkStatus();
 }
@@ -116,23 +116,15 @@ absl::Status encode_compressed_message(const google::protobuf::MessageLite& msg,
   return absl::OkStatus();
 }
 
-absl::Status encode_message(const google::protobuf::MessageLite& msg, SliceChain& out,
-                            std::size_t max_size) {
-  const std::size_t size = msg.ByteSizeLong();
+namespace detail {
+
+absl::Status encode_large_message(const google::protobuf::MessageLite& msg, std::size_t size,
+                                  SliceChain& out, std::size_t max_size) {
   if (absl::Status s = check_size(size, max_size); !s.ok()) return s;
-
-  if (size <= BufferPool::kBlockSize - kFramePrefixSize) {
-    std::uint8_t* p = out.reserve(kFramePrefixSize + size);
-    write_frame_prefix(p, false, static_cast<std::uint32_t>(size));
-    std::uint8_t* end = msg.SerializeWithCachedSizesToArray(p + kFramePrefixSize);
-    const auto written = static_cast<std::size_t>(end - p) - kFramePrefixSize;
-    if (written != size) return size_changed(size, written);
-    out.commit(kFramePrefixSize + size);
-    return absl::OkStatus();
-  }
-
   return encode_across_blocks(msg, size, out);
 }
+
+}  // namespace detail
 
 absl::Status encode_bytes(std::string_view payload, bool compressed, SliceChain& out,
                           std::size_t max_size) {
