@@ -363,6 +363,13 @@ void Connection::on_read(const asio::error_code& ec, std::size_t n) {
     detail::CollectWakeups collect(wakeups_);
     rv = nghttp2_session_mem_recv(session_, read_block_->data(), n);
   }
+  // A read that filled the block says more is waiting (a stream of large messages): the next
+  // read is then under way before the woken coroutines run, which may take a while (say,
+  // parsing those messages), so that the peer's data keeps flowing; without it 64 KiB streaming
+  // lost a tenth of its throughput. Otherwise (small RPCs) the answers go out first, and the
+  // read's speculative recv, which finds nothing, stays off their path.
+  const bool read_early = rv >= 0 && n == BufferPool::kBlockSize;
+  if (read_early && nghttp2_session_want_read(session_)) start_read();
   // Coroutines woken by what was read resume now, outside nghttp2's callbacks; what they write
   // goes out with the flush below.
   wakeups_.run_all();
@@ -376,10 +383,10 @@ void Connection::on_read(const asio::error_code& ec, std::size_t n) {
     return;
   }
   // Everything this read delivered has been dispatched, and handlers and coroutines that did not
-  // suspend have answered: one flush sends it all, now rather than from a posted flush a turn of the loop
-  // later (a post and an epoll_wait saved per read, and the answer leaves sooner).
+  // suspend have answered: one flush sends it all, now rather than from a posted flush a turn of
+  // the loop later (a post and an epoll_wait saved per read, and the answer leaves sooner).
   flush();
-  if (!closed_ && nghttp2_session_want_read(session_)) start_read();
+  if (!read_early && !closed_ && nghttp2_session_want_read(session_)) start_read();
 }
 
 void Connection::schedule_flush() {
