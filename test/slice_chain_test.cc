@@ -112,6 +112,36 @@ TEST(SliceChain, AppendChainMovesSlicesWithoutCopying) {
   EXPECT_EQ(a.slice(1).data(), where);
 }
 
+TEST(SliceChain, AppendChainMergesAdjacentSlicesOfOneBlock) {
+  // Messages encoded back to back into a writer's block, split off one by one and queued (a
+  // stream's outbound queue): one slice for all of them, and every block reference accounted.
+  const std::int64_t before = BufferPool::instance().stats().blocks_in_use;
+  {
+    SliceChain writer;
+    SliceChain queue;
+    for (const char* msg : {"abc", "defg", "hi"}) {
+      const std::size_t n = std::strlen(msg);
+      std::memcpy(writer.reserve(n), msg, n);
+      writer.commit(n);
+      queue.append(writer.split_front(n));
+    }
+    EXPECT_EQ(queue.slice_count(), 1u);
+    EXPECT_EQ(queue.size(), 9u);
+    EXPECT_EQ(queue.to_string(), "abcdefghi");
+    // A slice of another block is not merged.
+    SliceChain other;
+    other.append(Slice::copy_of("jk", 2));
+    queue.append(std::move(other));
+    EXPECT_EQ(queue.slice_count(), 2u);
+    EXPECT_EQ(queue.to_string(), "abcdefghijk");
+    queue.consume(4);
+    EXPECT_EQ(queue.to_string(), "efghijk");
+    writer.clear();  // the queue alone keeps the writer's block now
+    EXPECT_EQ(queue.to_string(), "efghijk");
+  }
+  EXPECT_EQ(BufferPool::instance().stats().blocks_in_use, before);
+}
+
 TEST(SliceChain, GathersAsioBuffers) {
   SliceChain chain;
   chain.append(Slice::copy_of("head", 4));

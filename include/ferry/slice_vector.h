@@ -79,8 +79,10 @@ class SliceVector {
     --size_;
     data_[size_].~Slice();
   }
+  // Room for n slices. Grows geometrically: a chain appended to one slice at a time (a stream's
+  // outbound queue) reallocated on every append when this grew to exactly n.
   void reserve(std::size_t n) {
-    if (n > capacity_) grow(n);
+    if (n > capacity_) grow(n > capacity_ * 2 ? n : capacity_ * 2);
   }
   // Destroys every slice; keeps the storage.
   void clear() { destroy_all(); }
