@@ -1,7 +1,12 @@
 // Implementation of src/http2/connection.h.
 #include "http2/connection.h"
 
+#include <sys/socket.h>
+#include <sys/uio.h>
+
 #include <cassert>
+#include <cerrno>
+#include <climits>
 
 #include "asio/post.hpp"
 #include "asio/write.hpp"
@@ -13,6 +18,45 @@ namespace {
 // While this much is already queued behind a write in progress, stop asking nghttp2 for more:
 // the socket is the bottleneck, and the streams' own queues (bounded by their writers) hold it.
 constexpr std::size_t kMaxPendingOutput = 1u << 20;
+
+// Slices per sendmsg: the kernel's limit. asio's gathered write_some stops at 64 buffers: a read
+// that answered more than 32 unary calls (two slices each) took a second syscall for the rest.
+constexpr std::size_t kMaxIov = IOV_MAX;
+
+// Writes as much of `chain` as the socket takes now, without blocking: returns the bytes
+// written; ec is would_block when it took none, or the socket's error.
+std::size_t write_some_gathered(int fd, const SliceChain& chain, std::vector<iovec>& iov,
+                                asio::error_code& ec) {
+  std::size_t written = 0;
+  std::size_t next = 0;  // the first slice not yet handed to the kernel
+  while (next < chain.slice_count()) {
+    iov.clear();
+    std::size_t batch = 0;
+    for (; next < chain.slice_count() && iov.size() < kMaxIov; ++next) {
+      const Slice& s = chain.slice(next);
+      iov.push_back({const_cast<std::uint8_t*>(s.data()), s.size()});
+      batch += s.size();
+    }
+    msghdr msg{};
+    msg.msg_iov = iov.data();
+    msg.msg_iovlen = iov.size();
+    ssize_t n;
+    do {
+      n = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        ec = asio::error_code(errno, asio::system_category());
+      } else if (written == 0) {
+        ec = asio::error::would_block;
+      }
+      return written;
+    }
+    written += static_cast<std::size_t>(n);
+    if (static_cast<std::size_t>(n) < batch) return written;  // the socket's buffer is full
+  }
+  return written;
+}
 
 Stream* stream_of(nghttp2_session* session, std::int32_t id) {
   return static_cast<Stream*>(nghttp2_session_get_stream_user_data(session, id));
@@ -416,14 +460,15 @@ void Connection::close_if_done() {
 }
 
 bool Connection::write_now() {
-  writing_ = std::move(pending_);
-  iov_.clear();
-  writing_.append_buffers(iov_);
+  // Appended, not move-assigned: both chains keep their slice storage (a move hands pending_'s
+  // over and leaves it to grow again, a malloc every few flushes), and pending_ keeps writing
+  // into the tail of its block.
+  writing_.append(std::move(pending_));
   // One non-blocking gathered write first: with room in the socket's buffer (the usual case) it
   // takes everything, and no completion is posted, so a flush costs one syscall and no extra
   // turn of the event loop.
   asio::error_code ec;
-  const std::size_t n = socket_.write_some(iov_, ec);
+  const std::size_t n = write_some_gathered(socket_.native_handle(), writing_, sys_iov_, ec);
   if (ec && ec != asio::error::would_block && ec != asio::error::try_again) {
     writing_.clear();
     close();

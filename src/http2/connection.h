@@ -10,6 +10,8 @@
 #include <span>
 #include <vector>
 
+#include <sys/uio.h>
+
 #include <nghttp2/nghttp2.h>
 
 #include "asio/ip/tcp.hpp"
@@ -114,7 +116,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   detail::Block* read_block_ = nullptr;  // the block mem_recv is parsing (for zero-copy DATA)
   SliceChain pending_;                   // frames produced by nghttp2, not yet written
   SliceChain writing_;                   // frames handed to the socket
-  std::vector<asio::const_buffer> iov_;  // gathered view of writing_
+  std::vector<iovec> sys_iov_;           // write_now's gathered view of writing_
+  std::vector<asio::const_buffer> iov_;  // the same for the asynchronous rest
   bool writing_now_ = false;
   bool flush_scheduled_ = false;
   // Inside on_read's nghttp2_session_mem_recv: on_read flushes when it returns, so nothing
