@@ -59,6 +59,10 @@ struct ServerConnection final : http2::ConnectionObserver, detail::ServerCall::O
   std::list<std::unique_ptr<ServerConnection>>::iterator self;
   std::shared_ptr<http2::Connection> connection;
   std::string peer_address;
+  std::string_view last_path_;  // find_method's last answer: a key of server.methods
+  const Method* last_method_ = nullptr;
+  std::string last_accept_encoding_;  // accepts_gzip's last question and answer
+  bool last_accepts_gzip_ = false;
 
   ServerConnection(Server::Impl& s, IoThread& t) : server(s), thread(t) {}
 
@@ -109,10 +113,26 @@ struct ServerConnection final : http2::ConnectionObserver, detail::ServerCall::O
   }
 
   const Method* find_method(std::string_view path, std::string_view* stable_path) override {
+    // A connection tends to call one method over and over: compare with the last one found
+    // before hashing (the map's keys are fixed once the server started, so the view holds).
+    if (path == last_path_ && last_method_ != nullptr) {
+      *stable_path = last_path_;
+      return last_method_;
+    }
     auto it = server.methods.find(detail::to_absl(path));
     if (it == server.methods.end()) return nullptr;
-    *stable_path = std::string_view(it->first);
+    last_path_ = *stable_path = std::string_view(it->first);
+    last_method_ = it->second;
     return it->second;
+  }
+
+  bool accepts_gzip(std::string_view accept_encoding) override {
+    // Every request of a client carries the same grpc-accept-encoding: parse each new value once.
+    if (accept_encoding != last_accept_encoding_) {
+      last_accept_encoding_.assign(accept_encoding);
+      last_accepts_gzip_ = detail::accepts_encoding(accept_encoding, Compression::kGzip);
+    }
+    return last_accepts_gzip_;
   }
 
   std::string unknown_method_message(std::string_view path) const {

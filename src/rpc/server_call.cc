@@ -76,7 +76,7 @@ bool ServerCall::on_header(std::string_view name, std::string_view value) {
     return true;
   }
   if (header_is(name, "grpc-accept-encoding")) {
-    client_accepts_gzip_ = client_accepts_gzip_ || accepts_encoding(value, Compression::kGzip);
+    client_accepts_gzip_ = client_accepts_gzip_ || owner_->accepts_gzip(value);
     return true;
   }
   if (header_is(name, "te")) return true;  // transport-level, not metadata

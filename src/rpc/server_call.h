@@ -28,6 +28,8 @@ class ServerCall final : public CallStream {
     // The method registered for path, and the server's own copy of the path (which outlives
     // the call); null when there is none.
     virtual const Method* find_method(std::string_view path, std::string_view* stable_path) = 0;
+    // Whether a grpc-accept-encoding value lists gzip.
+    virtual bool accepts_gzip(std::string_view accept_encoding) = 0;
     virtual void call_closed() = 0;
     virtual const std::string& peer() const = 0;
   };
