@@ -1,6 +1,7 @@
 // Implementation of src/http2/session_memory.h.
 #include "http2/session_memory.h"
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -25,14 +26,10 @@ struct alignas(16) Header {
   Header* next_free;
 };
 
+// The smallest class that holds size (<= kLargest): 32 B -> 0, 33..64 -> 1, and so on.
 int class_of(std::size_t size) {
-  int c = 0;
-  std::size_t capacity = kSmallest;
-  while (capacity < size) {
-    capacity <<= 1;
-    ++c;
-  }
-  return c;
+  if (size <= kSmallest) return 0;
+  return static_cast<int>(std::bit_width(size - 1)) - std::countr_zero(kSmallest);
 }
 
 std::size_t capacity_of(int c) { return kSmallest << c; }
