@@ -59,7 +59,8 @@ void ClientCall::start(std::string_view path, std::string_view authority,
       abort(status_);
       return;
     }
-    owned.push_back({key, is_binary_metadata_key(key) ? encode_binary_header(value) : value});
+    owned.push_back({std::string(key), is_binary_metadata_key(key) ? encode_binary_header(value)
+                                                                  : std::string(value)});
   }
 
   absl::InlinedVector<nghttp2_nv, 16> nva;

@@ -1,22 +1,34 @@
 // Implementation of ferry/metadata.h.
 #include "ferry/metadata.h"
 
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "common/strings.h"
 
 namespace ferry {
 
+void Metadata::add(std::string_view key, std::string_view value) {
+  const std::size_t at = bytes_.size();
+  bytes_.resize(at + key.size() + value.size());
+  char* out = bytes_.data() + at;
+  if (!key.empty()) std::memcpy(out, key.data(), key.size());
+  if (!value.empty()) std::memcpy(out + key.size(), value.data(), value.size());
+  spans_.push_back({static_cast<std::uint32_t>(at), static_cast<std::uint32_t>(key.size()),
+                    static_cast<std::uint32_t>(value.size())});
+}
+
 std::optional<std::string_view> Metadata::get(std::string_view key) const {
-  for (const Entry& e : entries_) {
-    if (e.first == key) return std::string_view(e.second);
+  for (const Entry e : *this) {
+    if (e.first == key) return e.second;
   }
   return std::nullopt;
 }
 
 std::vector<std::string_view> Metadata::get_all(std::string_view key) const {
   std::vector<std::string_view> out;
-  for (const Entry& e : entries_) {
-    if (e.first == key) out.emplace_back(e.second);
+  for (const Entry e : *this) {
+    if (e.first == key) out.push_back(e.second);
   }
   return out;
 }

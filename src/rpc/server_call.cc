@@ -159,9 +159,9 @@ void ServerCall::append_metadata(const Metadata& md, http2::HeaderList& out) {
   for (const auto& [key, value] : md) {
     if (!validate_metadata(key, value).ok()) continue;  // documented: invalid entries are dropped
     if (is_binary_metadata_key(key)) {
-      out.push_back({key, encode_binary_header(value)});
+      out.push_back({std::string(key), encode_binary_header(value)});
     } else {
-      out.push_back({key, value});
+      out.push_back({std::string(key), std::string(value)});
     }
   }
 }
