@@ -39,7 +39,7 @@ Service make_counting_service() {
 }
 
 // Requests carry what real clients send: grpcio's user-agent (longer than std::string's inline
-// buffer, as grpc++'s and grpc-java's are) and a custom entry.
+// buffer, as grpc++'s and grpc-java's are), a custom entry and a deadline (grpc-timeout).
 ChannelOptions like_a_real_client() {
   ChannelOptions options;
   options.user_agent = "grpc-python/1.85.1 grpc-c/51.0.0 (linux; chttp2)";
@@ -91,6 +91,7 @@ class Allocations : public ::testing::Test {
     for (int i = 0; i < n; ++i) {
       ClientContext ctx;
       ctx.add_metadata("x-request-id", "4bf92f3577b34da6a3ce929d0e0e4736");
+      ctx.set_timeout(std::chrono::seconds(20));
       absl::Status s = co_await loop_.stub().Echo(ctx, request, response);
       EXPECT_TRUE(s.ok()) << s;
     }

@@ -30,6 +30,8 @@ struct IoThread {
   asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
   // The coroutines handlers run on; destroyed before io (members go in reverse order).
   detail::HandlerRunners runners{io.get_executor()};
+  // The deadlines of this thread's calls, on one timer.
+  detail::DeadlineQueue deadlines{io.get_executor()};
   std::thread thread;
   // This thread's connections; touched only on this thread.
   std::list<std::unique_ptr<struct ServerConnection>> connections;
@@ -70,8 +72,8 @@ struct ServerConnection final : http2::ConnectionObserver, detail::ServerCall::O
     server.active_calls.fetch_add(1, std::memory_order_relaxed);
     const detail::CallLimits limits{server.options.max_receive_message_size,
                                     server.options.max_send_message_size};
-    return new detail::ServerCall(this, connection.get(), &thread.runners, limits,
-                                  server.options.max_header_list_size);
+    return new detail::ServerCall(this, connection.get(), &thread.runners, &thread.deadlines,
+                                  limits, server.options.max_header_list_size);
   }
 
   void call_closed() override { server.active_calls.fetch_sub(1, std::memory_order_relaxed); }
@@ -270,7 +272,10 @@ void Server::shutdown(std::chrono::milliseconds grace) {
   wait_until(std::chrono::steady_clock::now() + std::chrono::seconds(2));
 
   for (auto& t : s.threads) {
-    asio::post(t->io, [t = t.get()] { t->runners.stop(); });
+    asio::post(t->io, [t = t.get()] {
+      t->runners.stop();
+      t->deadlines.stop();
+    });
     t->work.reset();
   }
   for (auto& t : s.threads) {

@@ -26,10 +26,12 @@ void ServerCall::operator delete(void* p, std::size_t) noexcept {
 }
 
 ServerCall::ServerCall(Owner* owner, http2::Connection* connection, HandlerRunners* runners,
-                       const CallLimits& limits, std::size_t max_header_bytes)
+                       DeadlineQueue* deadlines, const CallLimits& limits,
+                       std::size_t max_header_bytes)
     : CallStream(connection->executor(), connection, limits),
       owner_(owner),
       runners_(runners),
+      deadlines_(deadlines),
       max_header_bytes_(max_header_bytes),
       arena_(arena_block_, sizeof(arena_block_)) {
   // "ipv6:[<address>%<scope>]:<port>" fits: never truncated in practice.
@@ -117,18 +119,23 @@ void ServerCall::fix_send_compression() {
   set_send_compression(accepted ? requested_compression_ : Compression::kIdentity);
 }
 
+ServerCall::~ServerCall() {
+  // finish() or on_closed() took it out already; this is for a call that got neither.
+  deadlines_->remove(this);
+}
+
 void ServerCall::start_deadline() {
   if (deadline_ == std::chrono::steady_clock::time_point::max()) return;
-  deadline_timer_.emplace(executor_, deadline_);
-  ref();
-  deadline_timer_->async_wait([this](const asio::error_code& ec) {
-    if (!ec && !finished_ && !closed_) {
-      const absl::Status expired = absl::DeadlineExceededError("deadline exceeded");
-      finish(expired, nullptr);
-      abort(expired);
-    }
-    unref();
-  });
+  deadlines_->add(this, deadline_);
+}
+
+void ServerCall::on_deadline() {
+  if (finished_ || closed_) return;
+  const absl::Status expired = absl::DeadlineExceededError("deadline exceeded");
+  ref();  // finish() may drop what else keeps the call
+  finish(expired, nullptr);
+  abort(expired);
+  unref();
 }
 
 void ServerCall::run(const Method* method) {
@@ -197,7 +204,7 @@ void ServerCall::finish(const absl::Status& status_in, const google::protobuf::M
     if (absl::Status s = enqueue_message(*msg, WriteOptions{}); !s.ok()) status = s;
   }
   finished_ = true;
-  if (deadline_timer_) deadline_timer_->cancel();
+  deadlines_->remove(this);
 
   // Built in place in the stream's trailers, which the connection sends after the last DATA.
   http2::HeaderList& trailers = this->trailers;
@@ -273,7 +280,7 @@ void ServerCall::on_closed(std::uint32_t h2_error) {
   release_window();
   closed_ = true;
   connection_ = nullptr;
-  if (deadline_timer_) deadline_timer_->cancel();
+  deadlines_->remove(this);
   if (!finished_) {
     abort(h2_error == http2::kConnectionLost
               ? absl::CancelledError("the connection to the client was lost")

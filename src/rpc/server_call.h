@@ -8,17 +8,17 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "asio/steady_timer.hpp"
 #include "ferry/metadata.h"
 #include "ferry/server_context.h"
 #include "ferry/service.h"
 #include "google/protobuf/arena.h"
 #include "rpc/call_stream.h"
+#include "rpc/deadline_queue.h"
 #include "rpc/handler_runners.h"
 
 namespace ferry::detail {
 
-class ServerCall final : public CallStream {
+class ServerCall final : public CallStream, private Deadline {
  public:
   // The connection's side: routes a call once its headers are in, and counts calls.
   class Owner {
@@ -35,7 +35,8 @@ class ServerCall final : public CallStream {
   };
 
   ServerCall(Owner* owner, http2::Connection* connection, HandlerRunners* runners,
-             const CallLimits& limits, std::size_t max_header_bytes);
+             DeadlineQueue* deadlines, const CallLimits& limits, std::size_t max_header_bytes);
+  ~ServerCall();
 
   // A call is created and deleted per request, on its connection's thread: its storage (some
   // 3 KiB, past malloc's fast paths) is recycled through a small per-thread free list.
@@ -106,6 +107,7 @@ class ServerCall final : public CallStream {
   void on_receive_error(absl::Status status) override;
   void on_remote_end() override;
   void on_inbound_progress() override;
+  void on_deadline() override;  // DEADLINE_EXCEEDED, for handler and client
   bool can_write() const override { return !finished_ && !closed_; }
   bool inbound_done() const override { return finished_ || CallStream::inbound_done(); }
 
@@ -117,6 +119,7 @@ class ServerCall final : public CallStream {
   // The connection's side: it may be gone once on_closed has run, while the handler still runs.
   Owner* owner_;
   HandlerRunners* runners_;
+  DeadlineQueue* deadlines_;
   ServerContext context_{this};
   const Method* pending_method_ = nullptr;  // run once the request is in
   // The peer's address, copied from the owner at construction (no allocation): a handler may
@@ -141,9 +144,6 @@ class ServerCall final : public CallStream {
   std::string content_type_;
   std::string encoding_;
   std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
-  // Only for calls with a deadline: constructing and destroying a timer costs the timer
-  // service's lock each time.
-  std::optional<asio::steady_timer> deadline_timer_;
   Metadata client_metadata_;
   Metadata initial_metadata_;
   Metadata trailing_metadata_;
