@@ -240,15 +240,21 @@ absl::Status CallStream::enqueue_message(const google::protobuf::MessageLite& ms
   return absl::OkStatus();
 }
 
-asio::awaitable<absl::Status> CallStream::write_message(const google::protobuf::MessageLite& msg,
-                                                        bool last, WriteOptions options) {
-  if (!abort_.ok()) co_return abort_;
+absl::Status CallStream::queue_message(const google::protobuf::MessageLite& msg, bool last,
+                                       WriteOptions options) {
+  if (!abort_.ok()) return abort_;
   if (!can_write() || connection_ == nullptr) {
-    co_return absl::FailedPreconditionError("write after the call ended");
+    return absl::FailedPreconditionError("write after the call ended");
   }
-  if (absl::Status s = enqueue_message(msg, options); !s.ok()) co_return s;
+  if (absl::Status s = enqueue_message(msg, options); !s.ok()) return s;
   if (last) outbound_end = true;
   connection_->resume(this);
+  return absl::OkStatus();
+}
+
+asio::awaitable<absl::Status> CallStream::write_message(const google::protobuf::MessageLite& msg,
+                                                        bool last, WriteOptions options) {
+  if (absl::Status s = queue_message(msg, last, options); !s.ok()) co_return s;
   ref();
   while (abort_.ok() && connection_ != nullptr && outbound.size() >= kWriteHighWater) {
     co_await write_event_.wait();

@@ -78,6 +78,9 @@ class CallStream : public http2::Stream {
   int take_message(google::protobuf::MessageLite& msg);
   // Whether a complete message is queued.
   bool has_message() const { return ready_head_ < ready_.size(); }
+  // What read_message waits on between its take_message attempts: a message arrived, the
+  // inbound side ended or the call was aborted (or nothing: re-check).
+  asio::awaitable<void> inbound_progress() { return read_event_.wait(); }
   // The inbound side may carry one message only (a unary or server-streaming call's request, a
   // unary call's response): a second one fails the call with INTERNAL, gRPC's cardinality rule.
   void expect_single_message();
@@ -89,6 +92,10 @@ class CallStream : public http2::Stream {
   // The message is compressed with send_compression() unless options.no_compression.
   asio::awaitable<absl::Status> write_message(const google::protobuf::MessageLite& msg, bool last,
                                               WriteOptions options);
+  // write_message without the wait: queues msg (and the end, when last) and lets the connection
+  // send it.
+  absl::Status queue_message(const google::protobuf::MessageLite& msg, bool last,
+                             WriteOptions options);
   // The encode-and-queue half of write_message, without waiting.
   absl::Status enqueue_message(const google::protobuf::MessageLite& msg, WriteOptions options);
 

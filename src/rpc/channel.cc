@@ -23,7 +23,9 @@ namespace detail {
 
 // One HTTP/2 connection of a channel, and its observer.
 struct ChannelConnection final : http2::ConnectionObserver {
+  explicit ChannelConnection(const asio::any_io_executor& executor) : deadlines(executor) {}
   std::shared_ptr<http2::Connection> connection;
+  DeadlineQueue deadlines;  // its calls' deadlines, on one timer
   http2::Stream* on_stream_open(std::int32_t) override { return nullptr; }  // no server push
   void on_goaway(std::int32_t, std::uint32_t) override {}
   void on_connection_closed() override {}
@@ -108,7 +110,7 @@ struct ChannelCore : std::enable_shared_from_this<ChannelCore> {
     settings.stream_window = options.stream_window;
     settings.connection_window = options.connection_window;
     settings.max_header_list_size = options.max_header_list_size;
-    auto conn = std::make_shared<ChannelConnection>();
+    auto conn = std::make_shared<ChannelConnection>(executor);
     conn->connection = std::make_shared<http2::Connection>(std::move(socket), http2::Role::kClient,
                                                            settings, conn.get());
     conn->connection->start();
@@ -119,13 +121,26 @@ struct ChannelCore : std::enable_shared_from_this<ChannelCore> {
 
   // Starts a call: the returned ClientCall holds one reference for the caller.
   asio::awaitable<ClientCall*> start_call(std::string_view method, ClientContext& context) {
+    if (ClientCall* call = try_start_call(method, context)) co_return call;
     absl::StatusOr<std::shared_ptr<ChannelConnection>> conn = co_await connection();
     if (!conn.ok()) co_return new ClientCall(executor, &context, conn.status());
+    co_return start_call_on(*conn, method, context);
+  }
+
+  // start_call without suspending, when a connection is ready (the usual case); else null.
+  // Spares a call the frames of start_call and connection().
+  ClientCall* try_start_call(std::string_view method, ClientContext& context) {
+    if (closed || !usable()) return nullptr;
+    return start_call_on(current, method, context);
+  }
+
+  ClientCall* start_call_on(const std::shared_ptr<ChannelConnection>& conn,
+                            std::string_view method, ClientContext& context) {
     const CallLimits limits{options.max_receive_message_size, options.max_send_message_size};
-    http2::Connection* h2 = (*conn)->connection.get();
-    auto* call = new ClientCall(*conn, h2, &context, limits, options.max_header_list_size);
+    auto* call = new ClientCall(conn, conn->connection.get(), &conn->deadlines, &context,
+                                limits, options.max_header_list_size);
     call->start(method, options.authority, options.user_agent);
-    co_return call;
+    return call;
   }
 
   void close() {
@@ -149,7 +164,7 @@ asio::awaitable<detail::ClientCall*> start_with_request(detail::ChannelCore& cor
                                                         const google::protobuf::MessageLite& request) {
   detail::ClientCall* call = co_await core.start_call(method, context);
   if (!call->done()) {
-    absl::Status written = co_await call->write(request, /*last=*/true, WriteOptions{});
+    absl::Status written = call->send_request(request);
     if (!written.ok()) call->cancel(written);
   }
   co_return call;
@@ -170,13 +185,27 @@ asio::awaitable<absl::Status> unary_on_executor(std::shared_ptr<detail::ChannelC
                                                 google::protobuf::MessageLite& response) {
   // start_with_request inlined: a unary call is the hot path, and a nested coroutine would cost
   // it one more frame per call.
-  detail::ClientCall* call = co_await core->start_call(method, context);
+  detail::ClientCall* call = core->try_start_call(method, context);
+  if (call == nullptr) call = co_await core->start_call(method, context);
   call->expect_single_message();
   if (!call->done()) {
-    absl::Status written = co_await call->write(request, /*last=*/true, WriteOptions{});
+    absl::Status written = call->send_request(request);
     if (!written.ok()) call->cancel(written);  // e.g. over the send limit: the status is the write's
   }
-  const bool got = !call->done() && co_await call->read(response);
+  // call->read(response) inlined too: its frame would stay alive while the call waits for the
+  // response, a third frame per call in flight where asio's per-thread cache recycles two.
+  bool got = false;
+  if (!call->done()) {  // done already: it failed to start or to send, and nothing will come
+    while (true) {
+      const int taken = call->take_message(response);
+      if (taken != 0) {
+        got = taken > 0;
+        break;
+      }
+      if (call->inbound_ended()) break;
+      co_await call->inbound_progress();
+    }
+  }
   absl::Status status = co_await call->finish();
   // This coroutine runs on the call's executor, resumed from its queue: nothing of the call's
   // is below it on the stack, so the last reference may delete the call at once.
@@ -223,15 +252,21 @@ Channel::~Channel() {
 
 asio::io_context::executor_type Channel::executor() const { return core_->executor; }
 
+// Not a coroutine itself: every coroutine frame a call holds while it waits is an allocation
+// once more calls are in flight than asio's per-thread frame cache holds (two). On the channel's
+// thread a unary call holds one frame, unary_on_executor's.
 asio::awaitable<absl::Status> Channel::call(std::string_view method, ClientContext& context,
                                             const google::protobuf::MessageLite& request,
                                             google::protobuf::MessageLite& response) {
-  auto core = core_;
-  // The lambda is named, not passed as a temporary: GCC 12 destroys a lambda temporary that is
-  // an argument of a coroutine call inside co_await twice, which released `core` twice per call
-  // (use-after-free of the ChannelCore once the channel was destroyed).
-  auto make = [&, core] { return unary_on_executor(core, method, context, request, response); };
-  co_return co_await detail::on_executor(core->executor, std::move(make));
+  if (core_->executor.running_in_this_thread()) {
+    return unary_on_executor(core_, method, context, request, response);
+  }
+  // Everything by value or by reference to what the caller keeps alive while it awaits: this
+  // function's own parameters are gone by then.
+  auto make = [core = core_, method, &context, &request, &response] {
+    return unary_on_executor(core, method, context, request, response);
+  };
+  return detail::on_executor(core_->executor, std::move(make));
 }
 
 asio::awaitable<ClientStream> Channel::open(std::string_view method, ClientContext& context) {

@@ -16,10 +16,11 @@ void ClientCall::operator delete(void* p, std::size_t) noexcept {
 }
 
 ClientCall::ClientCall(std::shared_ptr<void> keepalive, http2::Connection* connection,
-                       ClientContext* context, const CallLimits& limits,
+                       DeadlineQueue* deadlines, ClientContext* context, const CallLimits& limits,
                        std::size_t max_header_bytes)
     : CallStream(connection->executor(), connection, limits),
       keepalive_(std::move(keepalive)),
+      deadlines_(deadlines),
       context_(context),
       max_header_bytes_(max_header_bytes),
       done_event_(connection->executor()) {}
@@ -34,6 +35,16 @@ ClientCall::ClientCall(const asio::any_io_executor& executor, ClientContext* con
   abort(status_);
 }
 
+ClientCall::~ClientCall() {
+  if (deadlines_ != nullptr) deadlines_->remove(this);
+}
+
+void ClientCall::on_deadline() {
+  ref();  // what abort_call sets off may drop the other references
+  if (!done_) abort_call(absl::DeadlineExceededError("deadline exceeded"));
+  unref();
+}
+
 void ClientCall::start(std::string_view path, std::string_view authority,
                        std::string_view user_agent) {
   const auto deadline = context_->deadline();
@@ -46,7 +57,9 @@ void ClientCall::start(std::string_view path, std::string_view authority,
     return;
   }
 
-  http2::HeaderList owned;  // values that need storage until submit returns
+  // -bin values in base64, which need storage until submit returns; the other entries are
+  // passed as they lie in the context's metadata (nghttp2 copies them during the submit).
+  absl::InlinedVector<std::string, 2> encoded;
   std::string timeout;
   if (deadline != ClientContext::Clock::time_point::max()) {
     timeout = format_grpc_timeout(deadline - now);
@@ -59,8 +72,7 @@ void ClientCall::start(std::string_view path, std::string_view authority,
       abort(status_);
       return;
     }
-    owned.push_back({std::string(key), is_binary_metadata_key(key) ? encode_binary_header(value)
-                                                                  : std::string(value)});
+    if (is_binary_metadata_key(key)) encoded.push_back(encode_binary_header(value));
   }
 
   absl::InlinedVector<nghttp2_nv, 16> nva;
@@ -77,7 +89,11 @@ void ClientCall::start(std::string_view path, std::string_view authority,
     nva.push_back(http2::make_static_nv("grpc-encoding", compression_name(send_compression())));
   }
   nva.push_back(http2::make_static_nv("grpc-accept-encoding", kAcceptEncoding));
-  for (const http2::Header& h : owned) nva.push_back(http2::make_nv(h.name, h.value));
+  std::size_t next_encoded = 0;
+  for (const auto& [key, value] : context_->metadata()) {
+    nva.push_back(http2::make_nv(
+        key, is_binary_metadata_key(key) ? std::string_view(encoded[next_encoded++]) : value));
+  }
 
   ref();  // the connection's reference, released in on_closed
   if (connection_->submit_request(this, nva) < 0) {
@@ -88,14 +104,7 @@ void ClientCall::start(std::string_view path, std::string_view authority,
     abort(status_);
     return;
   }
-  if (deadline != ClientContext::Clock::time_point::max()) {
-    deadline_timer_.emplace(executor_, deadline);
-    ref();
-    deadline_timer_->async_wait([this](const asio::error_code& ec) {
-      if (!ec && !done_) abort_call(absl::DeadlineExceededError("deadline exceeded"));
-      unref();
-    });
-  }
+  if (deadline != ClientContext::Clock::time_point::max()) deadlines_->add(this, deadline);
 }
 
 bool ClientCall::on_header(std::string_view name, std::string_view value) {
@@ -172,7 +181,7 @@ void ClientCall::on_closed(std::uint32_t h2_error) {
   release_window();
   closed_ = true;
   connection_ = nullptr;
-  if (deadline_timer_) deadline_timer_->cancel();
+  deadlines_->remove(this);
   if (!done_) {
     if (h2_error == NGHTTP2_CANCEL && context_->deadline() <= ClientContext::Clock::now()) {
       // A server enforcing the same deadline resets the stream when it passes; that reset may
@@ -206,7 +215,7 @@ void ClientCall::complete(absl::Status status) {
   if (done_) return;
   done_ = true;
   status_ = std::move(status);
-  if (deadline_timer_) deadline_timer_->cancel();
+  if (deadlines_ != nullptr) deadlines_->remove(this);
   done_event_.notify();
   wake_all();
 }
@@ -227,6 +236,11 @@ asio::awaitable<absl::Status> ClientCall::write(const google::protobuf::MessageL
   // The call ended while the write waited for window: the message may never have left.
   if (written.ok() && done_ && !status_.ok()) written = status_;
   co_return written;
+}
+
+absl::Status ClientCall::send_request(const google::protobuf::MessageLite& msg) {
+  if (done_) return status_.ok() ? absl::FailedPreconditionError("the call has ended") : status_;
+  return queue_message(msg, /*last=*/true, WriteOptions{});
 }
 
 void ClientCall::writes_done() {

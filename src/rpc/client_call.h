@@ -8,17 +8,20 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "asio/steady_timer.hpp"
 #include "ferry/client_context.h"
 #include "rpc/call_stream.h"
+#include "rpc/deadline_queue.h"
 
 namespace ferry::detail {
 
-class ClientCall final : public CallStream {
+class ClientCall final : public CallStream, private Deadline {
  public:
-  // keepalive: whatever must outlive the call along with the connection (its observer).
+  // keepalive: whatever must outlive the call along with the connection (its observer and
+  // deadlines, the queue that times the call).
   ClientCall(std::shared_ptr<void> keepalive, http2::Connection* connection,
-             ClientContext* context, const CallLimits& limits, std::size_t max_header_bytes);
+             DeadlineQueue* deadlines, ClientContext* context, const CallLimits& limits,
+             std::size_t max_header_bytes);
+  ~ClientCall();
 
   // A call that never reached a connection: it is over from the start, with status.
   ClientCall(const asio::any_io_executor& executor, ClientContext* context, absl::Status status);
@@ -32,8 +35,15 @@ class ClientCall final : public CallStream {
 
   asio::awaitable<absl::Status> write(const google::protobuf::MessageLite& msg, bool last,
                                       WriteOptions options);
+  // A unary or server-streaming call's one request, with the end of the stream: queued without
+  // waiting for it to drain, since nothing follows it (and so without a coroutine frame).
+  absl::Status send_request(const google::protobuf::MessageLite& msg);
   void writes_done();
   asio::awaitable<bool> read(google::protobuf::MessageLite& msg) { return read_message(msg); }
+  // read()'s steps, for a caller that loops itself (see read_message).
+  using CallStream::take_message;
+  using CallStream::inbound_progress;
+  bool inbound_ended() const { return inbound_done(); }
   using CallStream::expect_single_message;  // a unary call's response
   asio::awaitable<absl::Status> finish();
   void cancel(absl::Status why);
@@ -48,6 +58,7 @@ class ClientCall final : public CallStream {
   void on_message_taken(bool compressed) override { context_->response_compressed_ = compressed; }
   bool can_write() const override { return !done_ && !closed_ && !outbound_end; }
   bool inbound_done() const override { return done_ || CallStream::inbound_done(); }
+  void on_deadline() override;  // DEADLINE_EXCEEDED, and RST_STREAM(CANCEL) to the server
 
   // Records the call's status (the first one wins) and wakes everyone waiting.
   void complete(absl::Status status);
@@ -55,6 +66,7 @@ class ClientCall final : public CallStream {
   void abort_call(absl::Status status);
 
   std::shared_ptr<void> keepalive_;
+  DeadlineQueue* deadlines_ = nullptr;  // null for a call that never reached a connection
   ClientContext* context_;
   std::size_t max_header_bytes_ = 0;
   std::size_t header_bytes_ = 0;
@@ -66,8 +78,6 @@ class ClientCall final : public CallStream {
   absl::StatusCode grpc_status_ = absl::StatusCode::kUnknown;
   std::string grpc_message_;
   absl::Status status_;
-  // Only for calls with a deadline (a timer costs its service's lock to create and destroy).
-  std::optional<asio::steady_timer> deadline_timer_;
   Event done_event_;
 };
 

@@ -24,8 +24,10 @@ void DeadlineQueue::remove(Deadline* d) {
   place(i, last);
   sift_up(i);
   sift_down(last->index_);
-  // The timer may stay armed for an earlier deadline than the heap now holds: on_timer then
-  // finds nothing due and re-arms, which is cheaper than re-arming on every removal.
+  // The timer stays armed for the deadline it waits for, even when the heap empties: on_timer
+  // then finds nothing due and re-arms for what is queued by then. Cancelling here would cost
+  // every call alone in the queue (one in flight) a cancelled wait and a new one. The pending
+  // wait keeps the io_context busy until it fires, as the connection's pending read does.
 }
 
 void DeadlineQueue::stop() {

@@ -1,9 +1,10 @@
-// The deadlines of one I/O thread's server calls, on one timer (calls layer, private).
+// The deadlines of the calls on one executor, on one timer (calls layer, private): one queue per
+// server I/O thread, one per client connection.
 //
 // A timer per call cost every call with a deadline (most real clients send grpc-timeout) an asio
 // wait operation, allocated, cancelled and completed through the loop: about two mallocs per call
-// on a warm server. Instead each I/O thread keeps its calls' deadlines in a heap and one timer
-// armed for the earliest; a call leaves the heap when it finishes. With uniform timeouts the
+// on a warm server, as many on the client. Instead the calls' deadlines sit in a heap with one
+// timer armed for the earliest; a call leaves the heap when it ends. With uniform timeouts the
 // earliest deadline only moves later, so the timer is rarely re-armed.
 #pragma once
 
@@ -42,7 +43,7 @@ class Deadline {
   std::size_t index_ = kNotQueued;  // position in the queue's heap
 };
 
-// One per I/O thread; every member is used on that thread only.
+// Every member is used on the executor's thread only.
 class DeadlineQueue {
  public:
   using TimePoint = std::chrono::steady_clock::time_point;
