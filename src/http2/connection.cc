@@ -111,9 +111,10 @@ struct Connection::Callbacks {
     *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
     if (n == available && stream->outbound_end) {
       *flags |= NGHTTP2_DATA_FLAG_EOF;
-      if (!stream->trailers.empty()) {
+      if (!stream->trailers.empty() || !stream->literal_trailers.empty()) {
         *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-        absl::InlinedVector<nghttp2_nv, 8> nva;
+        absl::InlinedVector<nghttp2_nv, 8> nva(stream->literal_trailers.begin(),
+                                               stream->literal_trailers.end());
         for (const Header& h : stream->trailers) nva.push_back(make_nv(h.name, h.value));
         if (nghttp2_submit_trailer(session, stream->id_, nva.data(), nva.size()) != 0) {
           return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nghttp2/nghttp2.h>
+
 #include "absl/container/inlined_vector.h"
 #include "ferry/slice_chain.h"
 
@@ -52,6 +54,9 @@ class Stream {
   // there are any (server), else END_STREAM on the last DATA frame (client).
   bool outbound_end = false;
   HeaderList trailers;
+  // Trailers whose name and value are of static storage (string literals), sent before
+  // `trailers` without being copied: a server's grpc-status.
+  absl::InlinedVector<nghttp2_nv, 1> literal_trailers;
 
  private:
   friend class Connection;

@@ -13,6 +13,9 @@ namespace ferry::detail {
 namespace {
 
 constexpr std::string_view kStatusOk = "200";
+// grpc-status values, indexed by code: static storage, so the trailer is never copied.
+constexpr std::string_view kStatusCodes[] = {"0", "1", "2", "3", "4", "5", "6", "7", "8",
+                                             "9", "10", "11", "12", "13", "14", "15", "16"};
 constexpr std::string_view kGrpcContentType = "application/grpc";
 
 }  // namespace
@@ -209,7 +212,13 @@ void ServerCall::finish(const absl::Status& status_in, const google::protobuf::M
   // Built in place in the stream's trailers, which the connection sends after the last DATA.
   http2::HeaderList& trailers = this->trailers;
   trailers.clear();
-  trailers.push_back({"grpc-status", std::to_string(static_cast<int>(status.code()))});
+  literal_trailers.clear();
+  const auto code = static_cast<std::size_t>(status.code());
+  if (code < std::size(kStatusCodes)) {
+    literal_trailers.push_back(http2::make_static_nv("grpc-status", kStatusCodes[code]));
+  } else {
+    trailers.push_back({"grpc-status", std::to_string(code)});
+  }
   if (!status.message().empty()) {
     trailers.push_back({"grpc-message", percent_encode(to_std(status.message()))});
   }
@@ -221,14 +230,17 @@ void ServerCall::finish(const absl::Status& status_in, const google::protobuf::M
     http2::HeaderList initial;
     append_metadata(initial_metadata_, initial);
     absl::InlinedVector<nghttp2_nv, 16> nva;
-    nva.reserve(3 + initial.size() + trailers.size());
+    nva.reserve(3 + initial.size() + literal_trailers.size() + trailers.size());
     nva.push_back(http2::make_static_nv(":status", kStatusOk));
     nva.push_back(http2::make_static_nv("content-type", kGrpcContentType));
     nva.push_back(http2::make_static_nv("grpc-accept-encoding", kAcceptEncoding));
     for (const http2::Header& h : initial) nva.push_back(http2::make_nv(h.name, h.value));
+    nva.insert(nva.end(), literal_trailers.begin(), literal_trailers.end());
     for (const http2::Header& h : trailers) nva.push_back(http2::make_nv(h.name, h.value));
     connection_->submit_response(this, nva, /*with_data=*/false);
-    trailers.clear();  // sent: nothing may follow the END_STREAM of a Trailers-Only response
+    // Sent: nothing may follow the END_STREAM of a Trailers-Only response.
+    trailers.clear();
+    literal_trailers.clear();
   } else {
     if (!headers_sent_) send_headers();
     outbound_end = true;
