@@ -154,7 +154,8 @@ FerryResult measure_ferry(int latency_calls, int throughput_calls, int stream_me
     run(io, [&]() -> asio::awaitable<void> {
       std::vector<std::future<void>> done;
       for (int i = 0; i < kInFlight; ++i) {
-        done.push_back(asio::co_spawn(io, calls(n / kInFlight, nullptr, payload), asio::use_future));
+        done.push_back(
+            asio::co_spawn(io, calls(n / kInFlight, nullptr, payload), asio::use_future));
       }
       asio::steady_timer timer(io);
       for (auto& f : done) {

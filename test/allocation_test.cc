@@ -30,7 +30,8 @@ Service make_counting_service() {
   Service service("ferry.test.Allocations");
   service.add_unary<EchoRequest, EchoResponse>(
       "Count",
-      [](ServerContext&, const EchoRequest&, EchoResponse& response) -> asio::awaitable<absl::Status> {
+      [](ServerContext&, const EchoRequest&,
+         EchoResponse& response) -> asio::awaitable<absl::Status> {
         response.set_received_bytes(static_cast<std::int64_t>(bench::thread_allocation_count()));
         co_return absl::OkStatus();
       });
@@ -53,7 +54,8 @@ ServerOptions one_thread() {
 
 class Allocations : public ::testing::Test {
  protected:
-  Allocations() : service_(make_counting_service()), loop_(one_thread(), like_a_real_client(), &service_) {}
+  Allocations()
+      : service_(make_counting_service()), loop_(one_thread(), like_a_real_client(), &service_) {}
 
   std::int64_t server_allocations() {
     return loop_.run([this]() -> asio::awaitable<std::int64_t> {
@@ -90,43 +92,37 @@ class Allocations : public ::testing::Test {
     --running;
   }
 
+  template <class Count>
+  void expect_none_per_call(Count count) {
+    auto run = [&](int n) {
+      const std::int64_t before = count();
+      unary_calls(n, 64);
+      unary_calls(n / 8, 1);
+      return count() - before;
+    };
+    run(2000);  // warm-up: pools, recycled calls, coroutine frames
+    constexpr int kCalls = 6400;
+    const std::int64_t once = run(kCalls);
+    const std::int64_t twice = run(2 * kCalls);
+    EXPECT_LE(twice - once, 8) << once << " then " << twice << " allocations for "
+                               << kCalls * 9 / 8 << " then twice as many calls";
+  }
+
   Service service_;
   Loopback loop_;
 };
 
-// Allocations per call are measured at the margin: the calls of a second, twice as long run
-// against those of a first, so that what a run costs once (spawning its coroutines) cancels out.
+// Server and client alike: the calls' allocations, as count() reads them, at the margin: a
+// run of twice as many calls against a first run, so that what a run costs once (spawning its
+// callers) cancels out. One allocation in a hundred calls would already be 72 more.
 TEST_F(Allocations, NonePerUnaryCallOnceWarm) {
-  auto run = [this](int n) {
-    const std::int64_t before = server_allocations();
-    unary_calls(n, 64);
-    unary_calls(n / 8, 1);
-    return server_allocations() - before;
-  };
-  run(2000);  // warm-up: pools, recycled calls, coroutine frames
-  constexpr int kCalls = 6400;
-  const std::int64_t once = run(kCalls);
-  const std::int64_t twice = run(2 * kCalls);
-  // One allocation in a hundred calls would already be 72 more.
-  EXPECT_LE(twice - once, 8) << once << " then " << twice << " allocations for "
-                             << kCalls * 9 / 8 << " then twice as many calls";
+  expect_none_per_call([this] { return server_allocations(); });
 }
 
-// The same on the client, whose calls here run on this test's thread: coroutine frames beyond
-// asio's per-thread cache of two, a timer per deadline or a string per header would show.
+// The client's calls run on this test's thread: coroutine frames beyond asio's per-thread cache
+// of two, a timer per deadline or a string per header would show here.
 TEST_F(Allocations, NonePerUnaryCallOnTheClientOnceWarm) {
-  auto run = [this](int n) {
-    const std::uint64_t before = bench::thread_allocation_count();
-    unary_calls(n, 64);
-    unary_calls(n / 8, 1);
-    return static_cast<std::int64_t>(bench::thread_allocation_count() - before);
-  };
-  run(2000);
-  constexpr int kCalls = 6400;
-  const std::int64_t once = run(kCalls);
-  const std::int64_t twice = run(2 * kCalls);
-  EXPECT_LE(twice - once, 8) << once << " then " << twice << " allocations for "
-                             << kCalls * 9 / 8 << " then twice as many calls";
+  expect_none_per_call([] { return static_cast<std::int64_t>(bench::thread_allocation_count()); });
 }
 
 TEST_F(Allocations, NonePerStreamedMessageOnceWarm) {
