@@ -104,8 +104,8 @@ class Allocations : public ::testing::Test {
     constexpr int kCalls = 6400;
     const std::int64_t once = run(kCalls);
     const std::int64_t twice = run(2 * kCalls);
-    EXPECT_LE(twice - once, 8) << once << " then " << twice << " allocations for "
-                               << kCalls * 9 / 8 << " then twice as many calls";
+    EXPECT_LE(twice - once, 32) << once << " then " << twice << " allocations for "
+                                << kCalls * 9 / 8 << " then twice as many calls";
   }
 
   Service service_;
@@ -114,7 +114,8 @@ class Allocations : public ::testing::Test {
 
 // Server and client alike: the calls' allocations, as count() reads them, at the margin: a
 // run of twice as many calls against a first run, so that what a run costs once (spawning its
-// callers) cancels out. One allocation in a hundred calls would already be 72 more.
+// callers) cancels out. A loaded machine adds a few (up to 10 seen: a wake-up that had to be
+// posted); one allocation in a hundred calls would already be 72 more.
 TEST_F(Allocations, NonePerUnaryCallOnceWarm) {
   expect_none_per_call([this] { return server_allocations(); });
 }
