@@ -213,18 +213,10 @@ int CallStream::take_message(google::protobuf::MessageLite& msg) {
 // once asio's small per-thread recycling cache is exhausted by many calls in flight.
 asio::awaitable<bool> CallStream::read_message(google::protobuf::MessageLite& msg) {
   ref();  // the call outlives the wait even if every other holder lets go meanwhile
-  bool got = false;
-  while (true) {
-    const int taken = take_message(msg);
-    if (taken != 0) {
-      got = taken > 0;
-      break;
-    }
-    if (inbound_done()) break;
-    co_await read_event_.wait();
-  }
+  std::optional<bool> got;
+  while (!(got = next_message(msg))) co_await inbound_progress();
   unref();
-  co_return got;
+  co_return *got;
 }
 
 absl::Status CallStream::enqueue_message(const google::protobuf::MessageLite& msg,

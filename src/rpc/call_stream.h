@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -78,8 +79,17 @@ class CallStream : public http2::Stream {
   int take_message(google::protobuf::MessageLite& msg);
   // Whether a complete message is queued.
   bool has_message() const { return ready_head_ < ready_.size(); }
-  // What read_message waits on between its take_message attempts: a message arrived, the
-  // inbound side ended or the call was aborted (or nothing: re-check).
+  // read_message's step, without the wait: true when it parsed the next message into msg, false
+  // at the end of the inbound stream (or once the call is aborted), nullopt when the caller must
+  // await inbound_progress() and try again.
+  std::optional<bool> next_message(google::protobuf::MessageLite& msg) {
+    const int taken = take_message(msg);
+    if (taken != 0) return taken > 0;
+    if (inbound_done()) return false;
+    return std::nullopt;
+  }
+  // What next_message waits for: a message arrived, the inbound side ended or the call was
+  // aborted (or nothing: try again).
   asio::awaitable<void> inbound_progress() { return read_event_.wait(); }
   // The inbound side may carry one message only (a unary or server-streaming call's request, a
   // unary call's response): a second one fails the call with INTERNAL, gRPC's cardinality rule.

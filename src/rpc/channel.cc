@@ -194,23 +194,15 @@ asio::awaitable<absl::Status> unary_on_executor(std::shared_ptr<detail::ChannelC
   }
   // call->read(response) inlined too: its frame would stay alive while the call waits for the
   // response, a third frame per call in flight where asio's per-thread cache recycles two.
-  bool got = false;
+  std::optional<bool> got = false;
   if (!call->done()) {  // done already: it failed to start or to send, and nothing will come
-    while (true) {
-      const int taken = call->take_message(response);
-      if (taken != 0) {
-        got = taken > 0;
-        break;
-      }
-      if (call->inbound_ended()) break;
-      co_await call->inbound_progress();
-    }
+    while (!(got = call->next_message(response))) co_await call->inbound_progress();
   }
   absl::Status status = co_await call->finish();
   // This coroutine runs on the call's executor, resumed from its queue: nothing of the call's
   // is below it on the stack, so the last reference may delete the call at once.
   call->unref_inline();
-  if (status.ok() && !got) {
+  if (status.ok() && !*got) {
     status = absl::InternalError("the server sent no response message for a unary call");
   }
   co_return status;

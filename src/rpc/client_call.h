@@ -40,10 +40,9 @@ class ClientCall final : public CallStream, private Deadline {
   absl::Status send_request(const google::protobuf::MessageLite& msg);
   void writes_done();
   asio::awaitable<bool> read(google::protobuf::MessageLite& msg) { return read_message(msg); }
-  // read()'s steps, for a caller that loops itself (see read_message).
-  using CallStream::take_message;
+  // read()'s step and its wait, for a caller that loops itself (see CallStream::next_message).
+  using CallStream::next_message;
   using CallStream::inbound_progress;
-  bool inbound_ended() const { return inbound_done(); }
   using CallStream::expect_single_message;  // a unary call's response
   asio::awaitable<absl::Status> finish();
   void cancel(absl::Status why);
