@@ -393,7 +393,7 @@ class SnappyServer final : public http2::ConnectionObserver, public http2::Strea
     acceptor_.async_accept([this](const asio::error_code& ec, asio::ip::tcp::socket socket) {
       if (ec) return;
       connection_ = std::make_shared<http2::Connection>(std::move(socket), http2::Role::kServer,
-                                                        http2::ConnectionSettings{}, this);
+                                                        ConnectionLimits{}, this);
       connection_->start();
     });
   }

@@ -1,7 +1,7 @@
 // DeadlineQueue: one timer for many deadlines. Expiry in deadline order whatever the order of
 // arrival, nothing for a removed deadline, an earlier deadline re-arming the timer, a handler
 // that removes others or destroys itself, and stop().
-#include "rpc/deadline_queue.h"
+#include "call/deadline_queue.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
-// Event and WakeupQueue (src/rpc/event.h, src/common/wakeups.h): a waiter is resumed from the
+// Event and WakeupQueue (src/call/event.h, src/common/wakeups.h): a waiter is resumed from the
 // executor's queue, or, while a queue collects this thread's wake-ups (a connection parsing a
 // read), inline when the queue runs and not before.
-#include "rpc/event.h"
+#include "call/event.h"
 
 #include <vector>
 

@@ -1,6 +1,6 @@
-// Tests for src/rpc/wire_format.h: grpc-timeout, grpc-message percent-encoding, -bin base64,
+// Tests for src/call/wire_format.h: grpc-timeout, grpc-message percent-encoding, -bin base64,
 // HTTP and RST_STREAM status mapping.
-#include "rpc/wire_format.h"
+#include "call/wire_format.h"
 
 #include <gtest/gtest.h>
 #include <nghttp2/nghttp2.h>

@@ -1,4 +1,4 @@
-// ferry/blocking_stream.h: a client call's message streams, blocking (calls layer, public). For
+// ferry/blocking_stream.h: a client call's message streams, blocking (client layer, public). For
 // simple programs and threads that are not coroutines: each operation runs on the channel's
 // executor and the calling thread waits for it. Channel::open_blocking returns the type-erased
 // BlockingClientStream; BlockingClientReader, BlockingClientWriter and

@@ -1,4 +1,4 @@
-// ferry/channel.h: a client's connection to one gRPC server (channel layer, public). It connects
+// ferry/channel.h: a client's connection to one gRPC server (client layer, public). It connects
 // lazily on the first call, multiplexes every call over one HTTP/2 connection, and reconnects on
 // a later call once that connection is lost or draining (GOAWAY). A call that cannot connect
 // fails with UNAVAILABLE.
@@ -28,7 +28,7 @@
 #include "ferry/blocking_stream.h"
 #include "ferry/client_context.h"
 #include "ferry/client_stream.h"
-#include "ferry/frame.h"
+#include "ferry/limits.h"
 
 namespace google::protobuf {
 class MessageLite;
@@ -36,20 +36,13 @@ class MessageLite;
 
 namespace ferry {
 
-struct ChannelOptions {
-  // Larger responses fail the call with RESOURCE_EXHAUSTED before they are buffered.
-  std::size_t max_receive_message_size = kDefaultMaxReceiveMessageSize;
-  // Larger requests fail the write with RESOURCE_EXHAUSTED.
-  std::size_t max_send_message_size = kMaxFramePayloadSize;
+// Limits (MessageLimits, ConnectionLimits: ferry/limits.h) are on by default.
+struct ChannelOptions : MessageLimits, ConnectionLimits {
   // How long establishing a connection may take before calls fail with UNAVAILABLE.
   std::chrono::milliseconds connect_timeout = std::chrono::seconds(20);
-  // :authority; empty means the target.
+  // :authority; empty means the target's host:port.
   std::string authority;
   std::string user_agent = "ferry/0.1";
-  // Receive windows (bound the memory unread responses may take).
-  std::uint32_t stream_window = 1u << 20;
-  std::uint32_t connection_window = 16u << 20;
-  std::uint32_t max_header_list_size = 16u << 10;
 };
 
 namespace detail {
@@ -58,7 +51,9 @@ struct ChannelCore;
 
 class Channel {
  public:
-  // target: "host:port", "[v6addr]:port", optionally prefixed "dns:///".
+  // target, as gRPC's naming document writes it: "host:port", "host" (port 443),
+  // "[v6addr]:port", "dns:///host:port", "dns:host:port", "ipv4:addr:port", "ipv6:[addr]:port".
+  // A target that does not parse fails every call with UNAVAILABLE, saying why.
   Channel(asio::io_context& io, std::string target, ChannelOptions options = {});
   // Runs its own I/O thread.
   explicit Channel(std::string target, ChannelOptions options = {});

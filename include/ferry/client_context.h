@@ -1,4 +1,4 @@
-// ferry/client_context.h: per-call settings and results on the client (calls layer, public): the
+// ferry/client_context.h: per-call settings and results on the client (client layer, public): the
 // deadline and metadata to send, and the server's metadata once received. One context per call;
 // it must outlive the call.
 #pragma once

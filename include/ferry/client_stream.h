@@ -1,4 +1,4 @@
-// ferry/client_stream.h: a client call's message streams (calls layer, public). ClientStream is
+// ferry/client_stream.h: a client call's message streams (client layer, public). ClientStream is
 // the type-erased call that Channel::open returns; ClientReader, ClientWriter and
 // ClientReaderWriter are thin typed views over it.
 //

@@ -23,26 +23,15 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "ferry/frame.h"
+#include "ferry/limits.h"
 #include "ferry/service.h"
 
 namespace ferry {
 
-struct ServerOptions {
+// Limits (MessageLimits, ConnectionLimits: ferry/limits.h) are on by default.
+struct ServerOptions : MessageLimits, ConnectionLimits {
   // I/O threads; 0 means one per hardware thread.
   unsigned num_threads = 0;
-  // Larger requests are refused with RESOURCE_EXHAUSTED before they are buffered.
-  std::size_t max_receive_message_size = kDefaultMaxReceiveMessageSize;
-  // Larger responses fail the write with RESOURCE_EXHAUSTED.
-  std::size_t max_send_message_size = kMaxFramePayloadSize;
-  // Concurrent streams per connection (SETTINGS_MAX_CONCURRENT_STREAMS).
-  std::uint32_t max_concurrent_streams = 1000;
-  // Per-stream and per-connection receive windows: bound the memory a client can make the
-  // server hold for requests nobody has read yet.
-  std::uint32_t stream_window = 1u << 20;
-  std::uint32_t connection_window = 16u << 20;
-  // Largest request header block accepted (SETTINGS_MAX_HEADER_LIST_SIZE).
-  std::uint32_t max_header_list_size = 16u << 10;
 };
 
 class Server {
@@ -69,9 +58,9 @@ class Server {
   // Calls currently running (for tests and monitoring).
   std::size_t active_calls() const;
 
-  struct Impl;  // defined in src/rpc/server.cc
 
  private:
+  struct Impl;  // src/server/server.cc
   std::unique_ptr<Impl> impl_;
 };
 

@@ -1,4 +1,4 @@
-// ferry/server_context.h: what a server handler knows of and can do to its call (calls layer,
+// ferry/server_context.h: what a server handler knows of and can do to its call (server layer,
 // public): the client's metadata, the deadline, cancellation, metadata to send back, the call's
 // protobuf Arena, and the type-erased message operations the typed readers and writers
 // (server_stream.h) forward to.

@@ -1,4 +1,4 @@
-// ferry/server_stream.h: typed views of a server call's message streams (calls layer, public).
+// ferry/server_stream.h: typed views of a server call's message streams (server layer, public).
 // Thin: each forwards to ServerContext's type-erased operations, so they add no code per type.
 #pragma once
 

@@ -1,4 +1,4 @@
-// ferry/service.h: a gRPC service as a table of methods (calls layer, public). Handlers are
+// ferry/service.h: a gRPC service as a table of methods (server layer, public). Handlers are
 // coroutines returning the call's status; the typed add_* templates adapt them to one
 // type-erased signature, so a method costs one small lambda, not a class hierarchy. Generated
 // service bases (protoc-gen-ferry) register their methods through this same table.

@@ -234,7 +234,7 @@ struct Connection::Callbacks {
   }
 };
 
-Connection::Connection(asio::ip::tcp::socket socket, Role role, const ConnectionSettings& settings,
+Connection::Connection(asio::ip::tcp::socket socket, Role role, const ConnectionLimits& settings,
                        ConnectionObserver* observer)
     : executor_(socket.get_executor()), socket_(std::move(socket)), role_(role),
       observer_(observer) {

@@ -16,6 +16,7 @@
 
 #include "asio/ip/tcp.hpp"
 #include "common/wakeups.h"
+#include "ferry/limits.h"
 #include "ferry/slice_chain.h"
 #include "http2/stream.h"
 
@@ -26,17 +27,6 @@ enum class Role { kClient, kServer };
 // Passed to Stream::on_closed when the stream dies with its connection (not an HTTP/2 code).
 inline constexpr std::uint32_t kConnectionLost = 0x100;
 
-struct ConnectionSettings {
-  // Streams the peer may open at once (SETTINGS_MAX_CONCURRENT_STREAMS; server side).
-  std::uint32_t max_concurrent_streams = 1000;
-  // Bytes a peer may send on one stream before the application consumes them: bounds memory
-  // per stream (SETTINGS_INITIAL_WINDOW_SIZE).
-  std::uint32_t stream_window = 1u << 20;
-  // The same for all streams together (connection-level WINDOW_UPDATE).
-  std::uint32_t connection_window = 16u << 20;
-  // SETTINGS_MAX_HEADER_LIST_SIZE, advertised; the call layer enforces it.
-  std::uint32_t max_header_list_size = 16u << 10;
-};
 
 // The layer above, told about connection-wide events.
 class ConnectionObserver {
@@ -53,7 +43,7 @@ class ConnectionObserver {
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(asio::ip::tcp::socket socket, Role role, const ConnectionSettings& settings,
+  Connection(asio::ip::tcp::socket socket, Role role, const ConnectionLimits& limits,
              ConnectionObserver* observer);
   ~Connection();
   Connection(const Connection&) = delete;

@@ -46,7 +46,7 @@ class RawCall final : public http2::Stream, public http2::ConnectionObserver {
     socket.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"),
                                            static_cast<unsigned short>(loop.port())));
     connection_ = std::make_shared<http2::Connection>(std::move(socket), http2::Role::kClient,
-                                                      http2::ConnectionSettings{}, this);
+                                                      ConnectionLimits{}, this);
     connection_->start();
     headers_ = {{":method", "POST"},
                 {":scheme", "http"},

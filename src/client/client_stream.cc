@@ -4,8 +4,8 @@
 
 #include "asio/co_spawn.hpp"
 #include "asio/use_awaitable.hpp"
-#include "rpc/client_call.h"
-#include "rpc/on_executor.h"
+#include "client/client_call.h"
+#include "client/on_executor.h"
 
 namespace ferry {
 namespace {

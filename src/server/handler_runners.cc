@@ -1,5 +1,5 @@
-// Implementation of src/rpc/handler_runners.h.
-#include "rpc/handler_runners.h"
+// Implementation of src/server/handler_runners.h.
+#include "server/handler_runners.h"
 
 #include <exception>
 
@@ -8,7 +8,7 @@
 #include "asio/detached.hpp"
 #include "asio/post.hpp"
 #include "asio/use_awaitable.hpp"
-#include "rpc/server_call.h"
+#include "server/server_call.h"
 
 namespace ferry::detail {
 

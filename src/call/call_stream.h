@@ -17,8 +17,9 @@
 #include "ferry/buffer_pool.h"
 #include "ferry/compression.h"
 #include "ferry/frame_decoder.h"
+#include "ferry/limits.h"
 #include "http2/connection.h"
-#include "rpc/event.h"
+#include "call/event.h"
 
 namespace google::protobuf {
 class MessageLite;
@@ -26,10 +27,7 @@ class MessageLite;
 
 namespace ferry::detail {
 
-struct CallLimits {
-  std::size_t max_receive_message_size = kDefaultMaxReceiveMessageSize;
-  std::size_t max_send_message_size = kMaxFramePayloadSize;
-};
+using CallLimits = MessageLimits;
 
 class CallStream : public http2::Stream {
  public:

@@ -1,13 +1,13 @@
-// Implementation of src/rpc/server_call.h.
-#include "rpc/server_call.h"
+// Implementation of src/server/server_call.h.
+#include "server/server_call.h"
 
 #include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "common/strings.h"
-#include "rpc/call_storage.h"
-#include "rpc/wire_format.h"
+#include "call/call_storage.h"
+#include "call/wire_format.h"
 
 namespace ferry::detail {
 namespace {
@@ -28,29 +28,26 @@ void ServerCall::operator delete(void* p, std::size_t) noexcept {
   RecycledStorage<sizeof(ServerCall)>::release(p);
 }
 
-ServerCall::ServerCall(Owner* owner, http2::Connection* connection, HandlerRunners* runners,
-                       DeadlineQueue* deadlines, const CallLimits& limits,
-                       std::size_t max_header_bytes)
-    : CallStream(connection->executor(), connection, limits),
-      owner_(owner),
-      runners_(runners),
-      deadlines_(deadlines),
-      max_header_bytes_(max_header_bytes),
+ServerCall::ServerCall(ServerCallSite* site, http2::Connection* connection)
+    : CallStream(connection->executor(), connection, site->limits),
+      site_(site),
+      deadlines_(site->deadlines),
       arena_(arena_block_, sizeof(arena_block_)) {
+  site->active_calls->fetch_add(1, std::memory_order_relaxed);
   // "ipv6:[<address>%<scope>]:<port>" fits: never truncated in practice.
-  const std::string& peer = owner->peer();
+  const std::string& peer = site->peer;
   peer_size_ = std::min(peer.size(), sizeof(peer_));
   std::memcpy(peer_, peer.data(), peer_size_);
 }
 
 bool ServerCall::on_header(std::string_view name, std::string_view value) {
   header_bytes_ += name.size() + value.size() + 32;  // HPACK's accounting (RFC 7541 4.1)
-  if (header_bytes_ > max_header_bytes_) return false;
+  if (header_bytes_ > site_->max_header_bytes) return false;
   if (headers_done_) return true;  // trailers from a client carry nothing gRPC uses
   if (name.empty()) return false;
   if (name[0] == ':') {
     if (header_is(name, ":path")) {
-      method_entry_ = owner_->find_method(value, &stable_path_);
+      method_entry_ = site_->find_method(value, &stable_path_);
       if (method_entry_ == nullptr) path_ = value;
     } else if (header_is(name, ":method")) {
       is_post_ = header_is(value, "POST");
@@ -81,7 +78,7 @@ bool ServerCall::on_header(std::string_view name, std::string_view value) {
     return true;
   }
   if (header_is(name, "grpc-accept-encoding")) {
-    client_accepts_gzip_ = client_accepts_gzip_ || owner_->accepts_gzip(value);
+    client_accepts_gzip_ = client_accepts_gzip_ || site_->accepts_gzip(value);
     return true;
   }
   if (header_is(name, "te")) return true;  // transport-level, not metadata
@@ -99,7 +96,34 @@ bool ServerCall::on_header(std::string_view name, std::string_view value) {
 void ServerCall::on_headers_done() {
   if (headers_done_) return;
   headers_done_ = true;
-  owner_->dispatch(this);
+  route();
+}
+
+void ServerCall::route() {
+  if (!is_post_) {
+    reject_http(405);
+    return;
+  }
+  if (!grpc_content_type_) {
+    reject_http(415);
+    return;
+  }
+  if (absl::Status s = negotiate_encoding(); !s.ok()) {
+    finish(s, nullptr);
+    return;
+  }
+  if (method_entry_ == nullptr) {
+    finish(absl::UnimplementedError(site_->methods->unknown_method_message(path_)), nullptr);
+    return;
+  }
+  if (deadline_ != std::chrono::steady_clock::time_point::max()) {
+    deadlines_->add(this, deadline_);
+  }
+  if (method_entry_->kind == RpcKind::kUnary || method_entry_->kind == RpcKind::kServerStreaming) {
+    run_when_ready(method_entry_);
+  } else {
+    run(method_entry_);
+  }
 }
 
 absl::Status ServerCall::negotiate_encoding() {
@@ -127,11 +151,6 @@ ServerCall::~ServerCall() {
   deadlines_->remove(this);
 }
 
-void ServerCall::start_deadline() {
-  if (deadline_ == std::chrono::steady_clock::time_point::max()) return;
-  deadlines_->add(this, deadline_);
-}
-
 void ServerCall::on_deadline() {
   if (finished_ || closed_) return;
   const absl::Status expired = absl::DeadlineExceededError("deadline exceeded");
@@ -143,7 +162,7 @@ void ServerCall::on_deadline() {
 
 void ServerCall::run(const Method* method) {
   ref();  // the handler's reference, dropped by handler_done
-  runners_->submit(this, method);
+  site_->runners->submit(this, method);
 }
 
 void ServerCall::handler_done(const absl::Status& status) {
@@ -299,7 +318,7 @@ void ServerCall::on_closed(std::uint32_t h2_error) {
               : status_from_rst_stream(h2_error));
   }
   wake_all();
-  owner_->call_closed();
+  site_->active_calls->fetch_sub(1, std::memory_order_relaxed);
   // The connection's reference. It calls this last and touches the stream no more.
   unref_inline();
 }

@@ -1,5 +1,5 @@
-// Implementation of src/rpc/deadline_queue.h.
-#include "rpc/deadline_queue.h"
+// Implementation of src/call/deadline_queue.h.
+#include "call/deadline_queue.h"
 
 #include <cassert>
 

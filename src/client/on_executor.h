@@ -1,4 +1,4 @@
-// Running a coroutine step on a call's or channel's executor (calls layer, private): the
+// Running a coroutine step on a call's or channel's executor (client layer, private): the
 // connection and its calls belong to one single-threaded io_context, and API calls awaited from
 // another executor hop there (one co_spawn) and back.
 #pragma once

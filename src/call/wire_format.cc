@@ -1,5 +1,5 @@
-// Implementation of src/rpc/wire_format.h.
-#include "rpc/wire_format.h"
+// Implementation of src/call/wire_format.h.
+#include "call/wire_format.h"
 
 #include <nghttp2/nghttp2.h>
 

@@ -1,7 +1,7 @@
 // Implementation of ferry/server_context.h: forwards to the private ServerCall.
 #include "ferry/server_context.h"
 
-#include "rpc/server_call.h"
+#include "server/server_call.h"
 
 namespace ferry {
 

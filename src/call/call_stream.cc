@@ -1,5 +1,5 @@
-// Implementation of src/rpc/call_stream.h.
-#include "rpc/call_stream.h"
+// Implementation of src/call/call_stream.h.
+#include "call/call_stream.h"
 
 #include "absl/strings/str_cat.h"
 #include "asio/post.hpp"

@@ -1,9 +1,9 @@
-// Implementation of src/rpc/client_call.h.
-#include "rpc/client_call.h"
+// Implementation of src/client/client_call.h.
+#include "client/client_call.h"
 
 #include "absl/strings/str_cat.h"
-#include "rpc/call_storage.h"
-#include "rpc/wire_format.h"
+#include "call/call_storage.h"
+#include "call/wire_format.h"
 
 namespace ferry::detail {
 

@@ -1,4 +1,4 @@
-// One call on the server (calls layer, private): parses the request headers, owns the call's
+// One call on the server (server layer, private): parses the request headers, owns the call's
 // Arena, deadline timer and metadata, and writes the response headers, messages and trailers
 // (or a Trailers-Only response) as the handler asks.
 #pragma once
@@ -12,30 +12,17 @@
 #include "ferry/server_context.h"
 #include "ferry/service.h"
 #include "google/protobuf/arena.h"
-#include "rpc/call_stream.h"
-#include "rpc/deadline_queue.h"
-#include "rpc/handler_runners.h"
+#include "call/call_stream.h"
+#include "call/deadline_queue.h"
+#include "server/call_site.h"
+#include "server/handler_runners.h"
 
 namespace ferry::detail {
 
 class ServerCall final : public CallStream, private Deadline {
  public:
-  // The connection's side: routes a call once its headers are in, and counts calls.
-  class Owner {
-   public:
-    virtual ~Owner() = default;
-    virtual void dispatch(ServerCall* call) = 0;
-    // The method registered for path, and the server's own copy of the path (which outlives
-    // the call); null when there is none.
-    virtual const Method* find_method(std::string_view path, std::string_view* stable_path) = 0;
-    // Whether a grpc-accept-encoding value lists gzip.
-    virtual bool accepts_gzip(std::string_view accept_encoding) = 0;
-    virtual void call_closed() = 0;
-    virtual const std::string& peer() const = 0;
-  };
-
-  ServerCall(Owner* owner, http2::Connection* connection, HandlerRunners* runners,
-             DeadlineQueue* deadlines, const CallLimits& limits, std::size_t max_header_bytes);
+  // A call on connection, whose calls share site (which must outlive the call's stream).
+  ServerCall(ServerCallSite* site, http2::Connection* connection);
   ~ServerCall();
 
   // A call is created and deleted per request, on its connection's thread: its storage (some
@@ -74,14 +61,6 @@ class ServerCall final : public CallStream, private Deadline {
     if (!send_compression_fixed_) requested_compression_ = compression;
   }
 
-  // Starts the deadline timer (when the client sent grpc-timeout) once the call is dispatched.
-  void start_deadline();
-
-  // Runs method's handler now (streaming requests), or once the request message is in (unary
-  // and server-streaming calls: their handler then takes it without suspending). The handler
-  // runs on one of the thread's runners (rpc/handler_runners.h), which then calls handler_done.
-  void run(const Method* method);
-  void run_when_ready(const Method* method);
   ServerContext& context() { return context_; }
   // The handler returned status (or threw): ends the call with it if it has not ended, and
   // drops the handler's reference. From the runner, on the call's thread.
@@ -93,9 +72,6 @@ class ServerCall final : public CallStream, private Deadline {
   asio::awaitable<absl::Status> write(const google::protobuf::MessageLite& msg,
                                       WriteOptions options);
   void finish(const absl::Status& status, const google::protobuf::MessageLite* msg);
-
-  // Rejections before dispatch: a bare HTTP status (415, 405), or a Trailers-Only status.
-  void reject_http(int http_status);
 
   // Cancels the call from the server side (shutdown past its grace): RST_STREAM(CANCEL).
   void cancel(absl::Status why);
@@ -111,22 +87,32 @@ class ServerCall final : public CallStream, private Deadline {
   bool can_write() const override { return !finished_ && !closed_; }
   bool inbound_done() const override { return finished_ || CallStream::inbound_done(); }
 
+  // The request headers are in: rejects a request that is not gRPC or names no method this
+  // server has, else starts the deadline and runs the handler.
+  void route();
+  // Runs method's handler now (streaming requests), or once the request message is in (unary
+  // and server-streaming calls: their handler then takes it without suspending). The handler
+  // runs on one of the thread's runners (server/handler_runners.h), which then calls
+  // handler_done.
+  void run(const Method* method);
+  void run_when_ready(const Method* method);
+  // Rejections before routing: a bare HTTP status (415, 405), with grpc-status INTERNAL.
+  void reject_http(int http_status);
+
   // Settles what responses are compressed with, once: before the first message or headers.
   void fix_send_compression();
   void send_headers();
   void append_metadata(const Metadata& md, http2::HeaderList& out);
 
   // The connection's side: it may be gone once on_closed has run, while the handler still runs.
-  Owner* owner_;
-  HandlerRunners* runners_;
-  DeadlineQueue* deadlines_;
+  ServerCallSite* site_;
+  DeadlineQueue* deadlines_;  // the thread's: outlives every call
   ServerContext context_{this};
   const Method* pending_method_ = nullptr;  // run once the request is in
-  // The peer's address, copied from the owner at construction (no allocation): a handler may
-  // ask for it after the connection, and with it the owner, is gone.
+  // The peer's address, copied from the site at construction (no allocation): a handler may
+  // ask for it after the connection, and with it the site, is gone.
   char peer_[96];
   std::size_t peer_size_ = 0;
-  std::size_t max_header_bytes_;
   std::size_t header_bytes_ = 0;
   bool headers_done_ = false;
   bool headers_sent_ = false;

@@ -1,4 +1,4 @@
-// One call on the client (calls layer, private): sends the request headers (with grpc-timeout
+// One call on the client (client layer, private): sends the request headers (with grpc-timeout
 // and metadata), parses the response headers and trailers into the ClientContext, and turns
 // every way a call can end (trailers, reset, deadline, cancel, lost connection) into one status.
 #pragma once
@@ -9,8 +9,8 @@
 
 #include "absl/status/status.h"
 #include "ferry/client_context.h"
-#include "rpc/call_stream.h"
-#include "rpc/deadline_queue.h"
+#include "call/call_stream.h"
+#include "call/deadline_queue.h"
 
 namespace ferry::detail {
 
@@ -26,7 +26,7 @@ class ClientCall final : public CallStream, private Deadline {
   // A call that never reached a connection: it is over from the start, with status.
   ClientCall(const asio::any_io_executor& executor, ClientContext* context, absl::Status status);
 
-  // Storage recycled per thread (rpc/call_storage.h): a call per request.
+  // Storage recycled per thread (call/call_storage.h): a call per request.
   static void* operator new(std::size_t size);
   static void operator delete(void* p, std::size_t size) noexcept;
 

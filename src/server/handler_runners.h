@@ -1,4 +1,4 @@
-// Server handlers run on a few long-lived coroutines per I/O thread (calls layer, private).
+// Server handlers run on a few long-lived coroutines per I/O thread (server layer, private).
 //
 // Spawning a coroutine per call (asio::co_spawn) cost every call an entry frame, two work
 // guards, a posted completion and a turn of the loop: about 3,000 instructions, an eighth of a
@@ -19,7 +19,7 @@
 #include "asio/any_io_executor.hpp"
 #include "asio/awaitable.hpp"
 #include "ferry/service.h"
-#include "rpc/event.h"
+#include "call/event.h"
 
 namespace ferry::detail {
 

@@ -1,0 +1,36 @@
+// ferry/limits.h: the limits both ends of a connection enforce (public). ServerOptions and
+// ChannelOptions derive from these, so a limit is declared, documented and defaulted once; the
+// HTTP/2 layer takes ConnectionLimits as they are.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ferry/frame.h"
+
+namespace ferry {
+
+// What one message may weigh (per call, both directions).
+struct MessageLimits {
+  // Larger received messages fail the call with RESOURCE_EXHAUSTED before they are buffered.
+  std::size_t max_receive_message_size = kDefaultMaxReceiveMessageSize;
+  // Larger messages fail the write with RESOURCE_EXHAUSTED (checked on the uncompressed size).
+  std::size_t max_send_message_size = kMaxFramePayloadSize;
+};
+
+// What one HTTP/2 connection advertises in its SETTINGS and enforces.
+struct ConnectionLimits {
+  // Streams the peer may open at once (SETTINGS_MAX_CONCURRENT_STREAMS). What bounds a server's
+  // calls per connection; a client advertises it too (servers open no streams).
+  std::uint32_t max_concurrent_streams = 1000;
+  // Bytes the peer may send on one stream before the application reads them
+  // (SETTINGS_INITIAL_WINDOW_SIZE): bounds the memory unread messages take per call.
+  std::uint32_t stream_window = 1u << 20;
+  // The same for all streams of the connection together (connection-level WINDOW_UPDATE).
+  std::uint32_t connection_window = 16u << 20;
+  // Largest header block accepted (SETTINGS_MAX_HEADER_LIST_SIZE; names + values + 32 per
+  // field, as HPACK counts); a larger one resets the stream.
+  std::uint32_t max_header_list_size = 16u << 10;
+};
+
+}  // namespace ferry

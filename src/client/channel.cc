@@ -1,0 +1,122 @@
+// Implementation of ferry/channel.h: the channel's thread, and the unary, streaming and
+// blocking entry points (connections: client/channel_core.h; the unary call:
+// client/unary_call.h).
+#include "ferry/channel.h"
+
+#include <future>
+
+#include "asio/co_spawn.hpp"
+#include "asio/executor_work_guard.hpp"
+#include "asio/post.hpp"
+#include "asio/use_future.hpp"
+#include "client/channel_core.h"
+#include "client/client_call.h"
+#include "client/on_executor.h"
+#include "client/unary_call.h"
+
+namespace ferry {
+namespace {
+
+// Waits on another thread for open, a stream opening on executor. On the executor's own thread
+// waiting would deadlock: the stream is then empty, and its operations say so.
+BlockingClientStream wait_for_open(asio::io_context::executor_type executor,
+                                   asio::awaitable<ClientStream> open) {
+  if (executor.running_in_this_thread()) return BlockingClientStream(executor, {});
+  ClientStream stream = asio::co_spawn(executor, std::move(open), asio::use_future).get();
+  return BlockingClientStream(executor, std::move(stream));
+}
+
+}  // namespace
+
+Channel::Channel(asio::io_context& io, std::string target, ChannelOptions options)
+    : core_(std::make_shared<detail::ChannelCore>(io.get_executor(), std::move(target),
+                                                  std::move(options))) {}
+
+Channel::Channel(std::string target, ChannelOptions options)
+    : own_io_(std::make_unique<asio::io_context>(1)),
+      core_(std::make_shared<detail::ChannelCore>(own_io_->get_executor(), std::move(target),
+                                                  std::move(options))) {
+  own_thread_ = std::thread([io = own_io_.get()] {
+    auto work = asio::make_work_guard(*io);
+    io->run();  // until ~Channel stops it, right after closing the connection
+    // Then let what the close set off finish: the calls' deletion (posted by their last
+    // release), the socket's aborted operations that hold the connection. Stopped with those
+    // still queued, the io_context destroyed them unrun and leaked every call and connection.
+    // Bounded, in case a user's operation on this loop is still waiting on something.
+    io->restart();
+    work.reset();
+    io->run_for(std::chrono::seconds(1));
+  });
+}
+
+Channel::~Channel() {
+  auto core = core_;
+  if (own_io_ != nullptr) {
+    asio::post(core->executor(), [core] { core->close(); });
+    asio::post(core->executor(), [io = own_io_.get()] { io->stop(); });
+    own_thread_.join();
+  } else {
+    asio::post(core->executor(), [core] { core->close(); });
+  }
+}
+
+asio::io_context::executor_type Channel::executor() const { return core_->executor(); }
+
+// Not a coroutine itself: every coroutine frame a call holds while it waits is an allocation
+// once more calls are in flight than asio's per-thread frame cache holds (two). On the channel's
+// thread a unary call holds one frame, unary_call's.
+asio::awaitable<absl::Status> Channel::call(std::string_view method, ClientContext& context,
+                                            const google::protobuf::MessageLite& request,
+                                            google::protobuf::MessageLite& response) {
+  if (core_->executor().running_in_this_thread()) {
+    return detail::unary_call(core_, method, context, request, response);
+  }
+  // Everything by value or by reference to what the caller keeps alive while it awaits: this
+  // function's own parameters are gone by then.
+  auto make = [core = core_, method, &context, &request, &response] {
+    return detail::unary_call(core, method, context, request, response);
+  };
+  return detail::on_executor(core_->executor(), std::move(make));
+}
+
+asio::awaitable<ClientStream> Channel::open(std::string_view method, ClientContext& context) {
+  auto core = core_;
+  auto make = [&, core] { return core->start_call(method, context); };  // named: see call()
+  detail::ClientCall* call = co_await detail::on_executor(core->executor(), std::move(make));
+  co_return ClientStream(call);
+}
+
+asio::awaitable<ClientStream> Channel::open(std::string_view method, ClientContext& context,
+                                           const google::protobuf::MessageLite& request) {
+  auto core = core_;
+  auto make = [&, core] {  // named: see call()
+    return detail::start_with_request(core, method, context, request);
+  };
+
+  detail::ClientCall* call = co_await detail::on_executor(core->executor(), std::move(make));
+  co_return ClientStream(call);
+}
+
+BlockingClientStream Channel::open_blocking(std::string_view method, ClientContext& context) {
+  return wait_for_open(core_->executor(), open(method, context));
+}
+
+BlockingClientStream Channel::open_blocking(std::string_view method, ClientContext& context,
+                                            const google::protobuf::MessageLite& request) {
+  return wait_for_open(core_->executor(), open(method, context, request));
+}
+
+absl::Status Channel::call_blocking(std::string_view method, ClientContext& context,
+                                    const google::protobuf::MessageLite& request,
+                                    google::protobuf::MessageLite& response) {
+  if (core_->executor().running_in_this_thread()) {
+    return absl::FailedPreconditionError(
+        "call_blocking on the channel's own thread would deadlock");
+  }
+  std::future<absl::Status> result = asio::co_spawn(
+      core_->executor(), detail::unary_call(core_, method, context, request, response),
+      asio::use_future);
+  return result.get();
+}
+
+}  // namespace ferry

@@ -1,0 +1,70 @@
+// Implementation of src/client/target.h.
+#include "client/target.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/strings.h"
+
+namespace ferry::detail {
+namespace {
+
+absl::Status bad(std::string_view target, std::string_view why) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("bad target '", to_absl(target), "': ", to_absl(why)));
+}
+
+bool consume_prefix(std::string_view& s, std::string_view prefix) {
+  if (s.substr(0, prefix.size()) != prefix) return false;
+  s.remove_prefix(prefix.size());
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<Target> parse_target(std::string_view target) {
+  std::string_view rest = target;
+  const bool literal = consume_prefix(rest, "ipv4:") || consume_prefix(rest, "ipv6:");
+  if (!literal && consume_prefix(rest, "dns:")) {
+    // dns:[//authority/]host[:port]: only an empty authority (the system resolver).
+    if (consume_prefix(rest, "//")) {
+      if (!consume_prefix(rest, "/")) return bad(target, "a DNS server authority is not supported");
+    }
+  }
+  if (rest.empty()) return bad(target, "no host");
+
+  Target out;
+  out.authority = std::string(rest);
+  std::string_view host = rest;
+  std::string_view port;
+  if (rest.front() == '[') {
+    const std::size_t close = rest.find(']');
+    if (close == std::string_view::npos) return bad(target, "unterminated '['");
+    host = rest.substr(1, close - 1);
+    std::string_view after = rest.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') return bad(target, "junk after ']'");
+      port = after.substr(1);
+    }
+  } else if (const std::size_t colon = rest.rfind(':'); colon != std::string_view::npos) {
+    if (rest.find(':') != colon) {
+      return bad(target, "an IPv6 address needs brackets: [addr]:port");
+    }
+    host = rest.substr(0, colon);
+    port = rest.substr(colon + 1);
+  }
+  if (host.empty()) return bad(target, "no host");
+  if (port.empty()) {
+    if (rest.back() == ':') return bad(target, "empty port");
+    port = "443";
+  }
+  for (char c : port) {
+    if (c < '0' || c > '9') return bad(target, "the port is not a number");
+  }
+  if (port.size() > 5 || std::stoul(std::string(port)) > 65535) {
+    return bad(target, "the port is out of range");
+  }
+  out.host = std::string(host);
+  out.port = std::string(port);
+  return out;
+}
+
+}  // namespace ferry::detail

@@ -1,0 +1,25 @@
+// Parsing a channel's target string (client layer, private), after gRPC's naming document:
+//   host:port, host (port 443), [v6addr]:port       plain host names and addresses
+//   dns:host:port, dns:///host:port                  DNS names (the resolver's authority is
+//                                                    not supported: dns://8.8.8.8/host fails)
+//   ipv4:addr:port, ipv6:[addr]:port                 one literal address
+// Unix domain sockets and address lists come with their own transports and resolvers.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace ferry::detail {
+
+struct Target {
+  std::string host;       // without brackets: "::1", "example.com"
+  std::string port;       // "50051"; "443" when the target names none
+  std::string authority;  // what :authority says by default: host[:port] as the target wrote it
+};
+
+// INVALID_ARGUMENT for a target ferry cannot use, saying why.
+absl::StatusOr<Target> parse_target(std::string_view target);
+
+}  // namespace ferry::detail

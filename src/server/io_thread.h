@@ -1,0 +1,31 @@
+// One of the server's I/O threads (server layer, private): an io_context run by one thread,
+// with what the connections and calls on it share: the handler runners and the deadline queue.
+// A connection and its calls stay on the thread that accepted them.
+#pragma once
+
+#include <list>
+#include <memory>
+#include <thread>
+
+#include "asio/executor_work_guard.hpp"
+#include "asio/io_context.hpp"
+#include "call/deadline_queue.h"
+#include "server/handler_runners.h"
+
+namespace ferry::detail {
+
+class ServerConnection;
+
+struct IoThread {
+  asio::io_context io{1};
+  asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+  // The coroutines handlers run on; destroyed before io (members go in reverse order).
+  HandlerRunners runners{io.get_executor()};
+  // The deadlines of this thread's calls, on one timer.
+  DeadlineQueue deadlines{io.get_executor()};
+  std::thread thread;
+  // This thread's connections; touched only on this thread.
+  std::list<std::unique_ptr<ServerConnection>> connections;
+};
+
+}  // namespace ferry::detail

@@ -1,0 +1,157 @@
+// Implementation of ferry/server.h: the I/O threads, the acceptor that hands connections to
+// them (server/server_connection.h), and graceful shutdown.
+#include "ferry/server.h"
+
+#include <atomic>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "asio/ip/tcp.hpp"
+#include "asio/post.hpp"
+#include "server/io_thread.h"
+#include "server/method_table.h"
+#include "server/server_connection.h"
+
+namespace ferry {
+
+using detail::IoThread;
+using detail::ServerConnection;
+
+struct Server::Impl {
+  ServerOptions options;
+  detail::MethodTable methods;
+  std::vector<std::unique_ptr<IoThread>> threads;
+  std::unique_ptr<asio::ip::tcp::acceptor> acceptor;
+  std::size_t next_thread = 0;
+  std::atomic<std::size_t> live_connections{0};
+  std::atomic<std::size_t> active_calls{0};
+  std::atomic<bool> shutting_down{false};
+  bool started = false;
+  bool stopped = false;
+
+  void accept_next();
+  void adopt(IoThread& thread, asio::ip::tcp::socket socket);
+};
+
+void Server::Impl::accept_next() {
+  IoThread& target = *threads[next_thread];
+  next_thread = (next_thread + 1) % threads.size();
+  acceptor->async_accept(target.io, [this, &target](const asio::error_code& ec,
+                                                    asio::ip::tcp::socket socket) {
+    if (ec) {
+      if (ec == asio::error::operation_aborted || shutting_down.load()) return;
+      accept_next();  // a transient failure (e.g. out of descriptors): keep accepting
+      return;
+    }
+    if (shutting_down.load()) return;
+    live_connections.fetch_add(1, std::memory_order_acq_rel);
+    asio::post(target.io, [this, &target, s = std::move(socket)]() mutable {
+      adopt(target, std::move(s));
+    });
+    accept_next();
+  });
+}
+
+void Server::Impl::adopt(IoThread& thread, asio::ip::tcp::socket socket) {
+  if (shutting_down.load()) {  // accepted as shutdown began: refuse rather than serve
+    asio::error_code ignored;
+    socket.close(ignored);
+    live_connections.fetch_sub(1, std::memory_order_acq_rel);
+    return;
+  }
+  ServerConnection::adopt(thread, std::move(socket), options, methods, active_calls,
+                          live_connections);
+}
+
+Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options = options;
+}
+
+Server::~Server() { shutdown(std::chrono::milliseconds(0)); }
+
+void Server::add_service(const Service& service) { impl_->methods.add(service); }
+
+absl::StatusOr<int> Server::start(const std::string& host, int port) {
+  if (impl_->started) return absl::FailedPreconditionError("server already started");
+  unsigned n = impl_->options.num_threads;
+  if (n == 0) n = std::max(1u, std::thread::hardware_concurrency());
+  for (unsigned i = 0; i < n; ++i) impl_->threads.push_back(std::make_unique<IoThread>());
+
+  asio::error_code ec;
+  const asio::ip::address address = asio::ip::make_address(host, ec);
+  if (ec) return absl::InvalidArgumentError(absl::StrCat("bad listen address '", host, "'"));
+  const asio::ip::tcp::endpoint endpoint(address, static_cast<unsigned short>(port));
+  auto acceptor = std::make_unique<asio::ip::tcp::acceptor>(impl_->threads[0]->io);
+  acceptor->open(endpoint.protocol(), ec);
+  if (!ec) acceptor->set_option(asio::ip::tcp::acceptor::reuse_address(true), ec);
+  if (!ec) acceptor->bind(endpoint, ec);
+  if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    impl_->threads.clear();
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", host, ":", port, ": ", ec.message()));
+  }
+  const int bound = acceptor->local_endpoint().port();
+  impl_->acceptor = std::move(acceptor);
+  impl_->started = true;
+  impl_->accept_next();
+  for (auto& t : impl_->threads) {
+    t->thread = std::thread([io = &t->io] { io->run(); });
+  }
+  return bound;
+}
+
+void Server::shutdown(std::chrono::milliseconds grace) {
+  Impl& s = *impl_;
+  if (!s.started || s.stopped) return;
+  s.stopped = true;
+  s.shutting_down.store(true);
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+
+  auto on_every_connection = [&s](auto fn) {
+    for (auto& t : s.threads) {
+      asio::post(t->io, [t = t.get(), fn] {
+        for (auto& conn : t->connections) fn(*conn);
+      });
+    }
+  };
+  asio::post(s.threads[0]->io, [&s] {
+    asio::error_code ignored;
+    s.acceptor->close(ignored);
+  });
+  // GOAWAY: calls in flight go on, new streams are refused, idle connections close.
+  on_every_connection([](ServerConnection& c) { c.shutdown(); });
+
+  auto wait_until = [&s](std::chrono::steady_clock::time_point until) {
+    while (s.live_connections.load() > 0 && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  };
+  wait_until(deadline);
+  // Past the grace period: cancel what is left (handlers see is_cancelled, their reads and
+  // writes fail) and close.
+  on_every_connection([](ServerConnection& c) { c.close(); });
+  wait_until(std::chrono::steady_clock::now() + std::chrono::seconds(2));
+
+  for (auto& t : s.threads) {
+    asio::post(t->io, [t = t.get()] {
+      t->runners.stop();
+      t->deadlines.stop();
+    });
+    t->work.reset();
+  }
+  for (auto& t : s.threads) {
+    // Handlers that ignore cancellation would keep the loop alive: stop it after a bound.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (!t->io.stopped() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    t->io.stop();
+    if (t->thread.joinable()) t->thread.join();
+  }
+  s.acceptor.reset();
+}
+
+std::size_t Server::active_calls() const { return impl_->active_calls.load(); }
+
+}  // namespace ferry

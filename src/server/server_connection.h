@@ -1,0 +1,47 @@
+// One accepted connection of the server (server layer, private): the HTTP/2 connection and the
+// call site its calls share. It opens a ServerCall per stream, which routes and runs itself;
+// the connection only counts itself out when it closes. Lives on its I/O thread.
+#pragma once
+
+#include <atomic>
+#include <list>
+#include <memory>
+
+#include "asio/ip/tcp.hpp"
+#include "ferry/server.h"
+#include "http2/connection.h"
+#include "server/call_site.h"
+#include "server/io_thread.h"
+
+namespace ferry::detail {
+
+class ServerConnection final : public http2::ConnectionObserver {
+ public:
+  // Adopts socket onto thread (on that thread), serving the methods of table; live_connections
+  // is decremented when the connection has closed and is deleted.
+  static void adopt(IoThread& thread, asio::ip::tcp::socket socket, const ServerOptions& options,
+                    const MethodTable& table, std::atomic<std::size_t>& active_calls,
+                    std::atomic<std::size_t>& live_connections);
+
+  // GOAWAY: calls in flight go on, new streams are refused; closes once they are done.
+  void shutdown() { connection_->shutdown(); }
+  // Closes now: running calls are cancelled.
+  void close() { connection_->close(); }
+
+  ServerConnection(IoThread& thread, std::atomic<std::size_t>& live_connections)
+      : thread_(thread), live_connections_(live_connections) {}
+
+ private:
+  // http2::ConnectionObserver
+  http2::Stream* on_stream_open(std::int32_t id) override;
+  void on_goaway(std::int32_t, std::uint32_t) override {}
+  void on_connection_closed() override;
+
+  IoThread& thread_;
+  std::atomic<std::size_t>& live_connections_;
+  std::list<std::unique_ptr<ServerConnection>>::iterator self_;  // in thread_.connections
+  std::shared_ptr<http2::Connection> connection_;
+  ServerCallSite site_;
+};
+
+}  // namespace ferry::detail
