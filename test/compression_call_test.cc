@@ -392,8 +392,8 @@ class SnappyServer final : public http2::ConnectionObserver, public http2::Strea
       : acceptor_(io, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {
     acceptor_.async_accept([this](const asio::error_code& ec, asio::ip::tcp::socket socket) {
       if (ec) return;
-      connection_ = std::make_shared<http2::Connection>(std::move(socket), http2::Role::kServer,
-                                                        ConnectionLimits{}, this);
+      connection_ = std::make_shared<http2::Connection>(
+          http2::make_tcp_stream(std::move(socket)), http2::Role::kServer, ConnectionLimits{}, this);
       connection_->start();
     });
   }
@@ -405,7 +405,7 @@ class SnappyServer final : public http2::ConnectionObserver, public http2::Strea
   int port() const { return acceptor_.local_endpoint().port(); }
 
   http2::Stream* on_stream_open(std::int32_t) override { return used_ ? nullptr : this; }
-  void on_goaway(std::int32_t, std::uint32_t) override {}
+  void on_goaway(std::int32_t, http2::ErrorCode) override {}
   void on_connection_closed() override {}
 
   bool on_header(std::string_view, std::string_view) override { return true; }
@@ -415,16 +415,16 @@ class SnappyServer final : public http2::ConnectionObserver, public http2::Strea
     const std::string message = frame("\x0a\x03" "abc", /*compressed=*/true);
     outbound.append_copy(message.data(), message.size());
     outbound_end = true;
-    trailers.push_back({"grpc-status", "0"});
-    const nghttp2_nv nva[] = {http2::make_nv(":status", "200"),
-                              http2::make_nv("content-type", "application/grpc"),
-                              http2::make_nv("grpc-encoding", "snappy")};
-    connection_->submit_response(this, nva, /*with_data=*/true);
+    trailers.owned.push_back({"grpc-status", "0"});
+    const http2::HeaderField fields[] = {{":status", "200"},
+                                         {"content-type", "application/grpc"},
+                                         {"grpc-encoding", "snappy"}};
+    connection_->submit_response(this, fields, /*with_data=*/true);
   }
   void on_data(Slice chunk) override { connection_->consume(this, chunk.size()); }
   void on_remote_end() override {}
   void on_outbound_taken() override {}
-  void on_closed(std::uint32_t) override {}
+  void on_closed(http2::ErrorCode) override {}
 
  private:
   asio::ip::tcp::acceptor acceptor_;

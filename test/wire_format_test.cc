@@ -3,7 +3,6 @@
 #include "call/wire_format.h"
 
 #include <gtest/gtest.h>
-#include <nghttp2/nghttp2.h>
 
 namespace ferry::detail {
 namespace {
@@ -82,11 +81,11 @@ TEST(StatusMapping, HttpStatusesFollowTheGrpcTable) {
 }
 
 TEST(StatusMapping, RstStreamCodes) {
-  EXPECT_EQ(status_from_rst_stream(NGHTTP2_CANCEL).code(), absl::StatusCode::kCancelled);
-  EXPECT_EQ(status_from_rst_stream(NGHTTP2_REFUSED_STREAM).code(), absl::StatusCode::kUnavailable);
-  EXPECT_EQ(status_from_rst_stream(NGHTTP2_ENHANCE_YOUR_CALM).code(),
+  EXPECT_EQ(status_from_rst_stream(http2::ErrorCode::kCancel).code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(status_from_rst_stream(http2::ErrorCode::kRefusedStream).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(status_from_rst_stream(http2::ErrorCode::kEnhanceYourCalm).code(),
             absl::StatusCode::kResourceExhausted);
-  EXPECT_EQ(status_from_rst_stream(NGHTTP2_PROTOCOL_ERROR).code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(status_from_rst_stream(http2::ErrorCode::kProtocolError).code(), absl::StatusCode::kInternal);
 }
 
 TEST(StatusMapping, GrpcStatusValues) {

@@ -1,7 +1,6 @@
 // Implementation of src/call/wire_format.h.
 #include "call/wire_format.h"
 
-#include <nghttp2/nghttp2.h>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
@@ -139,20 +138,21 @@ absl::StatusCode status_code_from_http(int http_status) {
   }
 }
 
-absl::Status status_from_rst_stream(std::uint32_t h2_error) {
+absl::Status status_from_rst_stream(http2::ErrorCode h2_error) {
+  using http2::ErrorCode;
   switch (h2_error) {
-    case NGHTTP2_NO_ERROR:
+    case ErrorCode::kNoError:
       return absl::InternalError("stream closed by the peer before the call ended (NO_ERROR)");
-    case NGHTTP2_REFUSED_STREAM:
+    case ErrorCode::kRefusedStream:
       return absl::UnavailableError("stream refused by the peer (REFUSED_STREAM)");
-    case NGHTTP2_CANCEL: return absl::CancelledError("stream cancelled by the peer (CANCEL)");
-    case NGHTTP2_ENHANCE_YOUR_CALM:
+    case ErrorCode::kCancel: return absl::CancelledError("stream cancelled by the peer (CANCEL)");
+    case ErrorCode::kEnhanceYourCalm:
       return absl::ResourceExhaustedError("peer reset the stream: ENHANCE_YOUR_CALM");
-    case NGHTTP2_INADEQUATE_SECURITY:
+    case ErrorCode::kInadequateSecurity:
       return absl::PermissionDeniedError("peer reset the stream: INADEQUATE_SECURITY");
     default:
       return absl::InternalError(
-          absl::StrCat("stream reset by the peer: ", nghttp2_http2_strerror(h2_error)));
+          absl::StrCat("stream reset by the peer: ", to_absl(http2::error_code_name(h2_error))));
   }
 }
 

@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "ferry/compression.h"
+#include "http2/error_code.h"
 
 namespace ferry::detail {
 
@@ -57,7 +58,7 @@ bool accepts_encoding(std::string_view accept_encoding, Compression encoding);
 // The gRPC status for a response whose HTTP status is not 200 (gRPC's http-grpc-status-mapping).
 absl::StatusCode status_code_from_http(int http_status);
 // The gRPC status for a stream reset with an HTTP/2 error code.
-absl::Status status_from_rst_stream(std::uint32_t h2_error);
+absl::Status status_from_rst_stream(http2::ErrorCode h2_error);
 
 // The status from a received grpc-status value: UNKNOWN when it is not a number in 0..16.
 absl::StatusCode parse_grpc_status(std::string_view value);

@@ -8,6 +8,7 @@
 #include "asio/steady_timer.hpp"
 #include "asio/use_awaitable.hpp"
 #include "client/client_call.h"
+#include "http2/socket_stream.h"
 
 namespace ferry::detail {
 
@@ -69,8 +70,8 @@ asio::awaitable<absl::Status> ChannelCore::connect() {
   }
   if (closed_) co_return absl::CancelledError("the channel is closed");
   auto conn = std::make_shared<ChannelConnection>(executor_);
-  conn->connection = std::make_shared<http2::Connection>(std::move(socket), http2::Role::kClient,
-                                                         options_, conn.get());
+  conn->connection = std::make_shared<http2::Connection>(
+      http2::make_tcp_stream(std::move(socket)), http2::Role::kClient, options_, conn.get());
   conn->connection->start();
   // A draining predecessor (GOAWAY received) stays alive through its calls' references.
   current_ = std::move(conn);

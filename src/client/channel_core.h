@@ -28,7 +28,7 @@ struct ChannelConnection final : http2::ConnectionObserver {
   std::shared_ptr<http2::Connection> connection;
   DeadlineQueue deadlines;  // its calls' deadlines, on one timer
   http2::Stream* on_stream_open(std::int32_t) override { return nullptr; }  // no server push
-  void on_goaway(std::int32_t, std::uint32_t) override {}
+  void on_goaway(std::int32_t, http2::ErrorCode) override {}
   void on_connection_closed() override {}
 };
 

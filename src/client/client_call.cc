@@ -58,7 +58,7 @@ void ClientCall::start(std::string_view path, std::string_view authority,
   }
 
   // -bin values in base64, which need storage until submit returns; the other entries are
-  // passed as they lie in the context's metadata (nghttp2 copies them during the submit).
+  // passed as they lie in the context's metadata (the connection copies them during the submit).
   absl::InlinedVector<std::string, 2> encoded;
   std::string timeout;
   if (deadline != ClientContext::Clock::time_point::max()) {
@@ -75,28 +75,29 @@ void ClientCall::start(std::string_view path, std::string_view authority,
     if (is_binary_metadata_key(key)) encoded.push_back(encode_binary_header(value));
   }
 
-  absl::InlinedVector<nghttp2_nv, 16> nva;
-  nva.push_back(http2::make_static_nv(":method", "POST"));
-  nva.push_back(http2::make_static_nv(":scheme", "http"));
-  nva.push_back(http2::make_nv(":path", path));
-  nva.push_back(http2::make_nv(":authority", authority));
-  nva.push_back(http2::make_static_nv("content-type", "application/grpc"));
-  nva.push_back(http2::make_static_nv("te", "trailers"));
-  nva.push_back(http2::make_nv("user-agent", user_agent));
-  if (!timeout.empty()) nva.push_back(http2::make_nv("grpc-timeout", timeout));
+  using http2::HeaderField;
+  absl::InlinedVector<HeaderField, 16> fields;
+  fields.push_back(HeaderField::literal(":method", "POST"));
+  fields.push_back(HeaderField::literal(":scheme", "http"));
+  fields.push_back({":path", path});
+  fields.push_back({":authority", authority});
+  fields.push_back(HeaderField::literal("content-type", "application/grpc"));
+  fields.push_back(HeaderField::literal("te", "trailers"));
+  fields.push_back({"user-agent", user_agent});
+  if (!timeout.empty()) fields.push_back({"grpc-timeout", timeout});
   set_send_compression(context_->compression());
   if (send_compression() != Compression::kIdentity) {
-    nva.push_back(http2::make_static_nv("grpc-encoding", compression_name(send_compression())));
+    fields.push_back(HeaderField::literal("grpc-encoding", compression_name(send_compression())));
   }
-  nva.push_back(http2::make_static_nv("grpc-accept-encoding", kAcceptEncoding));
+  fields.push_back(HeaderField::literal("grpc-accept-encoding", kAcceptEncoding));
   std::size_t next_encoded = 0;
   for (const auto& [key, value] : context_->metadata()) {
-    nva.push_back(http2::make_nv(
-        key, is_binary_metadata_key(key) ? std::string_view(encoded[next_encoded++]) : value));
+    fields.push_back(
+        {key, is_binary_metadata_key(key) ? std::string_view(encoded[next_encoded++]) : value});
   }
 
   ref();  // the connection's reference, released in on_closed
-  if (connection_->submit_request(this, nva) < 0) {
+  if (connection_->submit_request(this, fields) < 0) {
     closed_ = true;
     connection_ = nullptr;
     unref();
@@ -173,23 +174,23 @@ void ClientCall::on_remote_end() {
   // half-closed): nothing we send matters any more. Close the stream as gRPC clients do
   // (RST_STREAM NO_ERROR) rather than leave it, and a writer waiting for window, hanging.
   if (connection_ != nullptr && !(outbound_end && outbound.empty())) {
-    connection_->reset(this, NGHTTP2_NO_ERROR);
+    connection_->reset(this, http2::ErrorCode::kNoError);
   }
 }
 
-void ClientCall::on_closed(std::uint32_t h2_error) {
+void ClientCall::on_closed(http2::ErrorCode h2_error) {
   release_window();
   closed_ = true;
   connection_ = nullptr;
   deadlines_->remove(this);
   if (!done_) {
-    if (h2_error == NGHTTP2_CANCEL && context_->deadline() <= ClientContext::Clock::now()) {
+    if (h2_error == http2::ErrorCode::kCancel && context_->deadline() <= ClientContext::Clock::now()) {
       // A server enforcing the same deadline resets the stream when it passes; that reset may
       // be read before our own deadline timer runs. The call failed by its deadline either way
       // (grpc-go's client does the same).
       complete(absl::DeadlineExceededError("deadline exceeded"));
     } else {
-      complete(h2_error == http2::kConnectionLost
+      complete(h2_error == http2::ErrorCode::kConnectionLost
                    ? absl::UnavailableError("the connection to the server was lost")
                    : status_from_rst_stream(h2_error));
     }
@@ -224,7 +225,7 @@ void ClientCall::abort_call(absl::Status status) {
   if (done_) return;
   complete(status);
   abort(std::move(status));
-  if (connection_ != nullptr) connection_->reset(this, NGHTTP2_CANCEL);
+  if (connection_ != nullptr) connection_->reset(this, http2::ErrorCode::kCancel);
 }
 
 void ClientCall::cancel(absl::Status why) { abort_call(std::move(why)); }

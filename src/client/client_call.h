@@ -52,7 +52,7 @@ class ClientCall final : public CallStream, private Deadline {
   bool on_header(std::string_view name, std::string_view value) override;
   void on_headers_done() override;
   void on_remote_end() override;
-  void on_closed(std::uint32_t h2_error) override;
+  void on_closed(http2::ErrorCode h2_error) override;
   void on_receive_error(absl::Status status) override;
   void on_message_taken(bool compressed) override { context_->response_compressed_ = compressed; }
   bool can_write() const override { return !done_ && !closed_ && !outbound_end; }

@@ -1,32 +1,32 @@
-// One HTTP/2 connection: an nghttp2 session over an asio TCP socket (http2 layer, private).
-// Reads go into pooled blocks and DATA reaches streams as slices of them; DATA is sent without
-// copying (NGHTTP2_DATA_FLAG_NO_COPY) by gathering frame headers and the streams' pooled slices
-// into one writev. Everything happens on the socket's executor, which must be single-threaded
-// (one io_context run by one thread): no locks.
+// One HTTP/2 connection: an nghttp2 session over a byte stream (http2 layer, private). Reads go
+// into pooled blocks and DATA reaches streams as slices of them; DATA is sent without copying by
+// gathering frame headers and the streams' pooled slices into one write. The byte stream is a
+// socket, TLS or memory (http2/byte_stream.h): one engine for all. Everything happens on the
+// stream's executor, which must be single-threaded (one io_context run by one thread): no locks.
+// nghttp2 stays inside src/http2: the layer above speaks HeaderField, ErrorCode and Stream.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include <sys/uio.h>
 
-#include <nghttp2/nghttp2.h>
-
-#include "asio/ip/tcp.hpp"
 #include "common/wakeups.h"
 #include "ferry/limits.h"
 #include "ferry/slice_chain.h"
+#include "http2/byte_stream.h"
+#include "http2/error_code.h"
+#include "http2/header_block.h"
 #include "http2/stream.h"
+
+struct nghttp2_session;
 
 namespace ferry::http2 {
 
 enum class Role { kClient, kServer };
-
-// Passed to Stream::on_closed when the stream dies with its connection (not an HTTP/2 code).
-inline constexpr std::uint32_t kConnectionLost = 0x100;
-
 
 // The layer above, told about connection-wide events.
 class ConnectionObserver {
@@ -36,32 +36,35 @@ class ConnectionObserver {
   // reports to it until on_closed), or null to refuse it with RST_STREAM(REFUSED_STREAM).
   virtual Stream* on_stream_open(std::int32_t id) = 0;
   // The peer sent GOAWAY: streams above last_stream_id were not processed.
-  virtual void on_goaway(std::int32_t last_stream_id, std::uint32_t error_code) = 0;
+  virtual void on_goaway(std::int32_t last_stream_id, ErrorCode error) = 0;
   // The connection is closed; every open stream got on_closed first.
   virtual void on_connection_closed() = 0;
 };
 
-class Connection : public std::enable_shared_from_this<Connection> {
+class Connection : public std::enable_shared_from_this<Connection>, public ByteStreamClient {
  public:
-  Connection(asio::ip::tcp::socket socket, Role role, const ConnectionLimits& limits,
+  // limits: what this end advertises (SETTINGS) and enforces.
+  Connection(std::unique_ptr<ByteStream> stream, Role role, const ConnectionLimits& limits,
              ConnectionObserver* observer);
-  ~Connection();
+  ~Connection() override;
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
   // Sends the preface and SETTINGS and starts reading.
   void start();
 
-  // Client: opens a stream with request headers; its DATA comes from stream->outbound. Returns
-  // the stream id, or a negative nghttp2 error (e.g. no more stream ids, GOAWAY received).
-  std::int32_t submit_request(Stream* stream, std::span<const nghttp2_nv> headers);
-  // Server: response headers; with_data attaches stream->outbound as the body (ended by
-  // outbound_end + trailers), without it the headers end the stream (Trailers-Only).
-  int submit_response(Stream* stream, std::span<const nghttp2_nv> headers, bool with_data);
+  // Client: opens a stream with request headers; its DATA comes from the stream's outbound
+  // queue. Returns the stream id, or -1 when no stream can be opened (closed, GOAWAY received,
+  // stream ids exhausted).
+  std::int32_t submit_request(Stream* stream, std::span<const HeaderField> headers);
+  // Server: response headers; with_data attaches the stream's outbound queue as the body (ended
+  // by outbound_end + trailers), without it the headers end the stream (Trailers-Only). False
+  // when the connection cannot send them (closed).
+  bool submit_response(Stream* stream, std::span<const HeaderField> headers, bool with_data);
   // Outbound data or the end was queued on stream: let the session send it.
   void resume(Stream* stream);
-  // RST_STREAM with the given HTTP/2 error code.
-  void reset(Stream* stream, std::uint32_t error_code);
+  // RST_STREAM with the given code.
+  void reset(Stream* stream, ErrorCode error);
   // The application took n bytes of the stream's DATA: WINDOW_UPDATE them.
   void consume(Stream* stream, std::size_t n);
   // The same for the connection window only: bytes of a stream that is closing (may be called
@@ -71,23 +74,26 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Graceful shutdown: GOAWAY(last processed stream); existing streams go on, new ones are
   // refused; the connection closes when the last stream is done.
   void shutdown();
-  // Closes the socket now; every open stream gets on_closed(kConnectionLost).
+  // Closes the byte stream now; every open stream gets on_closed(kConnectionLost).
   void close();
 
   bool is_open() const { return !closed_; }
   // Whether a new stream may still be opened (open, no GOAWAY either way).
   bool accepts_new_streams() const;
   const asio::any_io_executor& executor() const { return executor_; }
-  std::string peer_address() const;
+  std::string peer_address() const { return stream_->peer_address(); }
+
+  // ByteStreamClient: the byte stream's completions.
+  void on_read(const asio::error_code& ec, std::size_t n) override;
+  void on_written(const asio::error_code& ec) override;
 
  private:
-  struct Callbacks;  // the nghttp2 callbacks, with access to the private members
+  struct Callbacks;  // the nghttp2 callbacks (session_callbacks.cc), with access to the members
 
   void start_read();
-  void on_read(const asio::error_code& ec, std::size_t n);
   void schedule_flush();
   void flush();
-  // Writes pending_: at once if the socket takes it all (true), else the rest asynchronously
+  // Writes pending_: at once if the stream takes it all (true), else the rest asynchronously
   // (false; flush() runs again on completion). False too when the connection closed.
   bool write_now();
   // The open stream with this id (null when none): the stream nghttp2 keeps as its user data,
@@ -98,14 +104,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void close_if_done();
 
   asio::any_io_executor executor_;
-  asio::ip::tcp::socket socket_;
+  std::unique_ptr<ByteStream> stream_;
   Role role_;
   ConnectionObserver* observer_;
   nghttp2_session* session_ = nullptr;
 
   detail::Block* read_block_ = nullptr;  // the block mem_recv is parsing (for zero-copy DATA)
   SliceChain pending_;                   // frames produced by nghttp2, not yet written
-  SliceChain writing_;                   // frames handed to the socket
+  SliceChain writing_;                   // frames handed to the byte stream
   std::vector<iovec> sys_iov_;           // write_now's gathered view of writing_
   std::vector<asio::const_buffer> iov_;  // the same for the asynchronous rest
   bool writing_now_ = false;
@@ -119,19 +125,5 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Stream* streams_ = nullptr;            // open streams, for close()
   Stream* recent_stream_ = nullptr;      // find_stream's last answer; cleared by unlink
 };
-
-// A header field for a submit call; nghttp2 copies name and value during the call.
-inline nghttp2_nv make_nv(std::string_view name, std::string_view value) {
-  return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
-          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(),
-          value.size(), NGHTTP2_NV_FLAG_NONE};
-}
-
-// A header field of static storage (string literals): nghttp2 keeps pointers, copies nothing.
-inline nghttp2_nv make_static_nv(std::string_view name, std::string_view value) {
-  nghttp2_nv nv = make_nv(name, value);
-  nv.flags = NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE;
-  return nv;
-}
 
 }  // namespace ferry::http2

@@ -200,16 +200,16 @@ void ServerCall::send_headers() {
   fix_send_compression();
   http2::HeaderList custom;
   append_metadata(initial_metadata_, custom);
-  absl::InlinedVector<nghttp2_nv, 16> nva;
-  nva.reserve(4 + custom.size());
-  nva.push_back(http2::make_static_nv(":status", kStatusOk));
-  nva.push_back(http2::make_static_nv("content-type", kGrpcContentType));
+  absl::InlinedVector<http2::HeaderField, 16> fields;
+  fields.push_back(http2::HeaderField::literal(":status", kStatusOk));
+  fields.push_back(http2::HeaderField::literal("content-type", kGrpcContentType));
   if (send_compression() != Compression::kIdentity) {
-    nva.push_back(http2::make_static_nv("grpc-encoding", compression_name(send_compression())));
+    fields.push_back(
+        http2::HeaderField::literal("grpc-encoding", compression_name(send_compression())));
   }
-  nva.push_back(http2::make_static_nv("grpc-accept-encoding", kAcceptEncoding));
-  for (const http2::Header& h : custom) nva.push_back(http2::make_nv(h.name, h.value));
-  connection_->submit_response(this, nva, /*with_data=*/true);
+  fields.push_back(http2::HeaderField::literal("grpc-accept-encoding", kAcceptEncoding));
+  for (const http2::Header& h : custom) fields.push_back({h.name, h.value});
+  connection_->submit_response(this, fields, /*with_data=*/true);
 }
 
 asio::awaitable<absl::Status> ServerCall::write(const google::protobuf::MessageLite& msg,
@@ -229,37 +229,33 @@ void ServerCall::finish(const absl::Status& status_in, const google::protobuf::M
   deadlines_->remove(this);
 
   // Built in place in the stream's trailers, which the connection sends after the last DATA.
-  http2::HeaderList& trailers = this->trailers;
   trailers.clear();
-  literal_trailers.clear();
   const auto code = static_cast<std::size_t>(status.code());
   if (code < std::size(kStatusCodes)) {
-    literal_trailers.push_back(http2::make_static_nv("grpc-status", kStatusCodes[code]));
+    trailers.literal.push_back(http2::HeaderField::literal("grpc-status", kStatusCodes[code]));
   } else {
-    trailers.push_back({"grpc-status", std::to_string(code)});
+    trailers.owned.push_back({"grpc-status", std::to_string(code)});
   }
   if (!status.message().empty()) {
-    trailers.push_back({"grpc-message", percent_encode(to_std(status.message()))});
+    trailers.owned.push_back({"grpc-message", percent_encode(to_std(status.message()))});
   }
-  append_metadata(trailing_metadata_, trailers);
+  append_metadata(trailing_metadata_, trailers.owned);
 
   if (!headers_sent_ && outbound.empty()) {
     // Trailers-Only: one HEADERS frame with END_STREAM carries everything.
     headers_sent_ = true;
     http2::HeaderList initial;
     append_metadata(initial_metadata_, initial);
-    absl::InlinedVector<nghttp2_nv, 16> nva;
-    nva.reserve(3 + initial.size() + literal_trailers.size() + trailers.size());
-    nva.push_back(http2::make_static_nv(":status", kStatusOk));
-    nva.push_back(http2::make_static_nv("content-type", kGrpcContentType));
-    nva.push_back(http2::make_static_nv("grpc-accept-encoding", kAcceptEncoding));
-    for (const http2::Header& h : initial) nva.push_back(http2::make_nv(h.name, h.value));
-    nva.insert(nva.end(), literal_trailers.begin(), literal_trailers.end());
-    for (const http2::Header& h : trailers) nva.push_back(http2::make_nv(h.name, h.value));
-    connection_->submit_response(this, nva, /*with_data=*/false);
+    absl::InlinedVector<http2::HeaderField, 16> fields;
+    fields.push_back(http2::HeaderField::literal(":status", kStatusOk));
+    fields.push_back(http2::HeaderField::literal("content-type", kGrpcContentType));
+    fields.push_back(http2::HeaderField::literal("grpc-accept-encoding", kAcceptEncoding));
+    for (const http2::Header& h : initial) fields.push_back({h.name, h.value});
+    fields.insert(fields.end(), trailers.literal.begin(), trailers.literal.end());
+    for (const http2::Header& h : trailers.owned) fields.push_back({h.name, h.value});
+    connection_->submit_response(this, fields, /*with_data=*/false);
     // Sent: nothing may follow the END_STREAM of a Trailers-Only response.
     trailers.clear();
-    literal_trailers.clear();
   } else {
     if (!headers_sent_) send_headers();
     outbound_end = true;
@@ -278,19 +274,19 @@ void ServerCall::reject_http(int http_status) {
                                                                 to_absl(content_type_), "'"))
                                   : percent_encode(absl::StrCat("invalid gRPC request method '",
                                                                 method_, "'"));
-  const nghttp2_nv nva[] = {
-      http2::make_nv(":status", code),
-      http2::make_static_nv("content-type", kGrpcContentType),
-      http2::make_static_nv("grpc-status", "13"),
-      http2::make_nv("grpc-message", message),
+  const http2::HeaderField fields[] = {
+      {":status", code},
+      http2::HeaderField::literal("content-type", kGrpcContentType),
+      http2::HeaderField::literal("grpc-status", "13"),
+      {"grpc-message", message},
   };
-  connection_->submit_response(this, nva, /*with_data=*/false);
+  connection_->submit_response(this, fields, /*with_data=*/false);
 }
 
 void ServerCall::cancel(absl::Status why) {
   if (closed_) return;
   finished_ = true;
-  if (connection_ != nullptr) connection_->reset(this, NGHTTP2_CANCEL);
+  if (connection_ != nullptr) connection_->reset(this, http2::ErrorCode::kCancel);
   abort(std::move(why));
 }
 
@@ -307,13 +303,13 @@ void ServerCall::on_remote_end() {
   CallStream::on_remote_end();
 }
 
-void ServerCall::on_closed(std::uint32_t h2_error) {
+void ServerCall::on_closed(http2::ErrorCode h2_error) {
   release_window();
   closed_ = true;
   connection_ = nullptr;
   deadlines_->remove(this);
   if (!finished_) {
-    abort(h2_error == http2::kConnectionLost
+    abort(h2_error == http2::ErrorCode::kConnectionLost
               ? absl::CancelledError("the connection to the client was lost")
               : status_from_rst_stream(h2_error));
   }

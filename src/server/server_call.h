@@ -79,7 +79,7 @@ class ServerCall final : public CallStream, private Deadline {
  private:
   bool on_header(std::string_view name, std::string_view value) override;
   void on_headers_done() override;
-  void on_closed(std::uint32_t h2_error) override;
+  void on_closed(http2::ErrorCode h2_error) override;
   void on_receive_error(absl::Status status) override;
   void on_remote_end() override;
   void on_inbound_progress() override;

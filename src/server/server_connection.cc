@@ -2,6 +2,7 @@
 #include "server/server_connection.h"
 
 #include "asio/post.hpp"
+#include "http2/socket_stream.h"
 #include "server/server_call.h"
 
 namespace ferry::detail {
@@ -24,7 +25,7 @@ void ServerConnection::adopt(IoThread& thread, asio::ip::tcp::socket socket,
   site.active_calls = &active_calls;
 
   conn->connection_ = std::make_shared<http2::Connection>(
-      std::move(socket), http2::Role::kServer, options, conn);
+      http2::make_tcp_stream(std::move(socket)), http2::Role::kServer, options, conn);
   site.peer = conn->connection_->peer_address();  // once per connection, not per call
   conn->connection_->start();
 }

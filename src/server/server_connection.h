@@ -34,7 +34,7 @@ class ServerConnection final : public http2::ConnectionObserver {
  private:
   // http2::ConnectionObserver
   http2::Stream* on_stream_open(std::int32_t id) override;
-  void on_goaway(std::int32_t, std::uint32_t) override {}
+  void on_goaway(std::int32_t, http2::ErrorCode) override {}
   void on_connection_closed() override;
 
   IoThread& thread_;

@@ -15,6 +15,7 @@
 #include "asio/connect.hpp"
 #include "asio/ip/tcp.hpp"
 #include "http2/connection.h"
+#include "http2/socket_stream.h"
 #include "support/loopback.h"
 
 namespace ferry::testing {
@@ -24,7 +25,7 @@ struct RawResponse {
   int header_blocks = 0;
   std::string data;  // DATA payload bytes (gRPC frames)
   bool closed = false;
-  std::uint32_t h2_error = 0;
+  http2::ErrorCode h2_error = http2::ErrorCode::kNoError;
 
   // The first value of a header field, from any block.
   std::optional<std::string> header(std::string_view name) const {
@@ -45,8 +46,8 @@ class RawCall final : public http2::Stream, public http2::ConnectionObserver {
     asio::ip::tcp::socket socket(loop.io());
     socket.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"),
                                            static_cast<unsigned short>(loop.port())));
-    connection_ = std::make_shared<http2::Connection>(std::move(socket), http2::Role::kClient,
-                                                      ConnectionLimits{}, this);
+    connection_ = std::make_shared<http2::Connection>(
+        http2::make_tcp_stream(std::move(socket)), http2::Role::kClient, ConnectionLimits{}, this);
     connection_->start();
     headers_ = {{":method", "POST"},
                 {":scheme", "http"},
@@ -55,11 +56,11 @@ class RawCall final : public http2::Stream, public http2::ConnectionObserver {
                 {"content-type", "application/grpc"},
                 {"te", "trailers"}};
     for (auto& h : extra) headers_.push_back(std::move(h));
-    std::vector<nghttp2_nv> nva;
-    for (const auto& [n, v] : headers_) nva.push_back(http2::make_nv(n, v));
+    std::vector<http2::HeaderField> fields;
+    for (const auto& [n, v] : headers_) fields.push_back({n, v});
     outbound.append_copy(body.data(), body.size());
     outbound_end = true;
-    if (connection_->submit_request(this, nva) < 0) throw std::runtime_error("submit_request");
+    if (connection_->submit_request(this, fields) < 0) throw std::runtime_error("submit_request");
   }
 
   ~RawCall() override {
@@ -89,14 +90,14 @@ class RawCall final : public http2::Stream, public http2::ConnectionObserver {
   }
   void on_remote_end() override {}
   void on_outbound_taken() override {}
-  void on_closed(std::uint32_t h2_error) override {
+  void on_closed(http2::ErrorCode h2_error) override {
     response_.closed = true;
     response_.h2_error = h2_error;
   }
 
   // http2::ConnectionObserver
   http2::Stream* on_stream_open(std::int32_t) override { return nullptr; }
-  void on_goaway(std::int32_t, std::uint32_t) override {}
+  void on_goaway(std::int32_t, http2::ErrorCode) override {}
   void on_connection_closed() override {}
 
  private:

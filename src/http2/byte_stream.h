@@ -1,0 +1,59 @@
+// The byte stream an HTTP/2 connection runs over (http2 layer, private): a TCP or Unix socket,
+// a TLS session over one, or memory (tests and fuzzing). The connection needs only these few
+// operations, so every transport shares one connection engine.
+//
+// Threading: a byte stream belongs to the connection's executor, which must be single-threaded;
+// its operations are called there and its completions run there.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+
+#include <sys/uio.h>
+
+#include "asio/any_io_executor.hpp"
+#include "asio/buffer.hpp"
+#include "asio/error_code.hpp"
+
+namespace ferry::http2 {
+
+// What a byte stream reports to: the connection. Held by shared_ptr while an operation is
+// pending, so the connection outlives its operations.
+class ByteStreamClient {
+ public:
+  virtual ~ByteStreamClient() = default;
+  // A read completed: n bytes arrived, or ec (eof when the peer closed).
+  virtual void on_read(const asio::error_code& ec, std::size_t n) = 0;
+  // A write started with async_write has finished: all of it was written, or ec.
+  virtual void on_written(const asio::error_code& ec) = 0;
+};
+
+class ByteStream {
+ public:
+  virtual ~ByteStream() = default;
+
+  virtual const asio::any_io_executor& executor() const = 0;
+
+  // Starts reading up to into.size() bytes; client->on_read when some arrived. One at a time.
+  virtual void async_read_some(asio::mutable_buffer into,
+                               std::shared_ptr<ByteStreamClient> client) = 0;
+
+  // Writes as much of the gathered slices as the stream takes now, without blocking: returns
+  // the bytes written. ec is would_block when it took none, or the stream's error.
+  virtual std::size_t write_some_now(std::span<const iovec> slices, asio::error_code& ec) = 0;
+
+  // Writes all of buffers (which must stay valid until then), then client->on_written.
+  // One at a time, and not while write_some_now could be called.
+  virtual void async_write(std::span<const asio::const_buffer> buffers,
+                           std::shared_ptr<ByteStreamClient> client) = 0;
+
+  // Closes both directions; pending operations complete with operation_aborted.
+  virtual void close() = 0;
+
+  // The peer as gRPC names it: "ipv4:127.0.0.1:5000", "ipv6:[::1]:5000", "unix:/path".
+  virtual std::string peer_address() const = 0;
+};
+
+}  // namespace ferry::http2

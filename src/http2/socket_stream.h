@@ -1,0 +1,21 @@
+// A byte stream over a connected stream socket (http2 layer, private): TCP, or a Unix domain
+// socket. Writes go straight to the kernel with one gathered sendmsg (asio's write_some stops at
+// 64 buffers); reads are asio's async_read_some.
+#pragma once
+
+#include <memory>
+
+#include "asio/ip/tcp.hpp"
+#include "http2/byte_stream.h"
+
+namespace ferry::http2 {
+
+// Takes a connected TCP socket: sets TCP_NODELAY (no 40 ms delayed-ACK stalls for small
+// answers) and non-blocking mode (write_some_now must never block the loop).
+std::unique_ptr<ByteStream> make_tcp_stream(asio::ip::tcp::socket socket);
+
+// Writes as much of iov as the socket fd takes now with sendmsg, IOV_MAX slices at a time:
+// returns the bytes written; ec is would_block when it took none, or the socket's error.
+std::size_t send_gathered(int fd, std::span<const iovec> iov, asio::error_code& ec);
+
+}  // namespace ferry::http2
