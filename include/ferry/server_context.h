@@ -76,7 +76,11 @@ class ServerContext {
   // over the send limit (RESOURCE_EXHAUSTED; the limit applies to the uncompressed size).
   asio::awaitable<absl::Status> write(const google::protobuf::MessageLite& msg,
                                       WriteOptions options = {});
-  // Ends the call with status, sending msg first when it is non-null (a unary response: headers,
+  // The single response of a unary or client-streaming call (typed adapters and generated code
+  // set it before the handler runs): when the handler returns OK, ferry sends it, then the
+  // status, in one write. It must outlive the handler (the call's arena does).
+  void set_response(const google::protobuf::MessageLite* msg);
+  // Ends the call with status now, sending msg first when it is non-null (a unary response: headers,
   // message and trailers then leave in one write; compressed as set_compression says). Later
   // calls are ignored.
   void finish(const absl::Status& status, const google::protobuf::MessageLite* msg = nullptr);

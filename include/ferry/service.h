@@ -20,7 +20,8 @@ namespace ferry {
 
 enum class RpcKind { kUnary, kClientStreaming, kServerStreaming, kBidiStreaming };
 
-// A type-erased handler: runs the whole call and returns its status.
+// A type-erased handler: runs the whole call and returns its status, with which ferry then ends
+// the call (sending the message set_response named first, when the status is OK).
 using MethodHandler = std::function<asio::awaitable<absl::Status>(ServerContext&)>;
 
 template <class Request, class Response>
@@ -63,9 +64,8 @@ class Service {
                  auto* request = google::protobuf::Arena::CreateMessage<Request>(ctx.arena());
                  auto* response = google::protobuf::Arena::CreateMessage<Response>(ctx.arena());
                  if (!ctx.take_request(*request)) co_return missing_request();
-                 absl::Status status = co_await h(ctx, *request, *response);
-                 ctx.finish(status, status.ok() ? response : nullptr);
-                 co_return status;
+                 ctx.set_response(response);
+                 co_return co_await h(ctx, *request, *response);
                });
   }
 
@@ -75,9 +75,8 @@ class Service {
                [h = std::move(handler)](ServerContext& ctx) -> asio::awaitable<absl::Status> {
                  auto* response = google::protobuf::Arena::CreateMessage<Response>(ctx.arena());
                  ServerReader<Request> reader(ctx);
-                 absl::Status status = co_await h(ctx, reader, *response);
-                 ctx.finish(status, status.ok() ? response : nullptr);
-                 co_return status;
+                 ctx.set_response(response);
+                 co_return co_await h(ctx, reader, *response);
                });
   }
 

@@ -32,13 +32,25 @@ absl::Status cardinality_violation() {
 }  // namespace
 
 CallStream::CallStream(const asio::any_io_executor& executor, http2::Connection* connection,
-                       const CallLimits& limits)
+                       const CallLimits& limits, DeadlineQueue* deadlines)
     : executor_(executor),
       connection_(connection),
       limits_(limits),
+      deadlines_(deadlines),
       decoder_(FrameDecoderOptions{limits.max_receive_message_size, false}),
       read_event_(executor),
       write_event_(executor) {}
+
+void CallStream::on_closed(http2::ErrorCode error) {
+  release_window();
+  closed_ = true;
+  connection_ = nullptr;
+  disarm_deadline();
+  on_stream_closed(error);
+  wake_all();
+  // The connection's reference. It calls this last and touches the stream no more.
+  unref_inline();
+}
 
 void CallStream::unref() {
   if (refs_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;

@@ -18,8 +18,9 @@
 #include "ferry/compression.h"
 #include "ferry/frame_decoder.h"
 #include "ferry/limits.h"
-#include "http2/connection.h"
+#include "call/deadline_queue.h"
 #include "call/event.h"
+#include "http2/connection.h"
 
 namespace google::protobuf {
 class MessageLite;
@@ -29,14 +30,16 @@ namespace ferry::detail {
 
 using CallLimits = MessageLimits;
 
-class CallStream : public http2::Stream {
+class CallStream : public http2::Stream, private Deadline {
  public:
   // A writer suspends while more than this is queued on its stream and not yet taken by the
   // connection (which takes it as the peer's flow-control window allows).
   static constexpr std::size_t kWriteHighWater = 256 * 1024;
 
+  // deadlines: the queue of the call's thread, which times arm_deadline (null for a call that
+  // never reached a connection).
   CallStream(const asio::any_io_executor& executor, http2::Connection* connection,
-             const CallLimits& limits);
+             const CallLimits& limits, DeadlineQueue* deadlines);
 
   // Reference counting: the connection holds one while the stream is open, the application
   // one per handle. The last release deletes the call on its executor's thread.
@@ -58,7 +61,16 @@ class CallStream : public http2::Stream {
   bool last_message_compressed() const { return last_compressed_; }
 
  protected:
-  ~CallStream() override = default;
+  ~CallStream() override { disarm_deadline(); }
+
+  // The call's deadline: on_deadline() runs on the call's thread when it passes, unless the
+  // call disarmed it first (it ended, or its stream closed).
+  void arm_deadline(std::chrono::steady_clock::time_point when) { deadlines_->add(this, when); }
+  void disarm_deadline() {
+    if (deadlines_ != nullptr) deadlines_->remove(this);
+  }
+  // What the deadline does (Deadline's hook, for the subclasses to say).
+  void on_deadline() override = 0;
 
   // The peer's grpc-encoding (from its headers, before any DATA): compressed messages are then
   // accepted and inflated. An encoding ferry does not support is remembered, and a compressed
@@ -109,9 +121,10 @@ class CallStream : public http2::Stream {
 
   // Aborts the call: the first status wins; every waiting read and write wakes and fails.
   void abort(absl::Status status);
-  // The stream is closing: subclasses call this from on_closed, before dropping connection_.
-  // Gives the connection window back for DATA not read yet (the messages stay readable).
-  void release_window();
+  // The stream is closed: the call's own reaction (its status), between the common steps of
+  // on_closed: the window, the connection and the deadline are let go before it, waiters are
+  // woken and the connection's reference dropped after it.
+  virtual void on_stream_closed(http2::ErrorCode error) = 0;
   void wake_all() {
     read_event_.notify();
     write_event_.notify();
@@ -131,6 +144,7 @@ class CallStream : public http2::Stream {
   void on_data(Slice chunk) override;
   void on_remote_end() override;
   void on_outbound_taken() override;
+  void on_closed(http2::ErrorCode error) final;
 
   asio::any_io_executor executor_;
   http2::Connection* connection_;  // null once the stream is closed
@@ -141,6 +155,8 @@ class CallStream : public http2::Stream {
 
  private:
   void acknowledge(std::size_t n);
+  // Gives the connection window back for DATA not read yet (the messages stay readable).
+  void release_window();
   // Moves the next queued message's payload to out and gives its window back.
   bool pop_ready(DecodedMessage& out);
   // Copies small queued messages out of read blocks other than current (see the .cc).
@@ -160,6 +176,7 @@ class CallStream : public http2::Stream {
     std::size_t held;
   };
 
+  DeadlineQueue* deadlines_;
   std::atomic<int> refs_{1};
   Compression send_compression_ = Compression::kIdentity;
   Compression recv_compression_ = Compression::kIdentity;

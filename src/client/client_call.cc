@@ -18,16 +18,15 @@ void ClientCall::operator delete(void* p, std::size_t) noexcept {
 ClientCall::ClientCall(std::shared_ptr<void> keepalive, http2::Connection* connection,
                        DeadlineQueue* deadlines, ClientContext* context, const CallLimits& limits,
                        std::size_t max_header_bytes)
-    : CallStream(connection->executor(), connection, limits),
+    : CallStream(connection->executor(), connection, limits, deadlines),
       keepalive_(std::move(keepalive)),
-      deadlines_(deadlines),
       context_(context),
       max_header_bytes_(max_header_bytes),
       done_event_(connection->executor()) {}
 
 ClientCall::ClientCall(const asio::any_io_executor& executor, ClientContext* context,
                        absl::Status status)
-    : CallStream(executor, nullptr, CallLimits{}),
+    : CallStream(executor, nullptr, CallLimits{}, /*deadlines=*/nullptr),
       context_(context),
       done_event_(executor) {
   closed_ = true;
@@ -35,9 +34,7 @@ ClientCall::ClientCall(const asio::any_io_executor& executor, ClientContext* con
   abort(status_);
 }
 
-ClientCall::~ClientCall() {
-  if (deadlines_ != nullptr) deadlines_->remove(this);
-}
+ClientCall::~ClientCall() = default;
 
 void ClientCall::on_deadline() {
   ref();  // what abort_call sets off may drop the other references
@@ -105,7 +102,7 @@ void ClientCall::start(std::string_view path, std::string_view authority,
     abort(status_);
     return;
   }
-  if (deadline != ClientContext::Clock::time_point::max()) deadlines_->add(this, deadline);
+  if (deadline != ClientContext::Clock::time_point::max()) arm_deadline(deadline);
 }
 
 bool ClientCall::on_header(std::string_view name, std::string_view value) {
@@ -178,13 +175,10 @@ void ClientCall::on_remote_end() {
   }
 }
 
-void ClientCall::on_closed(http2::ErrorCode h2_error) {
-  release_window();
-  closed_ = true;
-  connection_ = nullptr;
-  deadlines_->remove(this);
+void ClientCall::on_stream_closed(http2::ErrorCode h2_error) {
   if (!done_) {
-    if (h2_error == http2::ErrorCode::kCancel && context_->deadline() <= ClientContext::Clock::now()) {
+    if (h2_error == http2::ErrorCode::kCancel &&
+        context_->deadline() <= ClientContext::Clock::now()) {
       // A server enforcing the same deadline resets the stream when it passes; that reset may
       // be read before our own deadline timer runs. The call failed by its deadline either way
       // (grpc-go's client does the same).
@@ -195,9 +189,6 @@ void ClientCall::on_closed(http2::ErrorCode h2_error) {
                    : status_from_rst_stream(h2_error));
     }
   }
-  wake_all();
-  // The connection's reference. It calls this last and touches the stream no more.
-  unref_inline();
 }
 
 void ClientCall::on_receive_error(absl::Status status) {
@@ -216,7 +207,7 @@ void ClientCall::complete(absl::Status status) {
   if (done_) return;
   done_ = true;
   status_ = std::move(status);
-  if (deadlines_ != nullptr) deadlines_->remove(this);
+  disarm_deadline();
   done_event_.notify();
   wake_all();
 }

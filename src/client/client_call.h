@@ -14,7 +14,7 @@
 
 namespace ferry::detail {
 
-class ClientCall final : public CallStream, private Deadline {
+class ClientCall final : public CallStream {
  public:
   // keepalive: whatever must outlive the call along with the connection (its observer and
   // deadlines, the queue that times the call).
@@ -52,7 +52,7 @@ class ClientCall final : public CallStream, private Deadline {
   bool on_header(std::string_view name, std::string_view value) override;
   void on_headers_done() override;
   void on_remote_end() override;
-  void on_closed(http2::ErrorCode h2_error) override;
+  void on_stream_closed(http2::ErrorCode h2_error) override;
   void on_receive_error(absl::Status status) override;
   void on_message_taken(bool compressed) override { context_->response_compressed_ = compressed; }
   bool can_write() const override { return !done_ && !closed_ && !outbound_end; }
@@ -65,7 +65,6 @@ class ClientCall final : public CallStream, private Deadline {
   void abort_call(absl::Status status);
 
   std::shared_ptr<void> keepalive_;
-  DeadlineQueue* deadlines_ = nullptr;  // null for a call that never reached a connection
   ClientContext* context_;
   std::size_t max_header_bytes_ = 0;
   std::size_t header_bytes_ = 0;

@@ -29,9 +29,8 @@ void ServerCall::operator delete(void* p, std::size_t) noexcept {
 }
 
 ServerCall::ServerCall(ServerCallSite* site, http2::Connection* connection)
-    : CallStream(connection->executor(), connection, site->limits),
+    : CallStream(connection->executor(), connection, site->limits, site->deadlines),
       site_(site),
-      deadlines_(site->deadlines),
       arena_(arena_block_, sizeof(arena_block_)) {
   site->active_calls->fetch_add(1, std::memory_order_relaxed);
   // "ipv6:[<address>%<scope>]:<port>" fits: never truncated in practice.
@@ -117,7 +116,7 @@ void ServerCall::route() {
     return;
   }
   if (deadline_ != std::chrono::steady_clock::time_point::max()) {
-    deadlines_->add(this, deadline_);
+    arm_deadline(deadline_);
   }
   if (method_entry_->kind == RpcKind::kUnary || method_entry_->kind == RpcKind::kServerStreaming) {
     run_when_ready(method_entry_);
@@ -146,10 +145,7 @@ void ServerCall::fix_send_compression() {
   set_send_compression(accepted ? requested_compression_ : Compression::kIdentity);
 }
 
-ServerCall::~ServerCall() {
-  // finish() or on_closed() took it out already; this is for a call that got neither.
-  deadlines_->remove(this);
-}
+ServerCall::~ServerCall() = default;
 
 void ServerCall::on_deadline() {
   if (finished_ || closed_) return;
@@ -166,7 +162,7 @@ void ServerCall::run(const Method* method) {
 }
 
 void ServerCall::handler_done(const absl::Status& status) {
-  finish(status, nullptr);
+  finish(status, status.ok() ? response_ : nullptr);
   // The runner calls this from its coroutine, resumed from the executor's queue or a
   // connection's wake-ups: nothing of the call's is below it on the stack.
   unref_inline();
@@ -226,7 +222,7 @@ void ServerCall::finish(const absl::Status& status_in, const google::protobuf::M
     if (absl::Status s = enqueue_message(*msg, WriteOptions{}); !s.ok()) status = s;
   }
   finished_ = true;
-  deadlines_->remove(this);
+  disarm_deadline();
 
   // Built in place in the stream's trailers, which the connection sends after the last DATA.
   trailers.clear();
@@ -303,20 +299,13 @@ void ServerCall::on_remote_end() {
   CallStream::on_remote_end();
 }
 
-void ServerCall::on_closed(http2::ErrorCode h2_error) {
-  release_window();
-  closed_ = true;
-  connection_ = nullptr;
-  deadlines_->remove(this);
+void ServerCall::on_stream_closed(http2::ErrorCode h2_error) {
   if (!finished_) {
     abort(h2_error == http2::ErrorCode::kConnectionLost
               ? absl::CancelledError("the connection to the client was lost")
               : status_from_rst_stream(h2_error));
   }
-  wake_all();
   site_->active_calls->fetch_sub(1, std::memory_order_relaxed);
-  // The connection's reference. It calls this last and touches the stream no more.
-  unref_inline();
 }
 
 }  // namespace ferry::detail

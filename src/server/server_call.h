@@ -19,7 +19,7 @@
 
 namespace ferry::detail {
 
-class ServerCall final : public CallStream, private Deadline {
+class ServerCall final : public CallStream {
  public:
   // A call on connection, whose calls share site (which must outlive the call's stream).
   ServerCall(ServerCallSite* site, http2::Connection* connection);
@@ -72,6 +72,7 @@ class ServerCall final : public CallStream, private Deadline {
   asio::awaitable<absl::Status> write(const google::protobuf::MessageLite& msg,
                                       WriteOptions options);
   void finish(const absl::Status& status, const google::protobuf::MessageLite* msg);
+  void set_response(const google::protobuf::MessageLite* msg) { response_ = msg; }
 
   // Cancels the call from the server side (shutdown past its grace): RST_STREAM(CANCEL).
   void cancel(absl::Status why);
@@ -79,7 +80,7 @@ class ServerCall final : public CallStream, private Deadline {
  private:
   bool on_header(std::string_view name, std::string_view value) override;
   void on_headers_done() override;
-  void on_closed(http2::ErrorCode h2_error) override;
+  void on_stream_closed(http2::ErrorCode h2_error) override;
   void on_receive_error(absl::Status status) override;
   void on_remote_end() override;
   void on_inbound_progress() override;
@@ -106,9 +107,10 @@ class ServerCall final : public CallStream, private Deadline {
 
   // The connection's side: it may be gone once on_closed has run, while the handler still runs.
   ServerCallSite* site_;
-  DeadlineQueue* deadlines_;  // the thread's: outlives every call
   ServerContext context_{this};
   const Method* pending_method_ = nullptr;  // run once the request is in
+  // The single response handler_done sends with an OK status (set_response), or null.
+  const google::protobuf::MessageLite* response_ = nullptr;
   // The peer's address, copied from the site at construction (no allocation): a handler may
   // ask for it after the connection, and with it the site, is gone.
   char peer_[96];
