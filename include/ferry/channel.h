@@ -28,6 +28,7 @@
 #include "ferry/blocking_stream.h"
 #include "ferry/client_context.h"
 #include "ferry/client_stream.h"
+#include "ferry/connection_policy.h"
 #include "ferry/limits.h"
 
 namespace google::protobuf {
@@ -43,6 +44,9 @@ struct ChannelOptions : MessageLimits, ConnectionLimits {
   // :authority; empty means the target's host:port.
   std::string authority;
   std::string user_agent = "ferry/0.1";
+  // Keepalive PINGs on the channel's connections (off by default; a server may refuse PINGs
+  // more frequent than its policy allows: grpc-go's and ferry's default minimum is 5 minutes).
+  KeepaliveOptions keepalive;
 };
 
 namespace detail {

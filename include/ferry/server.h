@@ -23,13 +23,16 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "ferry/connection_policy.h"
 #include "ferry/limits.h"
 #include "ferry/service.h"
 
 namespace ferry {
 
-// Limits (MessageLimits, ConnectionLimits: ferry/limits.h) are on by default.
-struct ServerOptions : MessageLimits, ConnectionLimits {
+// Limits (MessageLimits, ConnectionLimits: ferry/limits.h) and the connections' lifecycle
+// (ServerConnectionPolicy: handshake timeout, idle and age limits, keepalive, PING policing,
+// max_connections; ferry/connection_policy.h) are on by default.
+struct ServerOptions : MessageLimits, ConnectionLimits, ServerConnectionPolicy {
   // I/O threads; 0 means one per hardware thread.
   unsigned num_threads = 0;
 };

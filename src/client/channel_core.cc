@@ -72,6 +72,9 @@ asio::awaitable<absl::Status> ChannelCore::connect() {
   auto conn = std::make_shared<ChannelConnection>(executor_);
   conn->connection = std::make_shared<http2::Connection>(
       http2::make_tcp_stream(std::move(socket)), http2::Role::kClient, options_, conn.get());
+  http2::LifecyclePolicy lifecycle;
+  lifecycle.keepalive = options_.keepalive;
+  conn->connection->set_lifecycle(lifecycle);
   conn->connection->start();
   // A draining predecessor (GOAWAY received) stays alive through its calls' references.
   current_ = std::move(conn);

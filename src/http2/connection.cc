@@ -60,7 +60,12 @@ Connection::~Connection() {
   if (read_block_ != nullptr) detail::block_unref(read_block_);
 }
 
+void Connection::set_lifecycle(const LifecyclePolicy& policy) {
+  if (policy.active()) lifecycle_ = std::make_unique<Lifecycle>(*this, policy);
+}
+
 void Connection::start() {
+  if (lifecycle_ != nullptr) lifecycle_->start();
   schedule_flush();
   start_read();
 }
@@ -138,9 +143,26 @@ void Connection::shutdown() {
   schedule_flush();
 }
 
+void Connection::terminate(ErrorCode error, std::string_view debug) {
+  if (closed_) return;
+  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
+                        nghttp2_session_get_last_proc_stream_id(session_),
+                        static_cast<std::uint32_t>(error),
+                        reinterpret_cast<const std::uint8_t*>(debug.data()), debug.size());
+  close_after_write_ = true;
+  schedule_flush();
+}
+
+void Connection::ping() {
+  if (closed_) return;
+  nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, nullptr);
+  schedule_flush();
+}
+
 void Connection::close() {
   if (closed_) return;
   closed_ = true;
+  if (lifecycle_ != nullptr) lifecycle_->stop();
   stream_->close();
   // The session is kept (it is deleted with the Connection) but forgets every stream now.
   while (streams_ != nullptr) {
@@ -154,6 +176,8 @@ void Connection::close() {
 }
 
 void Connection::link(Stream* stream) {
+  ++open_streams_;
+  ++streams_opened_;
   stream->prev_ = nullptr;
   stream->next_ = streams_;
   if (streams_ != nullptr) streams_->prev_ = stream;
@@ -168,6 +192,7 @@ Stream* Connection::find_stream(std::int32_t id) {
 }
 
 void Connection::unlink(Stream* stream) {
+  --open_streams_;
   if (recent_stream_ == stream) recent_stream_ = nullptr;
   if (stream->prev_ != nullptr) stream->prev_->next_ = stream->next_;
   if (stream->next_ != nullptr) stream->next_->prev_ = stream->prev_;
@@ -193,6 +218,7 @@ void Connection::on_read(const asio::error_code& ec, std::size_t n) {
     close();
     return;
   }
+  ++reads_;
   read_block_->used = static_cast<std::uint32_t>(n);
   receiving_ = true;  // until the flush below: nothing needs to post one
   ssize_t rv;
@@ -249,6 +275,10 @@ void Connection::flush() {
 
 void Connection::close_if_done() {
   if (closed_ || writing_now_ || !pending_.empty()) return;
+  if (close_after_write_) {
+    close();
+    return;
+  }
   if (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_)) close();
 }
 

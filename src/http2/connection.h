@@ -20,6 +20,7 @@
 #include "http2/byte_stream.h"
 #include "http2/error_code.h"
 #include "http2/header_block.h"
+#include "http2/lifecycle.h"
 #include "http2/stream.h"
 
 struct nghttp2_session;
@@ -50,6 +51,10 @@ class Connection : public std::enable_shared_from_this<Connection>, public ByteS
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
+  // Before start(): the limits on this connection's life and the keepalive PINGs
+  // (http2/lifecycle.h). Without it the connection lives until closed.
+  void set_lifecycle(const LifecyclePolicy& policy);
+
   // Sends the preface and SETTINGS and starts reading.
   void start();
 
@@ -76,6 +81,15 @@ class Connection : public std::enable_shared_from_this<Connection>, public ByteS
   void shutdown();
   // Closes the byte stream now; every open stream gets on_closed(kConnectionLost).
   void close();
+  // Ends the connection for an error of the peer's: GOAWAY(error, debug), then close.
+  void terminate(ErrorCode error, std::string_view debug);
+  // Sends a PING (keepalive); the ACK reaches the lifecycle.
+  void ping();
+
+  // Counters for the lifecycle: reads completed, streams open now and ever opened.
+  std::uint64_t reads() const { return reads_; }
+  std::size_t open_streams() const { return open_streams_; }
+  std::uint64_t streams_opened() const { return streams_opened_; }
 
   bool is_open() const { return !closed_; }
   // Whether a new stream may still be opened (open, no GOAWAY either way).
@@ -123,6 +137,11 @@ class Connection : public std::enable_shared_from_this<Connection>, public ByteS
   bool closed_ = false;
   bool goaway_received_ = false;
   Stream* streams_ = nullptr;            // open streams, for close()
+  std::size_t open_streams_ = 0;
+  std::uint64_t streams_opened_ = 0;
+  std::uint64_t reads_ = 0;
+  std::unique_ptr<Lifecycle> lifecycle_;  // null when no limit is on
+  bool close_after_write_ = false;        // terminate(): close once the GOAWAY is out
   Stream* recent_stream_ = nullptr;      // find_stream's last answer; cleared by unlink
 };
 

@@ -124,7 +124,20 @@ int Connection::Callbacks::frame_recv(nghttp2_session*, const nghttp2_frame* fra
                            static_cast<ErrorCode>(frame->goaway.error_code));
     return 0;
   }
-  if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
+  if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) {
+    if (c.lifecycle_ != nullptr) {
+      const bool ack = (frame->hd.flags & NGHTTP2_FLAG_ACK) != 0;
+      if (frame->hd.type == NGHTTP2_SETTINGS && !ack) c.lifecycle_->on_peer_settings();
+      if (frame->hd.type == NGHTTP2_PING) {
+        if (ack) {
+          c.lifecycle_->on_ping_ack();
+        } else {
+          c.lifecycle_->on_ping_received();
+        }
+      }
+    }
+    return 0;
+  }
   Stream* stream = c.find_stream(frame->hd.stream_id);
   if (stream == nullptr) return 0;
   if (frame->hd.type == NGHTTP2_HEADERS) stream->on_headers_done();
@@ -167,6 +180,10 @@ int Connection::Callbacks::stream_close(nghttp2_session* session, std::int32_t s
 // the END_STREAM frame is out: submitted earlier, RST_STREAM would overtake queued DATA.
 int Connection::Callbacks::frame_send(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
   Connection& c = self(user_data);
+  if (c.lifecycle_ != nullptr &&
+      (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA)) {
+    c.lifecycle_->on_data_sent();
+  }
   if (c.role_ == Role::kServer &&
       (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
       (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0 &&

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "asio/ip/tcp.hpp"
 #include "asio/post.hpp"
+#include "server/acceptor.h"
 #include "server/io_thread.h"
 #include "server/method_table.h"
 #include "server/server_connection.h"
@@ -21,36 +22,15 @@ struct Server::Impl {
   ServerOptions options;
   detail::MethodTable methods;
   std::vector<std::unique_ptr<IoThread>> threads;
-  std::unique_ptr<asio::ip::tcp::acceptor> acceptor;
-  std::size_t next_thread = 0;
+  std::unique_ptr<detail::Acceptor> acceptor;
   std::atomic<std::size_t> live_connections{0};
   std::atomic<std::size_t> active_calls{0};
   std::atomic<bool> shutting_down{false};
   bool started = false;
   bool stopped = false;
 
-  void accept_next();
   void adopt(IoThread& thread, asio::ip::tcp::socket socket);
 };
-
-void Server::Impl::accept_next() {
-  IoThread& target = *threads[next_thread];
-  next_thread = (next_thread + 1) % threads.size();
-  acceptor->async_accept(target.io, [this, &target](const asio::error_code& ec,
-                                                    asio::ip::tcp::socket socket) {
-    if (ec) {
-      if (ec == asio::error::operation_aborted || shutting_down.load()) return;
-      accept_next();  // a transient failure (e.g. out of descriptors): keep accepting
-      return;
-    }
-    if (shutting_down.load()) return;
-    live_connections.fetch_add(1, std::memory_order_acq_rel);
-    asio::post(target.io, [this, &target, s = std::move(socket)]() mutable {
-      adopt(target, std::move(s));
-    });
-    accept_next();
-  });
-}
 
 void Server::Impl::adopt(IoThread& thread, asio::ip::tcp::socket socket) {
   if (shutting_down.load()) {  // accepted as shutdown began: refuse rather than serve
@@ -81,20 +61,26 @@ absl::StatusOr<int> Server::start(const std::string& host, int port) {
   const asio::ip::address address = asio::ip::make_address(host, ec);
   if (ec) return absl::InvalidArgumentError(absl::StrCat("bad listen address '", host, "'"));
   const asio::ip::tcp::endpoint endpoint(address, static_cast<unsigned short>(port));
-  auto acceptor = std::make_unique<asio::ip::tcp::acceptor>(impl_->threads[0]->io);
-  acceptor->open(endpoint.protocol(), ec);
-  if (!ec) acceptor->set_option(asio::ip::tcp::acceptor::reuse_address(true), ec);
-  if (!ec) acceptor->bind(endpoint, ec);
-  if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
+  asio::ip::tcp::acceptor acceptor(impl_->threads[0]->io);
+  acceptor.open(endpoint.protocol(), ec);
+  if (!ec) acceptor.set_option(asio::ip::tcp::acceptor::reuse_address(true), ec);
+  if (!ec) acceptor.bind(endpoint, ec);
+  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
     impl_->threads.clear();
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", host, ":", port, ": ", ec.message()));
   }
-  const int bound = acceptor->local_endpoint().port();
-  impl_->acceptor = std::move(acceptor);
+  const int bound = acceptor.local_endpoint().port();
+  Impl* impl = impl_.get();
+  impl_->acceptor = std::make_unique<detail::Acceptor>(
+      std::move(acceptor), impl_->threads, impl_->live_connections,
+      impl_->options.max_connections,
+      [impl](IoThread& thread, asio::ip::tcp::socket socket) {
+        impl->adopt(thread, std::move(socket));
+      });
   impl_->started = true;
-  impl_->accept_next();
+  impl_->acceptor->start();
   for (auto& t : impl_->threads) {
     t->thread = std::thread([io = &t->io] { io->run(); });
   }
@@ -115,10 +101,7 @@ void Server::shutdown(std::chrono::milliseconds grace) {
       });
     }
   };
-  asio::post(s.threads[0]->io, [&s] {
-    asio::error_code ignored;
-    s.acceptor->close(ignored);
-  });
+  asio::post(s.threads[0]->io, [&s] { s.acceptor->close(); });
   // GOAWAY: calls in flight go on, new streams are refused, idle connections close.
   on_every_connection([](ServerConnection& c) { c.shutdown(); });
 

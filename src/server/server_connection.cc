@@ -27,6 +27,7 @@ void ServerConnection::adopt(IoThread& thread, asio::ip::tcp::socket socket,
   conn->connection_ = std::make_shared<http2::Connection>(
       http2::make_tcp_stream(std::move(socket)), http2::Role::kServer, options, conn);
   site.peer = conn->connection_->peer_address();  // once per connection, not per call
+  conn->connection_->set_lifecycle(http2::LifecyclePolicy::for_server(options));
   conn->connection_->start();
 }
 

@@ -1,0 +1,311 @@
+// The server's connection lifecycle (ferry/connection_policy.h) against misbehaving and silent
+// peers played with raw sockets: the handshake timeout, max_connection_idle, max_connection_age,
+// keepalive PINGs that go unanswered, PING floods (GOAWAY ENHANCE_YOUR_CALM too_many_pings),
+// max_connections; the client's keepalive against a server that stops answering; and the
+// acceptor out of descriptors, which must wait instead of spinning. Limits are made small
+// through the options, so each case takes well under a second.
+#include <gtest/gtest.h>
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "asio/ip/tcp.hpp"
+#include "asio/read.hpp"
+#include "asio/write.hpp"
+#include "ferry/channel.h"
+#include "ferry/server.h"
+#include "ferry/testing/echo.pb.h"
+#include "support/echo_service.h"
+
+namespace ferry {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::string_view kPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+constexpr std::string_view kEmptySettings{"\x00\x00\x00\x04\x00\x00\x00\x00\x00", 9};
+constexpr std::string_view kSettingsAck{"\x00\x00\x00\x04\x01\x00\x00\x00\x00", 9};
+
+std::string ping_frame(char fill) {
+  std::string f("\x00\x00\x08\x06\x00\x00\x00\x00\x00", 9);
+  f.append(8, fill);
+  return f;
+}
+
+struct Frame {
+  std::uint8_t type;
+  std::uint8_t flags;
+  std::string payload;
+};
+
+// A TCP client that speaks raw bytes to the server and reads what it sends until it closes.
+class RawClient {
+ public:
+  explicit RawClient(int port) : socket_(io_) {
+    socket_.connect({asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)});
+  }
+  void send(std::string_view bytes) { asio::write(socket_, asio::buffer(bytes)); }
+  void handshake() {
+    send(kPreface);
+    send(kEmptySettings);
+  }
+  // Reads frames until the server closes the connection or `limit` passes; true if it closed.
+  bool read_until_closed(std::chrono::milliseconds limit) {
+    const auto until = Clock::now() + limit;
+    socket_.non_blocking(true);
+    std::string buffer;
+    char chunk[4096];
+    while (Clock::now() < until) {
+      asio::error_code ec;
+      const std::size_t n = socket_.read_some(asio::buffer(chunk), ec);
+      if (ec == asio::error::would_block) {
+        std::this_thread::sleep_for(5ms);
+        continue;
+      }
+      if (ec) {
+        closed_at_ = Clock::now();
+        parse(buffer);
+        return true;
+      }
+      buffer.append(chunk, n);
+    }
+    parse(buffer);
+    return false;
+  }
+  const std::vector<Frame>& frames() const { return frames_; }
+  const Frame* find(std::uint8_t type) const {
+    for (const Frame& f : frames_) {
+      if (f.type == type) return &f;
+    }
+    return nullptr;
+  }
+  Clock::time_point closed_at() const { return closed_at_; }
+
+ private:
+  void parse(const std::string& b) {
+    for (std::size_t at = 0; at + 9 <= b.size();) {
+      const std::size_t len = (std::uint8_t(b[at]) << 16) | (std::uint8_t(b[at + 1]) << 8) |
+                              std::uint8_t(b[at + 2]);
+      if (at + 9 + len > b.size()) break;
+      frames_.push_back({std::uint8_t(b[at + 3]), std::uint8_t(b[at + 4]), b.substr(at + 9, len)});
+      at += 9 + len;
+    }
+  }
+
+  asio::io_context io_;
+  asio::ip::tcp::socket socket_;
+  std::vector<Frame> frames_;
+  Clock::time_point closed_at_;
+};
+
+std::uint32_t goaway_error(const Frame& goaway) {
+  const std::string& p = goaway.payload;
+  return (std::uint32_t(std::uint8_t(p[4])) << 24) | (std::uint32_t(std::uint8_t(p[5])) << 16) |
+         (std::uint32_t(std::uint8_t(p[6])) << 8) | std::uint8_t(p[7]);
+}
+
+// A server with the Echo service and every lifecycle limit off unless the test sets it.
+struct TestServer {
+  testing::EchoProbe probe;
+  testing::EchoService service{&probe};
+  Server server;
+  int port = 0;
+
+  explicit TestServer(ServerOptions options) : server(options) {
+    server.add_service(service);
+    absl::StatusOr<int> p = server.start("127.0.0.1", 0);
+    if (!p.ok()) throw std::runtime_error(std::string(p.status().message()));
+    port = *p;
+  }
+  ~TestServer() { server.shutdown(100ms); }
+  std::string target() const { return "127.0.0.1:" + std::to_string(port); }
+};
+
+ServerOptions quiet_options() {
+  ServerOptions o;
+  o.num_threads = 1;
+  o.handshake_timeout = kNever;
+  o.max_connection_idle = kNever;
+  o.keepalive.time = kNever;
+  return o;
+}
+
+absl::Status echo(Channel& channel) {
+  testing::Echo::BlockingStub stub(channel);
+  testing::EchoRequest request;
+  request.set_payload("x");
+  testing::EchoResponse response;
+  ClientContext ctx;
+  ctx.set_timeout(5s);
+  return stub.Echo(ctx, request, response);
+}
+
+TEST(ConnectionLifecycle, SilentConnectionIsClosedByTheHandshakeTimeout) {
+  ServerOptions o = quiet_options();
+  o.handshake_timeout = 200ms;
+  TestServer s(o);
+  RawClient silent(s.port);
+  RawClient half(s.port);
+  half.send(kPreface.substr(0, 10));  // half a preface, then nothing
+  const auto start = Clock::now();
+  EXPECT_TRUE(silent.read_until_closed(3s));
+  EXPECT_TRUE(half.read_until_closed(3s));
+  EXPECT_GE(silent.closed_at() - start, 150ms);
+  // A client that completes the handshake in time is served past the timeout.
+  RawClient good(s.port);
+  good.handshake();
+  EXPECT_FALSE(good.read_until_closed(500ms));
+}
+
+TEST(ConnectionLifecycle, IdleConnectionGetsGoawayAndIsClosed) {
+  ServerOptions o = quiet_options();
+  o.max_connection_idle = 200ms;
+  TestServer s(o);
+  RawClient idle(s.port);
+  idle.handshake();
+  ASSERT_TRUE(idle.read_until_closed(3s));
+  const Frame* goaway = idle.find(0x7);
+  ASSERT_NE(goaway, nullptr);
+  EXPECT_EQ(goaway_error(*goaway), 0u);  // NO_ERROR
+  // A channel whose connection went idle reconnects on its next call.
+  Channel channel(s.target());
+  ASSERT_TRUE(echo(channel).ok());
+  std::this_thread::sleep_for(600ms);
+  EXPECT_TRUE(echo(channel).ok());
+}
+
+TEST(ConnectionLifecycle, ConnectionOlderThanMaxAgeIsDrainedThenClosed) {
+  ServerOptions o = quiet_options();
+  o.max_connection_age = 200ms;
+  o.max_connection_age_grace = 200ms;
+  TestServer s(o);
+  RawClient client(s.port);
+  client.handshake();
+  const auto start = Clock::now();
+  ASSERT_TRUE(client.read_until_closed(3s));
+  ASSERT_NE(client.find(0x7), nullptr);
+  EXPECT_GE(client.closed_at() - start, 150ms);
+}
+
+// The server pings a peer that has gone quiet, and closes the connection when no ACK comes.
+TEST(ConnectionLifecycle, KeepaliveClosesAConnectionWhosePeerStopsAnswering) {
+  ServerOptions o = quiet_options();
+  o.keepalive.time = 100ms;
+  o.keepalive.timeout = 100ms;
+  o.keepalive.without_calls = true;
+  TestServer s(o);
+  RawClient mute(s.port);
+  mute.handshake();  // then reads nothing and answers no PING
+  ASSERT_TRUE(mute.read_until_closed(3s));
+  const Frame* ping = mute.find(0x6);
+  ASSERT_NE(ping, nullptr);
+  EXPECT_EQ(ping->flags & 0x1, 0);  // a PING, not an ACK
+
+  // A peer that answers (nghttp2 in ferry's channel does) keeps its connection.
+  Channel channel(s.target());
+  ASSERT_TRUE(echo(channel).ok());
+  std::this_thread::sleep_for(700ms);
+  EXPECT_TRUE(echo(channel).ok());
+}
+
+TEST(ConnectionLifecycle, PingFloodGetsGoawayEnhanceYourCalm) {
+  ServerOptions o = quiet_options();
+  TestServer s(o);  // default policy: one PING per 5 minutes, none without a call
+  RawClient flooder(s.port);
+  flooder.handshake();
+  flooder.send(kSettingsAck);
+  for (char c = 'a'; c < 'f'; ++c) flooder.send(ping_frame(c));
+  ASSERT_TRUE(flooder.read_until_closed(3s));
+  const Frame* goaway = flooder.find(0x7);
+  ASSERT_NE(goaway, nullptr);
+  EXPECT_EQ(goaway_error(*goaway), 0xbu);  // ENHANCE_YOUR_CALM
+  EXPECT_NE(goaway->payload.find("too_many_pings"), std::string::npos);
+}
+
+TEST(ConnectionLifecycle, ConnectionsBeyondMaxConnectionsAreClosed) {
+  ServerOptions o = quiet_options();
+  o.max_connections = 2;
+  TestServer s(o);
+  RawClient a(s.port), b(s.port);
+  a.handshake();
+  b.handshake();
+  std::this_thread::sleep_for(100ms);  // both adopted
+  RawClient c(s.port);
+  EXPECT_TRUE(c.read_until_closed(2s));
+  EXPECT_FALSE(a.read_until_closed(200ms));
+}
+
+// The channel's keepalive notices a server that accepted the connection and then went silent:
+// the call fails with UNAVAILABLE instead of hanging.
+TEST(ConnectionLifecycle, ClientKeepaliveFailsCallsOnASilentServer) {
+  asio::io_context io;
+  asio::ip::tcp::acceptor listener(io, {asio::ip::make_address("127.0.0.1"), 0});
+  asio::ip::tcp::socket accepted(io);
+  std::thread accept_thread([&] { listener.accept(accepted); });
+  ChannelOptions options;
+  options.keepalive.time = 100ms;
+  options.keepalive.timeout = 100ms;
+  Channel channel("127.0.0.1:" + std::to_string(listener.local_endpoint().port()), options);
+  testing::Echo::BlockingStub stub(channel);
+  testing::EchoRequest request;
+  testing::EchoResponse response;
+  ClientContext ctx;  // no deadline: only keepalive can end this call
+  const auto start = Clock::now();
+  absl::Status status = stub.Echo(ctx, request, response);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_LT(Clock::now() - start, 3s);
+  accept_thread.join();
+}
+
+// Out of descriptors, accept fails with EMFILE at once and forever; the acceptor must pause
+// between tries (it once spun a core at 100%), then serve again once descriptors come back.
+TEST(ConnectionLifecycle, AcceptorOutOfDescriptorsWaitsInsteadOfSpinning) {
+  ServerOptions o = quiet_options();
+  TestServer s(o);
+  // Clients from another process (this one will have no descriptor to spare).
+  const std::string command =
+      "python3 -c \"import socket,time\ntime.sleep(0.2)\ns=[socket.create_connection(('127.0.0.1'," +
+      std::to_string(s.port) + ")) for _ in range(5)]\ntime.sleep(4)\" &";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  rlimit saved;
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  std::vector<int> hogs;
+  rlimit low = saved;
+  low.rlim_cur = 256;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  while (true) {
+    const int fd = dup(0);
+    if (fd < 0) break;
+    hogs.push_back(fd);
+  }
+  // The clients connect meanwhile (python takes a while to start on a loaded machine), and
+  // accept fails with EMFILE from then on: measure once they surely have.
+  std::this_thread::sleep_for(1200ms);
+  rusage before{}, after{};
+  getrusage(RUSAGE_SELF, &before);
+  std::this_thread::sleep_for(1500ms);
+  getrusage(RUSAGE_SELF, &after);
+  for (int fd : hogs) close(fd);
+  setrlimit(RLIMIT_NOFILE, &saved);
+  auto cpu = [](const rusage& r) {
+    return std::chrono::microseconds(r.ru_utime.tv_sec * 1000000 + r.ru_utime.tv_usec +
+                                      r.ru_stime.tv_sec * 1000000 + r.ru_stime.tv_usec);
+  };
+  const auto used = cpu(after) - cpu(before);
+  std::printf("CPU while out of descriptors: %lld ms in 1500 ms\n",
+              static_cast<long long>(used.count() / 1000));
+  EXPECT_LT(used, 150ms);  // spinning burns up to the whole 1500 ms (343 ms on a loaded 2-core VM)
+  // Descriptors are back: the server accepts and serves again.
+  Channel channel(s.target());
+  EXPECT_TRUE(echo(channel).ok());
+}
+
+}  // namespace
+}  // namespace ferry
