@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages ferry builds with, when any is missing. Idempotent and quiet when
-# everything is already there. Used by scripts/main.sh and scripts/test.sh.
+# everything is already there. Used by scripts/main.sh and scripts/test.sh. With --bench it installs
+# instead what only the benchmarks need (h2load, for bench/head_to_head).
 set -euo pipefail
 
 packages=(
@@ -10,6 +11,9 @@ packages=(
   libbenchmark-dev libgtest-dev libgmock-dev
   libgrpc++-dev protobuf-compiler-grpc grpc-proto
 )
+if [ "${1:-}" = "--bench" ]; then
+  packages=(nghttp2-client)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # ferry's main job: installs missing Debian packages, builds everything in Release, runs the
 # greeter example (its server and client), the codec benchmarks (medians of repetitions) and the
-# loopback RPC benchmark, and prints their tables with ratios to the baselines measured in the
-# same run.
+# loopback RPC benchmark, and the head-to-head against grpc++ servers under h2load, and prints
+# their tables with ratios to the baselines measured in the same run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install_deps.sh
+# h2load for the head-to-head benchmark, which says so and is skipped when h2load is missing.
+bash scripts/install_deps.sh --bench || echo "main.sh: nghttp2-client (h2load) not installed"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build build
 
@@ -36,3 +38,6 @@ python3 scripts/bench_table.py build/results/codec.json | tee build/results/code
 echo
 echo "== Loopback RPC: ferry beside a raw TCP echo"
 ./build/bench/rpc_bench "${FERRY_RPC_REPETITIONS:-3}" | tee build/results/rpc.md
+echo
+echo "== Head to head: ferry, grpc++ callback and grpc++ async echo servers on one core, h2load"
+python3 bench/head_to_head/run.py --build-dir build --out build/results/head_to_head.md
