@@ -49,7 +49,9 @@ class ServerContext {
   // Metadata for the trailers, sent with the status.
   void add_trailing_metadata(std::string_view key, std::string_view value);
 
-  // The call's arena: request and response messages live here and die with the call.
+  // The call's arena, for messages the handler creates: they die with the call. (The typed
+  // handlers' request and response are not on it: they come from a per-thread cache and keep
+  // their capacity across calls, see ferry/recycled_message.h.)
   google::protobuf::Arena* arena() const;
 
   // Compresses this call's responses with `compression` (grpc-encoding in the response headers),

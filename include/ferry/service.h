@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "asio/awaitable.hpp"
+#include "ferry/recycled_message.h"
 #include "ferry/server_context.h"
 #include "ferry/server_stream.h"
 #include "google/protobuf/arena.h"
@@ -60,11 +61,11 @@ class Service {
   void add_unary(std::string name, UnaryHandler<Request, Response> handler) {
     add_method(std::move(name), RpcKind::kUnary,
                [h = std::move(handler)](ServerContext& ctx) -> asio::awaitable<absl::Status> {
-                 auto* request = google::protobuf::Arena::CreateMessage<Request>(ctx.arena());
-                 auto* response = google::protobuf::Arena::CreateMessage<Response>(ctx.arena());
+                 detail::RecycledMessage<Request> request;
+                 detail::RecycledMessage<Response> response;
                  if (!ctx.take_request(*request)) co_return missing_request();
                  absl::Status status = co_await h(ctx, *request, *response);
-                 ctx.finish(status, status.ok() ? response : nullptr);
+                 ctx.finish(status, status.ok() ? response.get() : nullptr);
                  co_return status;
                });
   }
@@ -73,10 +74,10 @@ class Service {
   void add_client_streaming(std::string name, ClientStreamingHandler<Request, Response> handler) {
     add_method(std::move(name), RpcKind::kClientStreaming,
                [h = std::move(handler)](ServerContext& ctx) -> asio::awaitable<absl::Status> {
-                 auto* response = google::protobuf::Arena::CreateMessage<Response>(ctx.arena());
+                 detail::RecycledMessage<Response> response;
                  ServerReader<Request> reader(ctx);
                  absl::Status status = co_await h(ctx, reader, *response);
-                 ctx.finish(status, status.ok() ? response : nullptr);
+                 ctx.finish(status, status.ok() ? response.get() : nullptr);
                  co_return status;
                });
   }
@@ -85,7 +86,7 @@ class Service {
   void add_server_streaming(std::string name, ServerStreamingHandler<Request, Response> handler) {
     add_method(std::move(name), RpcKind::kServerStreaming,
                [h = std::move(handler)](ServerContext& ctx) -> asio::awaitable<absl::Status> {
-                 auto* request = google::protobuf::Arena::CreateMessage<Request>(ctx.arena());
+                 detail::RecycledMessage<Request> request;
                  if (!ctx.take_request(*request)) co_return missing_request();
                  ServerWriter<Response> writer(ctx);
                  co_return co_await h(ctx, *request, writer);
