@@ -16,6 +16,7 @@
 #include "asio/ip/tcp.hpp"
 #include "asio/post.hpp"
 #include "http2/connection.h"
+#include "rpc/pool_trim_timer.h"
 #include "rpc/server_call.h"
 #include "rpc/wire_format.h"
 
@@ -32,6 +33,8 @@ struct IoThread {
   detail::HandlerRunners runners{io.get_executor()};
   // The deadlines of this thread's calls, on one timer.
   detail::DeadlineQueue deadlines{io.get_executor()};
+  // Gives the buffer pool's idle blocks back to the OS when traffic stops.
+  detail::PoolTrimTimer pool_trim{io.get_executor()};
   std::thread thread;
   // This thread's connections; touched only on this thread.
   std::list<std::unique_ptr<struct ServerConnection>> connections;
@@ -275,6 +278,7 @@ void Server::shutdown(std::chrono::milliseconds grace) {
     asio::post(t->io, [t = t.get()] {
       t->runners.stop();
       t->deadlines.stop();
+      t->pool_trim.stop();
     });
     t->work.reset();
   }
