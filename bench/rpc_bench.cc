@@ -2,7 +2,8 @@
 // TCP echo over the same loopback (the floor any RPC stack sits on), in one process and one run.
 // Measures unary latency with one call in flight (p50/p99), unary calls/s with 64 in flight on
 // one connection, the server's CPU time and heap allocations per call (read on the server's own
-// I/O thread), and server-streaming throughput with 64 KiB messages. Prints a table of medians.
+// I/O thread), unary throughput with 1 MiB messages (2 in flight) and server-streaming throughput
+// with 64 KiB and 1 MiB messages. Prints a table of medians.
 #include <pthread.h>
 
 #include <algorithm>
@@ -91,7 +92,7 @@ auto run(asio::io_context& io, Make make) {
 
 struct FerryResult {
   double p50_us, p99_us, calls_per_s, cpu_us_per_call, allocs_per_call, small_allocs_per_call,
-      stream_mb_per_s;
+      stream_mb_per_s, unary_1mib_mb_per_s, stream_1mib_mb_per_s;
 };
 
 FerryResult measure_ferry(int latency_calls, int throughput_calls, int stream_messages) {
@@ -149,13 +150,13 @@ FerryResult measure_ferry(int latency_calls, int throughput_calls, int stream_me
   r.p50_us = percentile(latencies, 0.50);
   r.p99_us = percentile(latencies, 0.99);
 
-  // n calls, kInFlight at a time on the one connection.
-  auto in_flight = [&](int n, std::size_t payload) {
+  // n calls, `parallel` at a time on the one connection.
+  auto in_flight = [&](int n, std::size_t payload, int parallel = kInFlight) {
     run(io, [&]() -> asio::awaitable<void> {
       std::vector<std::future<void>> done;
-      for (int i = 0; i < kInFlight; ++i) {
+      for (int i = 0; i < parallel; ++i) {
         done.push_back(
-            asio::co_spawn(io, calls(n / kInFlight, nullptr, payload), asio::use_future));
+            asio::co_spawn(io, calls(n / parallel, nullptr, payload), asio::use_future));
       }
       asio::steady_timer timer(io);
       for (auto& f : done) {
@@ -165,7 +166,7 @@ FerryResult measure_ferry(int latency_calls, int throughput_calls, int stream_me
         }
       }
     });
-    return n / kInFlight * kInFlight;
+    return n / parallel * parallel;
   };
   const ServerSample before = sample();
   const auto start = Clock::now();
@@ -181,12 +182,20 @@ FerryResult measure_ferry(int latency_calls, int throughput_calls, int stream_me
   const int small_n = in_flight(throughput_calls / 4, kSmallPayload);
   r.small_allocs_per_call = static_cast<double>(sample().allocs - after.allocs) / small_n;
 
+  // 1 MiB unary echoes, 2 in flight: the large-message path (after a warm-up round).
+  constexpr std::size_t kLarge = std::size_t{1} << 20;
+  in_flight(8, kLarge, 2);
+  const auto large_start = Clock::now();
+  const int large_n = in_flight(std::max(2, stream_messages / 16), kLarge, 2);
+  r.unary_1mib_mb_per_s = static_cast<double>(large_n) * 2 * kLarge /
+                          std::chrono::duration<double>(Clock::now() - large_start).count() / 1e6;
+
   // Server streaming through the typed API: write the request, then read everything.
-  r.stream_mb_per_s = run(io, [&]() -> asio::awaitable<double> {
+  auto stream = [&](std::size_t size, int count) { return run(io, [&]() -> asio::awaitable<double> {
     ClientContext ctx;
     EchoRequest request;
-    request.set_response_size(64 * 1024);
-    request.set_response_count(stream_messages);
+    request.set_response_size(static_cast<std::int32_t>(size));
+    request.set_response_count(count);
     const auto t0 = Clock::now();
     ClientReader<EchoResponse> stream = co_await stub.Expand(ctx, request);
     EchoResponse response;
@@ -194,12 +203,15 @@ FerryResult measure_ferry(int latency_calls, int throughput_calls, int stream_me
     while (co_await stream.read(response)) bytes += static_cast<std::int64_t>(response.payload().size());
     absl::Status s = co_await stream.finish();
     const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (!s.ok() || bytes != std::int64_t{64 * 1024} * stream_messages) {
+    if (!s.ok() || bytes != static_cast<std::int64_t>(size) * count) {
       std::fprintf(stderr, "rpc_bench: stream failed: %s\n", s.ToString().c_str());
       std::exit(1);
     }
     co_return static_cast<double>(bytes) / secs / 1e6;
-  });
+  }); };
+  r.stream_mb_per_s = stream(64 * 1024, stream_messages);
+  stream(kLarge, 4);  // warm-up
+  r.stream_1mib_mb_per_s = stream(kLarge, std::max(2, stream_messages / 16));
   return r;
 }
 
@@ -300,5 +312,7 @@ int main(int argc, char** argv) {
   std::printf("| the same, %zu-byte payloads (no protobuf string buffers) | %.2f | – | |\n",
               kSmallPayload, m(ferry, &FerryResult::small_allocs_per_call));
   std::printf("| server streaming, 64 KiB messages (MB/s) | %.0f | – | |\n", m(ferry, &FerryResult::stream_mb_per_s));
+  std::printf("| unary echo, 1 MiB messages, 2 in flight (MB/s, both ways) | %.0f | – | |\n", m(ferry, &FerryResult::unary_1mib_mb_per_s));
+  std::printf("| server streaming, 1 MiB messages (MB/s) | %.0f | – | |\n", m(ferry, &FerryResult::stream_1mib_mb_per_s));
   return 0;
 }

@@ -49,7 +49,9 @@ class ServerContext {
   // Metadata for the trailers, sent with the status.
   void add_trailing_metadata(std::string_view key, std::string_view value);
 
-  // The call's arena: request and response messages live here and die with the call.
+  // The call's arena, for messages the handler creates: they die with the call. (The typed
+  // handlers' request and response are not on it: they come from a per-thread cache and keep
+  // their capacity across calls, see ferry/recycled_message.h.)
   google::protobuf::Arena* arena() const;
 
   // Compresses this call's responses with `compression` (grpc-encoding in the response headers),
@@ -76,10 +78,11 @@ class ServerContext {
   // over the send limit (RESOURCE_EXHAUSTED; the limit applies to the uncompressed size).
   asio::awaitable<absl::Status> write(const google::protobuf::MessageLite& msg,
                                       WriteOptions options = {});
-  // The single response of a unary or client-streaming call (typed adapters and generated code
-  // set it before the handler runs): when the handler returns OK, ferry sends it, then the
-  // status, in one write. It must outlive the handler (the call's arena does).
-  void set_response(const google::protobuf::MessageLite* msg);
+  // The single response of a unary or client-streaming call, encoded now (compressed as
+  // set_compression settled) and sent with the status the handler returns, in one write (the
+  // typed adapters call it when the handler returned OK). Errors: over the send limit
+  // (RESOURCE_EXHAUSTED), which the handler should then return.
+  absl::Status queue_response(const google::protobuf::MessageLite& msg);
   // Ends the call with status now, sending msg first when it is non-null (a unary response: headers,
   // message and trailers then leave in one write; compressed as set_compression says). Later
   // calls are ignored.

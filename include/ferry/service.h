@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "asio/awaitable.hpp"
+#include "ferry/recycled_message.h"
 #include "ferry/server_context.h"
 #include "ferry/server_stream.h"
 #include "google/protobuf/arena.h"
@@ -21,7 +22,7 @@ namespace ferry {
 enum class RpcKind { kUnary, kClientStreaming, kServerStreaming, kBidiStreaming };
 
 // A type-erased handler: runs the whole call and returns its status, with which ferry then ends
-// the call (sending the message set_response named first, when the status is OK).
+// the call (after the response queue_response encoded, if any).
 using MethodHandler = std::function<asio::awaitable<absl::Status>(ServerContext&)>;
 
 template <class Request, class Response>
@@ -61,11 +62,14 @@ class Service {
   void add_unary(std::string name, UnaryHandler<Request, Response> handler) {
     add_method(std::move(name), RpcKind::kUnary,
                [h = std::move(handler)](ServerContext& ctx) -> asio::awaitable<absl::Status> {
-                 auto* request = google::protobuf::Arena::CreateMessage<Request>(ctx.arena());
-                 auto* response = google::protobuf::Arena::CreateMessage<Response>(ctx.arena());
+                 detail::RecycledMessage<Request> request;
+                 detail::RecycledMessage<Response> response;
                  if (!ctx.take_request(*request)) co_return missing_request();
-                 ctx.set_response(response);
-                 co_return co_await h(ctx, *request, *response);
+                 absl::Status status = co_await h(ctx, *request, *response);
+                 // Encoded now, before the message goes back to its cache; it leaves with the
+                 // status when ferry finishes the call.
+                 if (status.ok()) status = ctx.queue_response(*response);
+                 co_return status;
                });
   }
 
@@ -73,10 +77,13 @@ class Service {
   void add_client_streaming(std::string name, ClientStreamingHandler<Request, Response> handler) {
     add_method(std::move(name), RpcKind::kClientStreaming,
                [h = std::move(handler)](ServerContext& ctx) -> asio::awaitable<absl::Status> {
-                 auto* response = google::protobuf::Arena::CreateMessage<Response>(ctx.arena());
+                 detail::RecycledMessage<Response> response;
                  ServerReader<Request> reader(ctx);
-                 ctx.set_response(response);
-                 co_return co_await h(ctx, reader, *response);
+                 absl::Status status = co_await h(ctx, reader, *response);
+                 // Encoded now, before the message goes back to its cache; it leaves with the
+                 // status when ferry finishes the call.
+                 if (status.ok()) status = ctx.queue_response(*response);
+                 co_return status;
                });
   }
 
@@ -84,7 +91,7 @@ class Service {
   void add_server_streaming(std::string name, ServerStreamingHandler<Request, Response> handler) {
     add_method(std::move(name), RpcKind::kServerStreaming,
                [h = std::move(handler)](ServerContext& ctx) -> asio::awaitable<absl::Status> {
-                 auto* request = google::protobuf::Arena::CreateMessage<Request>(ctx.arena());
+                 detail::RecycledMessage<Request> request;
                  if (!ctx.take_request(*request)) co_return missing_request();
                  ServerWriter<Response> writer(ctx);
                  co_return co_await h(ctx, *request, writer);

@@ -1,8 +1,12 @@
 // Implementation of ferry/buffer_pool.h: per-thread caches of idle blocks (whose fast path is
-// inline in the header) over one shared, mutex-guarded free list. The hot path touches only
-// thread-local state.
+// inline in the header) over one shared, mutex-guarded free list, which gives back what it did
+// not use for a period (the idle trim). The hot path touches only thread-local state.
 #include "ferry/buffer_pool.h"
 
+#include <sys/mman.h>
+#include <time.h>
+
+#include <algorithm>
 #include <mutex>
 #include <new>
 #include <vector>
@@ -14,18 +18,22 @@ constinit thread_local ThreadBlockCache t_block_cache;
 
 namespace {
 
-constexpr std::size_t kAllocationSize = detail::Block::kHeaderSize + BufferPool::kBlockSize;
-constexpr std::align_val_t kAlignment{64};
+constexpr std::size_t kPageSize = 4096;
+// A block's mapping: header and data rounded up to whole pages.
+constexpr std::size_t kMappingSize =
+    (detail::Block::kHeaderSize + BufferPool::kBlockSize + kPageSize - 1) / kPageSize * kPageSize;
 // A thread's idle blocks: its spare plus up to this many in its list.
 constexpr std::uint32_t kListBlocks = BufferPool::kThreadCacheBlocks - 1;
 
 detail::Block* allocate_from_os();
 void free_to_os(detail::Block* b);
 
-// The shared free list, guarded by Shared::mu.
+// The shared free list, guarded by Shared::mu. low_water is the least count since the idle
+// trim's period began: that many blocks sat unused through all of it.
 struct FreeList {
   detail::Block* head = nullptr;
   std::size_t count = 0;
+  std::size_t low_water = 0;
 
   void push(detail::Block* b) {
     b->next_free = head;
@@ -36,6 +44,7 @@ struct FreeList {
     detail::Block* b = head;
     head = b->next_free;
     --count;
+    low_water = std::min(low_water, count);
     return b;
   }
 };
@@ -63,18 +72,56 @@ thread_local bool t_cache_closed = false;
 struct Shared {
   std::mutex mu;
   FreeList idle;
+  // The options, as the list uses them; guarded by mu.
+  std::size_t max_idle_blocks = BufferPool::kSharedListBlocks;
+  std::int64_t idle_period_ns = 0;
+  std::int64_t period_start_ns = 0;  // when the idle trim's current period began
+  BufferPoolOptions options;
   std::vector<detail::ThreadBlockCache*> caches;  // open caches, for stats()
   std::atomic<std::uint64_t> allocated{0};
   std::atomic<std::uint64_t> freed{0};
 };
 
+// A coarse clock (the kernel's last tick, read without a syscall): the idle trim needs seconds.
+std::int64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+void apply_options_locked(Shared& s, const BufferPoolOptions& options) {
+  s.options = options;
+  s.max_idle_blocks = options.max_shared_idle_bytes / BufferPool::kBlockSize;
+  s.idle_period_ns = std::chrono::nanoseconds(options.idle_period).count();
+  while (s.idle.count > s.max_idle_blocks) free_to_os(s.idle.pop());
+}
+
 Shared& shared() {
-  static Shared* s = new Shared;
+  static Shared* s = [] {
+    Shared* fresh = new Shared;
+    apply_options_locked(*fresh, BufferPoolOptions{});
+    fresh->period_start_ns = now_ns();
+    return fresh;
+  }();
   return *s;
 }
 
+// The idle trim: once a period has ended, the blocks that sat in the list through all of it
+// (its low-water mark) go back to the OS and a new period begins. Called with s.mu held, on
+// the slow paths that take it anyway and from BufferPool::trim_idle.
+void trim_idle_locked(Shared& s) {
+  if (s.idle_period_ns <= 0) return;
+  const std::int64_t now = now_ns();
+  if (now - s.period_start_ns < s.idle_period_ns) return;
+  for (std::size_t n = std::min(s.idle.low_water, s.idle.count); n > 0; --n) {
+    free_to_os(s.idle.pop());
+  }
+  s.idle.low_water = s.idle.count;
+  s.period_start_ns = now;
+}
+
 void give_to_shared_locked(Shared& s, detail::Block* b) {
-  if (s.idle.count < BufferPool::kSharedListBlocks) {
+  if (s.idle.count < s.max_idle_blocks) {
     s.idle.push(b);
   } else {
     free_to_os(b);
@@ -116,6 +163,7 @@ detail::ThreadBlockCache* thread_cache() {
 void refill(detail::ThreadBlockCache& cache) {
   Shared& s = shared();
   std::lock_guard lock(s.mu);
+  trim_idle_locked(s);
   while (s.idle.count > 0 &&
          cache.count.load(std::memory_order_relaxed) < BufferPool::kThreadCacheBlocks / 2) {
     push(cache, s.idle.pop());
@@ -127,20 +175,26 @@ void refill(detail::ThreadBlockCache& cache) {
 void spill(detail::ThreadBlockCache& cache) {
   Shared& s = shared();
   std::lock_guard lock(s.mu);
+  trim_idle_locked(s);
   while (cache.count.load(std::memory_order_relaxed) > BufferPool::kThreadCacheBlocks / 2) {
     give_to_shared_locked(s, pop(cache));
   }
 }
 
+// Each block is its own mapping, so that freeing it returns its pages whatever else the process
+// allocated around it (malloc'd blocks freed below a live chunk stayed resident). Page-aligned,
+// hence cache-line aligned. The kernel merges neighbouring mappings into one VMA.
 detail::Block* allocate_from_os() {
-  void* p = ::operator new(kAllocationSize, kAlignment);
+  void* p = ::mmap(nullptr, kMappingSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
   shared().allocated.fetch_add(1, std::memory_order_relaxed);
   return new (p) detail::Block;
 }
 
 void free_to_os(detail::Block* b) {
   b->~Block();
-  ::operator delete(static_cast<void*>(b), kAlignment);
+  ::munmap(b, kMappingSize);
   shared().freed.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -203,6 +257,24 @@ BufferPoolStats BufferPool::stats() const {
   return out;
 }
 
+void BufferPool::configure(const BufferPoolOptions& options) {
+  Shared& s = shared();
+  std::lock_guard lock(s.mu);
+  apply_options_locked(s, options);
+}
+
+BufferPoolOptions BufferPool::options() const {
+  Shared& s = shared();
+  std::lock_guard lock(s.mu);
+  return s.options;
+}
+
+void BufferPool::trim_idle() {
+  Shared& s = shared();
+  std::lock_guard lock(s.mu);
+  trim_idle_locked(s);
+}
+
 void BufferPool::trim() {
   Shared& s = shared();
   detail::ThreadBlockCache* mine = thread_cache();
@@ -212,6 +284,7 @@ void BufferPool::trim() {
     while (mine->head != nullptr) free_to_os(pop(*mine));
   }
   while (s.idle.count > 0) free_to_os(s.idle.pop());
+  s.idle.low_water = 0;
 }
 
 }  // namespace ferry

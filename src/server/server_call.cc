@@ -162,7 +162,7 @@ void ServerCall::run(const Method* method) {
 }
 
 void ServerCall::handler_done(const absl::Status& status) {
-  finish(status, status.ok() ? response_ : nullptr);
+  finish(status, nullptr);
   // The runner calls this from its coroutine, resumed from the executor's queue or a
   // connection's wake-ups: nothing of the call's is below it on the stack.
   unref_inline();
@@ -258,6 +258,12 @@ void ServerCall::finish(const absl::Status& status_in, const google::protobuf::M
     connection_->resume(this);
   }
   wake_all();  // a handler's pending read returns false: the call is over
+}
+
+absl::Status ServerCall::queue_response(const google::protobuf::MessageLite& msg) {
+  if (finished_ || closed_ || connection_ == nullptr) return absl::OkStatus();  // over already
+  fix_send_compression();  // the response headers must say what this message is encoded with
+  return enqueue_message(msg, WriteOptions{});
 }
 
 void ServerCall::reject_http(int http_status) {

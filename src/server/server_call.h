@@ -72,7 +72,7 @@ class ServerCall final : public CallStream {
   asio::awaitable<absl::Status> write(const google::protobuf::MessageLite& msg,
                                       WriteOptions options);
   void finish(const absl::Status& status, const google::protobuf::MessageLite* msg);
-  void set_response(const google::protobuf::MessageLite* msg) { response_ = msg; }
+  absl::Status queue_response(const google::protobuf::MessageLite& msg);
 
   // Cancels the call from the server side (shutdown past its grace): RST_STREAM(CANCEL).
   void cancel(absl::Status why);
@@ -109,8 +109,6 @@ class ServerCall final : public CallStream {
   ServerCallSite* site_;
   ServerContext context_{this};
   const Method* pending_method_ = nullptr;  // run once the request is in
-  // The single response handler_done sends with an OK status (set_response), or null.
-  const google::protobuf::MessageLite* response_ = nullptr;
   // The peer's address, copied from the site at construction (no allocation): a handler may
   // ask for it after the connection, and with it the site, is gone.
   char peer_[96];

@@ -39,8 +39,8 @@ asio::awaitable<absl::Status> ServerContext::write(const google::protobuf::Messa
   return call_->write(msg, options);
 }
 
-void ServerContext::set_response(const google::protobuf::MessageLite* msg) {
-  call_->set_response(msg);
+absl::Status ServerContext::queue_response(const google::protobuf::MessageLite& msg) {
+  return call_->queue_response(msg);
 }
 
 void ServerContext::finish(const absl::Status& status, const google::protobuf::MessageLite* msg) {
