@@ -42,6 +42,7 @@ struct Server::Impl {
   std::deque<Method> method_storage;  // stable addresses for the map below
   absl::flat_hash_map<std::string, const Method*> methods;  // "/pkg.Service/Method"
   absl::flat_hash_set<std::string> services;
+  std::vector<const Service*> service_list;  // as added, for Server::services()
   std::vector<std::unique_ptr<IoThread>> threads;
   std::unique_ptr<asio::ip::tcp::acceptor> acceptor;
   std::size_t next_thread = 0;
@@ -202,6 +203,7 @@ Server::~Server() { shutdown(std::chrono::milliseconds(0)); }
 
 void Server::add_service(const Service& service) {
   impl_->services.insert(service.full_name());
+  impl_->service_list.push_back(&service);
   for (const Method& method : service.methods()) {
     impl_->method_storage.push_back(method);
     impl_->methods[absl::StrCat("/", service.full_name(), "/", method.name)] =
@@ -243,6 +245,7 @@ void Server::shutdown(std::chrono::milliseconds grace) {
   Impl& s = *impl_;
   if (!s.started || s.stopped) return;
   s.stopped = true;
+  for (const Service* service : s.service_list) service->on_server_shutdown();  // e.g. health
   s.shutting_down.store(true);
   const auto deadline = std::chrono::steady_clock::now() + grace;
 
@@ -289,6 +292,8 @@ void Server::shutdown(std::chrono::milliseconds grace) {
   }
   s.acceptor.reset();
 }
+
+const std::vector<const Service*>& Server::services() const { return impl_->service_list; }
 
 std::size_t Server::active_calls() const { return impl_->active_calls.load(); }
 
