@@ -4,6 +4,7 @@
 #   PREFIX/bin/server     grpc-go interop server  } go install
 #   PREFIX/bin/client     grpc-go interop client  }
 #   PREFIX/bin/grpcurl, PREFIX/bin/ghz             go install
+#   PREFIX/bin/grpc-health-probe                   go install
 #   PREFIX/java/lib       grpc-java interop-testing jars + runtime deps   mvn
 # Go's caches live under PREFIX/go and Maven's repository under PREFIX/java/m2, so nothing lands in
 # the repo or in $HOME. Idempotent: a step is skipped when its peer is already present at the pinned
@@ -20,6 +21,7 @@ HYPERFRAME_VERSION=6.1.0
 GRPC_GO_VERSION=v1.85.0
 GRPCURL_VERSION=v1.9.4
 GHZ_VERSION=v0.93.0
+GRPC_HEALTH_PROBE_VERSION=v0.4.61   # the newest the Go proxy serves
 GRPC_JAVA_VERSION=1.79.0
 MAVEN_DEPENDENCY_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
 
@@ -111,6 +113,9 @@ step "grpcurl $GRPCURL_VERSION" "$prefix/logs/grpcurl.log" \
 step "ghz $GHZ_VERSION" "$prefix/logs/ghz.log" \
   "go_has ghz github.com/bojand/ghz $GHZ_VERSION" \
   "go install github.com/bojand/ghz/cmd/ghz@$GHZ_VERSION"
+step "grpc-health-probe $GRPC_HEALTH_PROBE_VERSION" "$prefix/logs/grpc-health-probe.log" \
+  "go_has grpc-health-probe github.com/grpc-ecosystem/grpc-health-probe $GRPC_HEALTH_PROBE_VERSION" \
+  "go install github.com/grpc-ecosystem/grpc-health-probe@$GRPC_HEALTH_PROBE_VERSION"
 
 # --- (d) grpc-java interop programs: the io.grpc:grpc-interop-testing jar and its runtime
 # dependencies, copied by Maven into PREFIX/java/lib (run them with `java -cp 'PREFIX/java/lib/*'`).

@@ -1,4 +1,5 @@
-// greeter_server: serves helloworld.Greeter (greeter.proto) on ferry until SIGINT/SIGTERM.
+// greeter_server: serves helloworld.Greeter (greeter.proto) on ferry until SIGINT/SIGTERM, with
+// gRPC health checking and server reflection beside it (so grpcurl needs no .proto).
 //   greeter_server [--host=127.0.0.1] [--port=50051] [--threads=N]
 #include <pthread.h>
 #include <signal.h>
@@ -10,6 +11,8 @@
 #include <string_view>
 
 #include "greeter.ferry.h"
+#include "ferry/health.h"
+#include "ferry/reflection.h"
 #include "ferry/server.h"
 
 namespace {
@@ -66,8 +69,13 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   GreeterImpl greeter;
+  ferry::HealthService health;  // "" (the whole server) is SERVING
+  ferry::ReflectionService reflection;
   ferry::Server server(options);
   server.add_service(greeter);
+  server.add_service(health);
+  reflection.add_to(server);
+  health.set_status(helloworld::Greeter::kServiceName, ferry::ServingStatus::kServing);
   absl::StatusOr<int> bound = server.start(host, port);
   if (!bound.ok()) {
     std::fprintf(stderr, "greeter_server: %s\n", bound.status().ToString().c_str());
@@ -78,7 +86,8 @@ int main(int argc, char** argv) {
 
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
-  server.shutdown(std::chrono::seconds(5));  // GOAWAY, let calls finish, then cancel
+  // Health turns NOT_SERVING, then GOAWAY, let calls finish, then cancel.
+  server.shutdown(std::chrono::seconds(5));
   std::printf("greeter_server: stopped\n");
   return 0;
 }

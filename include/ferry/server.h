@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -57,6 +58,9 @@ class Server {
   // reads and writes fail), closes every connection and joins the threads. Blocks until done;
   // call it from a thread that is not one of the server's.
   void shutdown(std::chrono::milliseconds grace = std::chrono::seconds(5));
+
+  // The services added so far, in order (server reflection lists them). Fixed once started.
+  const std::vector<const Service*>& services() const;
 
   // Calls currently running (for tests and monitoring).
   std::size_t active_calls() const;

@@ -17,6 +17,10 @@
 #include "ferry/server_stream.h"
 #include "google/protobuf/arena.h"
 
+namespace google::protobuf {
+class ServiceDescriptor;
+}  // namespace google::protobuf
+
 namespace ferry {
 
 enum class RpcKind { kUnary, kClientStreaming, kServerStreaming, kBidiStreaming };
@@ -53,6 +57,22 @@ class Service {
 
   const std::string& full_name() const { return full_name_; }
   const std::vector<Method>& methods() const { return methods_; }
+
+  // Where the service's protobuf descriptor comes from, for server reflection: a function, so
+  // that nothing is looked up (or built) until a reflection client asks. Generated service bases
+  // set one (unless their .proto is LITE_RUNTIME); a service built by name has none and is
+  // listed by reflection but not described.
+  using DescriptorSource = const google::protobuf::ServiceDescriptor* (*)();
+  void set_descriptor_source(DescriptorSource source) { descriptor_source_ = source; }
+  // The descriptor, or null when there is none. Any thread.
+  const google::protobuf::ServiceDescriptor* descriptor() const {
+    return descriptor_source_ != nullptr ? descriptor_source_() : nullptr;
+  }
+
+  // Called by every Server the service is registered with as its shutdown begins (before the
+  // GOAWAY), on the thread calling Server::shutdown. Default: nothing. The health service
+  // reports NOT_SERVING here.
+  virtual void on_server_shutdown() const {}
 
   void add_method(std::string name, RpcKind kind, MethodHandler handler) {
     methods_.push_back(Method{std::move(name), kind, std::move(handler)});
@@ -116,6 +136,7 @@ class Service {
 
   std::string full_name_;
   std::vector<Method> methods_;
+  DescriptorSource descriptor_source_ = nullptr;
 };
 
 }  // namespace ferry

@@ -9,6 +9,7 @@
 
 #include "google/protobuf/compiler/cpp/names.h"
 #include "google/protobuf/descriptor.h"
+#include "google/protobuf/descriptor.pb.h"
 #include "google/protobuf/io/printer.h"
 #include "google/protobuf/io/zero_copy_stream.h"
 
@@ -38,6 +39,12 @@ std::string package_namespace(const std::string& package) {
     }
   }
   return out;
+}
+
+// Whether protoc's messages for file use the full runtime, whose generated pool holds the file's
+// descriptors (LITE_RUNTIME files have none: their services get no descriptor for reflection).
+bool has_descriptors(const pb::FileDescriptor* file) {
+  return file->options().optimize_for() != pb::FileOptions::LITE_RUNTIME;
 }
 
 enum class Kind { kUnary, kClientStreaming, kServerStreaming, kBidiStreaming };
@@ -260,6 +267,14 @@ void print_header(pb::io::Printer& p, const pb::FileDescriptor* file) {
 void print_server_definitions(pb::io::Printer& p, const pb::ServiceDescriptor* service) {
   p.Print("$Service$::Service::Service() : ::ferry::Service(std::string(kServiceName)) {\n",
           "Service", service->name());
+  if (has_descriptors(service->file())) {
+    // For server reflection; looked up only when asked (the pool builds descriptors lazily).
+    p.Print(
+        "  set_descriptor_source([]() -> const ::google::protobuf::ServiceDescriptor* {\n"
+        "    return ::google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(\n"
+        "        std::string(kServiceName));\n"
+        "  });\n");
+  }
   for (int i = 0; i < service->method_count(); ++i) {
     const pb::MethodDescriptor* m = service->method(i);
     Vars v = method_vars(service, m);
@@ -413,6 +428,9 @@ void print_source(pb::io::Printer& p, const pb::FileDescriptor* file) {
       "file", file->name(), "stem", stem);
   if (file->service_count() == 0) return;
   p.Print("\n#include <string>\n\n");
+  if (has_descriptors(file)) {
+    p.Print("#include \"google/protobuf/descriptor.h\"\n\n");
+  }
   open_namespace(p, file);
   for (int s = 0; s < file->service_count(); ++s) {
     const pb::ServiceDescriptor* service = file->service(s);

@@ -21,6 +21,7 @@ using detail::ServerConnection;
 struct Server::Impl {
   ServerOptions options;
   detail::MethodTable methods;
+  std::vector<const Service*> service_list;  // as added, for Server::services()
   std::vector<std::unique_ptr<IoThread>> threads;
   std::unique_ptr<detail::Acceptor> acceptor;
   std::atomic<std::size_t> live_connections{0};
@@ -49,7 +50,10 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
 
 Server::~Server() { shutdown(std::chrono::milliseconds(0)); }
 
-void Server::add_service(const Service& service) { impl_->methods.add(service); }
+void Server::add_service(const Service& service) {
+  impl_->methods.add(service);
+  impl_->service_list.push_back(&service);
+}
 
 absl::StatusOr<int> Server::start(const std::string& host, int port) {
   if (impl_->started) return absl::FailedPreconditionError("server already started");
@@ -91,6 +95,7 @@ void Server::shutdown(std::chrono::milliseconds grace) {
   Impl& s = *impl_;
   if (!s.started || s.stopped) return;
   s.stopped = true;
+  for (const Service* service : s.service_list) service->on_server_shutdown();  // e.g. health
   s.shutting_down.store(true);
   const auto deadline = std::chrono::steady_clock::now() + grace;
 
@@ -135,6 +140,8 @@ void Server::shutdown(std::chrono::milliseconds grace) {
   }
   s.acceptor.reset();
 }
+
+const std::vector<const Service*>& Server::services() const { return impl_->service_list; }
 
 std::size_t Server::active_calls() const { return impl_->active_calls.load(); }
 
