@@ -38,7 +38,17 @@ CallStream::CallStream(const asio::any_io_executor& executor, http2::Connection*
       limits_(limits),
       decoder_(FrameDecoderOptions{limits.max_receive_message_size, false}),
       read_event_(executor),
-      write_event_(executor) {}
+      write_event_(executor) {
+  read_event_.on_cancel(&CallStream::cancel_operation, this);
+  write_event_.on_cancel(&CallStream::cancel_operation, this);
+}
+
+void CallStream::cancel_operation(void* self) {
+  auto* stream = static_cast<CallStream*>(self);
+  stream->ref();  // what the subclass sets off may drop the other references
+  stream->on_operation_cancelled();
+  stream->unref();
+}
 
 void CallStream::unref() {
   if (refs_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
