@@ -1,6 +1,7 @@
 // ferry/blocking_stream.h: a client call's message streams, blocking (client layer, public). For
 // simple programs and threads that are not coroutines: each operation runs on the channel's
-// executor and the calling thread waits for it. Channel::open_blocking returns the type-erased
+// executor and the calling thread waits for it (the asynchronous operation, completed through
+// asio::use_future). Channel::open_blocking returns the type-erased
 // BlockingClientStream; BlockingClientReader, BlockingClientWriter and
 // BlockingClientReaderWriter are thin typed views over it.
 //
@@ -35,6 +36,9 @@ class BlockingClientStream {
   void writes_done();
   bool read(google::protobuf::MessageLite& msg);
   absl::Status finish();
+  // As ClientStream::finish_with_response: half-closes, reads the single response, waits for
+  // the status (INTERNAL when the server said OK without a response).
+  absl::Status finish_with_response(google::protobuf::MessageLite& response);
   // Does not wait: the call ends with CANCELLED.
   void cancel() { stream_.cancel(); }
   // See ClientStream::expect_single_response.
@@ -73,11 +77,7 @@ class BlockingClientWriter {
   // Half-closes, waits for the single response and the status.
   template <class Response>
   absl::Status finish(Response& response) {
-    stream_.writes_done();
-    const bool got = stream_.read(response);
-    absl::Status status = stream_.finish();
-    if (status.ok() && !got) status = absl::InternalError("server sent no response message");
-    return status;
+    return stream_.finish_with_response(response);
   }
   void cancel() { stream_.cancel(); }
 

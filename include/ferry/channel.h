@@ -21,13 +21,16 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <type_traits>
 
 #include "absl/status/status.h"
 #include "asio/awaitable.hpp"
 #include "asio/io_context.hpp"
+#include "asio/use_awaitable.hpp"
 #include "ferry/blocking_stream.h"
 #include "ferry/client_context.h"
 #include "ferry/client_stream.h"
+#include "ferry/completion.h"
 #include "ferry/connection_policy.h"
 #include "ferry/limits.h"
 
@@ -68,18 +71,64 @@ class Channel {
 
   asio::io_context::executor_type executor() const;
 
+  // The asynchronous operations below are asio initiating functions (ferry/completion.h): the
+  // last argument is a completion token, asio::use_awaitable by default. The method name, the
+  // context and the messages must outlive the operation.
+  //
+  // Per-Operation Cancellation: terminal and partial cancellation through the completion
+  // handler's cancellation slot cancel the call (RST_STREAM(CANCEL) to the server); it completes
+  // with CANCELLED. Awaited with `co_await (channel.call(...) || timer.async_wait(...))`, the
+  // timer's win cancels the call this way.
+
   // A unary call: sends request, receives response. method: "/package.Service/Method".
-  asio::awaitable<absl::Status> call(std::string_view method, ClientContext& context,
-                                     const google::protobuf::MessageLite& request,
-                                     google::protobuf::MessageLite& response);
+  // Completion signature: void(absl::Status). With asio::use_awaitable, no heap allocation and
+  // one coroutine frame per call when awaited on the channel's executor.
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto call(std::string_view method, ClientContext& context,
+            const google::protobuf::MessageLite& request, google::protobuf::MessageLite& response,
+            Token&& token = asio::use_awaitable) {
+    if constexpr (detail::is_use_awaitable_v<Token>) {
+      return call_awaitable(method, context, request, response);
+    } else {
+      return detail::initiate_on<absl::Status>(
+          executor(),
+          [core = core_, method, &context, &request, &response] {
+            return call_on(core, method, context, request, response);
+          },
+          std::forward<Token>(token));
+    }
+  }
 
   // Starts a streaming call (any kind). Failures (cannot connect, deadline already passed)
   // surface as the status from finish(); reads return false and writes fail before that.
-  asio::awaitable<ClientStream> open(std::string_view method, ClientContext& context);
+  // Completion signature: void(ClientStream).
+  template <class Token = const asio::use_awaitable_t<>&>
+    requires(!std::is_convertible_v<Token&, const google::protobuf::MessageLite&>)
+  auto open(std::string_view method, ClientContext& context,
+            Token&& token = asio::use_awaitable) {
+    if constexpr (detail::is_use_awaitable_v<Token>) {
+      return open_awaitable(method, context, nullptr);
+    } else {
+      return detail::initiate_on<ClientStream>(
+          executor(), [core = core_, method, &context] { return open_on(core, method, context, nullptr); },
+          std::forward<Token>(token));
+    }
+  }
   // Starts a server-streaming call: opens it, sends request and half-closes. A request that
   // cannot be sent (e.g. over the send limit) ends the call with that status.
-  asio::awaitable<ClientStream> open(std::string_view method, ClientContext& context,
-                                     const google::protobuf::MessageLite& request);
+  // Completion signature: void(ClientStream).
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto open(std::string_view method, ClientContext& context,
+            const google::protobuf::MessageLite& request, Token&& token = asio::use_awaitable) {
+    if constexpr (detail::is_use_awaitable_v<Token>) {
+      return open_awaitable(method, context, &request);
+    } else {
+      return detail::initiate_on<ClientStream>(
+          executor(),
+          [core = core_, method, &context, &request] { return open_on(core, method, context, &request); },
+          std::forward<Token>(token));
+    }
+  }
 
   // Blocking unary call, for simple programs: from any thread but the channel's own.
   absl::Status call_blocking(std::string_view method, ClientContext& context,
@@ -92,6 +141,21 @@ class Channel {
                                      const google::protobuf::MessageLite& request);
 
  private:
+  // The operations for asio::use_awaitable, from any executor (request null: none to send).
+  asio::awaitable<absl::Status> call_awaitable(std::string_view method, ClientContext& context,
+                                               const google::protobuf::MessageLite& request,
+                                               google::protobuf::MessageLite& response);
+  asio::awaitable<ClientStream> open_awaitable(std::string_view method, ClientContext& context,
+                                               const google::protobuf::MessageLite* request);
+  // The operations for other tokens, to run on the channel's executor.
+  static asio::awaitable<absl::Status> call_on(std::shared_ptr<detail::ChannelCore> core,
+                                               std::string_view method, ClientContext& context,
+                                               const google::protobuf::MessageLite& request,
+                                               google::protobuf::MessageLite& response);
+  static asio::awaitable<ClientStream> open_on(std::shared_ptr<detail::ChannelCore> core,
+                                               std::string_view method, ClientContext& context,
+                                               const google::protobuf::MessageLite* request);
+
   std::unique_ptr<asio::io_context> own_io_;
   std::shared_ptr<detail::ChannelCore> core_;
   std::thread own_thread_;

@@ -3,14 +3,18 @@
 // ClientReaderWriter are thin typed views over it.
 //
 // Threading: the operations run on the channel's executor; awaited from a coroutine on another
-// executor, each one hops there and back (one co_spawn). Destroying a stream that has not
+// executor, each one hops there and back (one co_spawn). Each takes a completion token
+// (ferry/completion.h), asio::use_awaitable by default. Destroying a stream that has not
 // finished cancels the call (RST_STREAM).
 #pragma once
 
+#include <type_traits>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "asio/awaitable.hpp"
+#include "asio/use_awaitable.hpp"
+#include "ferry/completion.h"
 #include "ferry/compression.h"
 
 namespace google::protobuf {
@@ -31,24 +35,105 @@ class ClientStream {
   ClientStream& operator=(ClientStream&& other) noexcept;
   ~ClientStream();
 
+  // Each operation below is an asio initiating function (ferry/completion.h); the stream and
+  // the messages must outlive it. One operation of a kind at a time (one read, one write).
+  //
+  // Per-Operation Cancellation: terminal and partial cancellation through the completion
+  // handler's cancellation slot (`||` with a timer, bind_cancellation_slot) cancel the CALL:
+  // RST_STREAM(CANCEL) goes to the server, the operation completes as the call ended (a write
+  // or finish with CANCELLED, a read with false), and later operations fail likewise.
+
   // Sends a request message, compressed when the ClientContext asked for it and options do not
   // opt out; suspends while the server's window is full (backpressure). Fails when the call is
   // over (its status) or the message is over the send limit (checked on the uncompressed size).
-  asio::awaitable<absl::Status> write(const google::protobuf::MessageLite& msg,
-                                      WriteOptions options = {});
+  // Completion signature: void(absl::Status).
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto write(const google::protobuf::MessageLite& msg, WriteOptions options = {},
+             Token&& token = asio::use_awaitable) {
+    if constexpr (detail::is_use_awaitable_v<Token>) {
+      return write_awaitable(msg, false, options);
+    } else {
+      return detail::initiate_on<absl::Status>(
+          executor_for_ops(), [call = call_, &msg, options] { return write_on(call, msg, false, options); },
+          std::forward<Token>(token));
+    }
+  }
+  template <class Token>
+    requires(!std::is_convertible_v<Token, WriteOptions>)
+  auto write(const google::protobuf::MessageLite& msg, Token&& token) {
+    return write(msg, WriteOptions{}, std::forward<Token>(token));
+  }
   // Sends msg and ends the client's side in the same frame (the usual last write).
-  asio::awaitable<absl::Status> write_last(const google::protobuf::MessageLite& msg,
-                                           WriteOptions options = {});
+  // Completion signature: void(absl::Status).
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto write_last(const google::protobuf::MessageLite& msg, WriteOptions options = {},
+                  Token&& token = asio::use_awaitable) {
+    if constexpr (detail::is_use_awaitable_v<Token>) {
+      return write_awaitable(msg, true, options);
+    } else {
+      return detail::initiate_on<absl::Status>(
+          executor_for_ops(), [call = call_, &msg, options] { return write_on(call, msg, true, options); },
+          std::forward<Token>(token));
+    }
+  }
+  template <class Token>
+    requires(!std::is_convertible_v<Token, WriteOptions>)
+  auto write_last(const google::protobuf::MessageLite& msg, Token&& token) {
+    return write_last(msg, WriteOptions{}, std::forward<Token>(token));
+  }
   // Ends the client's side (half-close): the server's reads see the end of the stream.
-  asio::awaitable<void> writes_done();
+  // Completion signature: void().
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto writes_done(Token&& token = asio::use_awaitable) {
+    if constexpr (detail::is_use_awaitable_v<Token>) {
+      return writes_done_awaitable();
+    } else {
+      return detail::initiate_on<void>(
+          executor_for_ops(), [call = call_] { return writes_done_on(call); },
+          std::forward<Token>(token));
+    }
+  }
   // Waits for the next response; false at the end of the server's stream or if the call failed
-  // (finish() says why).
-  asio::awaitable<bool> read(google::protobuf::MessageLite& msg);
+  // (finish() says why). Completion signature: void(bool).
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto read(google::protobuf::MessageLite& msg, Token&& token = asio::use_awaitable) {
+    if constexpr (detail::is_use_awaitable_v<Token>) {
+      return read_awaitable(msg);
+    } else {
+      return detail::initiate_on<bool>(
+          executor_for_ops(), [call = call_, &msg] { return read_on(call, msg); },
+          std::forward<Token>(token));
+    }
+  }
   // Whether the response most recently returned by read() arrived compressed (flag 1). Read it
   // after that read() returned, from the coroutine that awaited it.
   bool last_message_compressed() const;
   // Waits for the call's status (and the trailers, stored in the ClientContext).
-  asio::awaitable<absl::Status> finish();
+  // Completion signature: void(absl::Status).
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto finish(Token&& token = asio::use_awaitable) {
+    if constexpr (detail::is_use_awaitable_v<Token>) {
+      return finish_awaitable();
+    } else {
+      return detail::initiate_on<absl::Status>(
+          executor_for_ops(), [call = call_] { return finish_on(call); },
+          std::forward<Token>(token));
+    }
+  }
+  // A client-streaming call's end: half-closes, reads the single response into response and
+  // waits for the status, which is INTERNAL when the server sent OK but no response.
+  // Completion signature: void(absl::Status).
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto finish_with_response(google::protobuf::MessageLite& response,
+                            Token&& token = asio::use_awaitable) {
+    if constexpr (detail::is_use_awaitable_v<Token>) {
+      return finish_with_response_awaitable(response);
+    } else {
+      return detail::initiate_on<absl::Status>(
+          executor_for_ops(), [call = call_, &response] { return finish_with_response_on(call, response); },
+          std::forward<Token>(token));
+    }
+  }
   // Cancels the call: RST_STREAM(CANCEL); pending and later operations fail with CANCELLED.
   void cancel();
   // The server may send one response only (a client-streaming call): a second one fails the
@@ -56,6 +141,26 @@ class ClientStream {
   void expect_single_response();
 
  private:
+  // The operations for asio::use_awaitable: from any executor, hopping to the call's.
+  asio::awaitable<absl::Status> write_awaitable(const google::protobuf::MessageLite& msg,
+                                                bool last, WriteOptions options);
+  asio::awaitable<void> writes_done_awaitable();
+  asio::awaitable<bool> read_awaitable(google::protobuf::MessageLite& msg);
+  asio::awaitable<absl::Status> finish_awaitable();
+  asio::awaitable<absl::Status> finish_with_response_awaitable(
+      google::protobuf::MessageLite& response);
+  // The operations for other tokens: to run on executor_for_ops() (the call's executor).
+  asio::any_io_executor executor_for_ops() const;
+  static asio::awaitable<absl::Status> write_on(detail::ClientCall* call,
+                                                const google::protobuf::MessageLite& msg,
+                                                bool last, WriteOptions options);
+  static asio::awaitable<void> writes_done_on(detail::ClientCall* call);
+  static asio::awaitable<bool> read_on(detail::ClientCall* call,
+                                       google::protobuf::MessageLite& msg);
+  static asio::awaitable<absl::Status> finish_on(detail::ClientCall* call);
+  static asio::awaitable<absl::Status> finish_with_response_on(
+      detail::ClientCall* call, google::protobuf::MessageLite& response);
+
   detail::ClientCall* call_ = nullptr;
 };
 
@@ -63,9 +168,15 @@ template <class Response>
 class ClientReader {
  public:
   explicit ClientReader(ClientStream stream) : stream_(std::move(stream)) {}
-  asio::awaitable<bool> read(Response& msg) { return stream_.read(msg); }
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto read(Response& msg, Token&& token = asio::use_awaitable) {
+    return stream_.read(msg, std::forward<Token>(token));
+  }
   bool last_message_compressed() const { return stream_.last_message_compressed(); }
-  asio::awaitable<absl::Status> finish() { return stream_.finish(); }
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto finish(Token&& token = asio::use_awaitable) {
+    return stream_.finish(std::forward<Token>(token));
+  }
   void cancel() { stream_.cancel(); }
 
  private:
@@ -78,18 +189,19 @@ class ClientWriter {
   explicit ClientWriter(ClientStream stream) : stream_(std::move(stream)) {
     stream_.expect_single_response();
   }
-  asio::awaitable<absl::Status> write(const Request& msg, WriteOptions options = {}) {
-    return stream_.write(msg, options);
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto write(const Request& msg, WriteOptions options = {}, Token&& token = asio::use_awaitable) {
+    return stream_.write(msg, options, std::forward<Token>(token));
   }
-  asio::awaitable<void> writes_done() { return stream_.writes_done(); }
-  // Half-closes, waits for the single response and the status.
-  template <class Response>
-  asio::awaitable<absl::Status> finish(Response& response) {
-    co_await stream_.writes_done();
-    const bool got = co_await stream_.read(response);
-    absl::Status status = co_await stream_.finish();
-    if (status.ok() && !got) status = absl::InternalError("server sent no response message");
-    co_return status;
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto writes_done(Token&& token = asio::use_awaitable) {
+    return stream_.writes_done(std::forward<Token>(token));
+  }
+  // Half-closes, waits for the single response and the status (ClientStream::
+  // finish_with_response).
+  template <class Response, class Token = const asio::use_awaitable_t<>&>
+  auto finish(Response& response, Token&& token = asio::use_awaitable) {
+    return stream_.finish_with_response(response, std::forward<Token>(token));
   }
   void cancel() { stream_.cancel(); }
 
@@ -101,13 +213,23 @@ template <class Request, class Response>
 class ClientReaderWriter {
  public:
   explicit ClientReaderWriter(ClientStream stream) : stream_(std::move(stream)) {}
-  asio::awaitable<absl::Status> write(const Request& msg, WriteOptions options = {}) {
-    return stream_.write(msg, options);
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto write(const Request& msg, WriteOptions options = {}, Token&& token = asio::use_awaitable) {
+    return stream_.write(msg, options, std::forward<Token>(token));
   }
-  asio::awaitable<void> writes_done() { return stream_.writes_done(); }
-  asio::awaitable<bool> read(Response& msg) { return stream_.read(msg); }
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto writes_done(Token&& token = asio::use_awaitable) {
+    return stream_.writes_done(std::forward<Token>(token));
+  }
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto read(Response& msg, Token&& token = asio::use_awaitable) {
+    return stream_.read(msg, std::forward<Token>(token));
+  }
   bool last_message_compressed() const { return stream_.last_message_compressed(); }
-  asio::awaitable<absl::Status> finish() { return stream_.finish(); }
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto finish(Token&& token = asio::use_awaitable) {
+    return stream_.finish(std::forward<Token>(token));
+  }
   void cancel() { stream_.cancel(); }
 
  private:

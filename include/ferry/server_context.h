@@ -10,9 +10,13 @@
 #include <chrono>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "asio/awaitable.hpp"
+#include "asio/use_awaitable.hpp"
+#include "ferry/completion.h"
 #include "ferry/compression.h"
 #include "ferry/metadata.h"
 
@@ -65,9 +69,27 @@ class ServerContext {
   bool last_message_compressed() const;
 
   // --- type-erased message operations (the typed readers and writers call these) ------------
+  //
+  // read and write are asio initiating functions (ferry/completion.h): the last argument is a
+  // completion token, asio::use_awaitable by default; the message must outlive the operation.
+  // Per-Operation Cancellation: terminal and partial cancellation through the completion
+  // handler's cancellation slot (`co_await (reader.read(msg) || timer.async_wait(...))`)
+  // abandon the CALL, as a handler that gives up does in gRPC: RST_STREAM(CANCEL) goes to the
+  // client, the read completes with false and a write with CANCELLED, is_cancelled() turns
+  // true, and whatever status the handler returns is not sent.
+
   // Waits for the next request message. False at the end of the client's stream, or when the
   // call is over (cancelled, deadline, bad message: ferry has then sent the status itself).
-  asio::awaitable<bool> read(google::protobuf::MessageLite& msg);
+  // Completion signature: void(bool).
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto read(google::protobuf::MessageLite& msg, Token&& token = asio::use_awaitable) {
+    if constexpr (detail::is_use_awaitable_v<Token>) {
+      return read_awaitable(msg);
+    } else {
+      return detail::initiate_on<bool>(
+          executor(), [this, &msg] { return read_awaitable(msg); }, std::forward<Token>(token));
+    }
+  }
   // The request of a unary or server-streaming call, which ferry has received in full before
   // running the handler: parsed without suspending. False when the client sent none or it does
   // not parse (ferry has then ended the call with INTERNAL).
@@ -76,8 +98,23 @@ class ServerContext {
   // set_compression settled unless options.no_compression. Suspends while the client's
   // flow-control window is exhausted. Errors: the call is over (its status), or the message is
   // over the send limit (RESOURCE_EXHAUSTED; the limit applies to the uncompressed size).
-  asio::awaitable<absl::Status> write(const google::protobuf::MessageLite& msg,
-                                      WriteOptions options = {});
+  // Completion signature: void(absl::Status).
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto write(const google::protobuf::MessageLite& msg, WriteOptions options = {},
+             Token&& token = asio::use_awaitable) {
+    if constexpr (detail::is_use_awaitable_v<Token>) {
+      return write_awaitable(msg, options);
+    } else {
+      return detail::initiate_on<absl::Status>(
+          executor(), [this, &msg, options] { return write_awaitable(msg, options); },
+          std::forward<Token>(token));
+    }
+  }
+  template <class Token>
+    requires(!std::is_convertible_v<Token, WriteOptions>)
+  auto write(const google::protobuf::MessageLite& msg, Token&& token) {
+    return write(msg, WriteOptions{}, std::forward<Token>(token));
+  }
   // The single response of a unary or client-streaming call, encoded now (compressed as
   // set_compression settled) and sent with the status the handler returns, in one write (the
   // typed adapters call it when the handler returned OK). Errors: over the send limit
@@ -89,6 +126,13 @@ class ServerContext {
   void finish(const absl::Status& status, const google::protobuf::MessageLite* msg = nullptr);
 
  private:
+  // The operations themselves, on the call's thread.
+  asio::awaitable<bool> read_awaitable(google::protobuf::MessageLite& msg);
+  asio::awaitable<absl::Status> write_awaitable(const google::protobuf::MessageLite& msg,
+                                                WriteOptions options);
+  // The call's executor (its connection's).
+  const asio::any_io_executor& executor() const;
+
   detail::ServerCall* call_;
 };
 

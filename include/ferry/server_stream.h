@@ -2,6 +2,8 @@
 // Thin: each forwards to ServerContext's type-erased operations, so they add no code per type.
 #pragma once
 
+#include <utility>
+
 #include "ferry/server_context.h"
 
 namespace ferry {
@@ -12,7 +14,11 @@ class ServerReader {
  public:
   explicit ServerReader(ServerContext& context) : context_(context) {}
   // Waits for the next request; false at the end of the client's stream or if the call is over.
-  asio::awaitable<bool> read(Request& msg) { return context_.read(msg); }
+  // Completion token and cancellation: as ServerContext::read.
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto read(Request& msg, Token&& token = asio::use_awaitable) {
+    return context_.read(msg, std::forward<Token>(token));
+  }
 
  private:
   ServerContext& context_;
@@ -24,8 +30,10 @@ class ServerWriter {
  public:
   explicit ServerWriter(ServerContext& context) : context_(context) {}
   // Sends a response; suspends while the client's window is full (backpressure).
-  asio::awaitable<absl::Status> write(const Response& msg, WriteOptions options = {}) {
-    return context_.write(msg, options);
+  // Completion token and cancellation: as ServerContext::write.
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto write(const Response& msg, WriteOptions options = {}, Token&& token = asio::use_awaitable) {
+    return context_.write(msg, options, std::forward<Token>(token));
   }
 
  private:
@@ -36,9 +44,13 @@ template <class Request, class Response>
 class ServerReaderWriter {
  public:
   explicit ServerReaderWriter(ServerContext& context) : context_(context) {}
-  asio::awaitable<bool> read(Request& msg) { return context_.read(msg); }
-  asio::awaitable<absl::Status> write(const Response& msg, WriteOptions options = {}) {
-    return context_.write(msg, options);
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto read(Request& msg, Token&& token = asio::use_awaitable) {
+    return context_.read(msg, std::forward<Token>(token));
+  }
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto write(const Response& msg, WriteOptions options = {}, Token&& token = asio::use_awaitable) {
+    return context_.write(msg, options, std::forward<Token>(token));
   }
 
  private:

@@ -39,7 +39,17 @@ CallStream::CallStream(const asio::any_io_executor& executor, http2::Connection*
       deadlines_(deadlines),
       decoder_(FrameDecoderOptions{limits.max_receive_message_size, false}),
       read_event_(executor),
-      write_event_(executor) {}
+      write_event_(executor) {
+  read_event_.on_cancel(&CallStream::cancel_operation, this);
+  write_event_.on_cancel(&CallStream::cancel_operation, this);
+}
+
+void CallStream::cancel_operation(void* self) {
+  auto* stream = static_cast<CallStream*>(self);
+  stream->ref();  // what the subclass sets off may drop the other references
+  stream->on_operation_cancelled();
+  stream->unref();
+}
 
 void CallStream::on_closed(http2::ErrorCode error) {
   release_window();

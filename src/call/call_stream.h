@@ -137,6 +137,12 @@ class CallStream : public http2::Stream, private Deadline {
   virtual void on_receive_error(absl::Status status) = 0;
   // Inbound messages were queued or the inbound side ended.
   virtual void on_inbound_progress() {}
+  // A read, write or finish waiting on this call was cancelled through its completion handler's
+  // cancellation slot (asio per-operation cancellation): the subclass ends the call, which
+  // wakes every waiter. On the call's thread.
+  virtual void on_operation_cancelled() = 0;
+  // The Event hook (call/event.h) that calls on_operation_cancelled.
+  static void cancel_operation(void* self);
   // A message was taken by a read (before it is parsed); compressed: its flag.
   virtual void on_message_taken(bool compressed) { (void)compressed; }
 

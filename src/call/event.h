@@ -6,6 +6,11 @@
 // coroutine's completion handler in place and posts it on notify(), with no timer, no lock and
 // no allocation (asio recycles the posted operation). Signal serves any number of waiters (calls
 // waiting for a connection): a timer that never expires, cancelled to wake them all.
+//
+// Per-operation cancellation: an Event given an on_cancel hook installs a handler in the waiting
+// operation's cancellation slot (asio's associated_cancellation_slot of its handler) for as long
+// as it waits; a terminal or partial cancellation calls the hook, whose owner ends what the
+// waiter waits for and so wakes it. The slot handler lives in asio's per-thread recycled memory.
 #pragma once
 
 #include <cstddef>
@@ -13,7 +18,10 @@
 #include <type_traits>
 #include <utility>
 
+#include "asio/associated_cancellation_slot.hpp"
 #include "asio/associated_executor.hpp"
+#include "asio/cancellation_signal.hpp"
+#include "asio/cancellation_type.hpp"
 #include "asio/io_context.hpp"
 #include "asio/async_result.hpp"
 #include "asio/awaitable.hpp"
@@ -31,13 +39,23 @@ class Event {
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
   ~Event() {
+    release_slot();
     if (waiter_ != nullptr) waiter_->destroy();
+  }
+
+  // What a cancellation of the waiting operation calls (with owner): it must end what the
+  // waiter waits for and notify(). Unset (the default), waits ignore cancellation slots.
+  using CancelHook = void (*)(void* owner);
+  void on_cancel(CancelHook hook, void* owner) {
+    cancel_hook_ = hook;
+    cancel_owner_ = owner;
   }
 
   // Resumes the waiting coroutine, if there is one: later, from the executor's queue, or (while
   // a connection on this thread parses a read) once the parse is done (common/wakeups.h).
   void notify() {
     if (waiter_ == nullptr) return;
+    release_slot();  // the operation completes: asio's rule, its slot is free again
     Waiter* w = std::exchange(waiter_, nullptr);
     if (WakeupQueue* q = WakeupQueue::current()) {
       q->push(w);
@@ -91,12 +109,56 @@ class Event {
   void store(Handler&& handler) {
     using W = WaiterOf<std::decay_t<Handler>>;
     static_assert(sizeof(W) <= sizeof(storage_) && alignof(W) <= alignof(std::max_align_t));
-    if (waiter_ != nullptr) waiter_->post();  // never two waiters: wake the old one to re-check
-    waiter_ = new (storage_) W(std::move(handler));
+    if (waiter_ != nullptr) {  // never two waiters: wake the old one to re-check
+      release_slot();
+      waiter_->post();
+    }
+    auto* w = new (storage_) W(std::move(handler));
+    waiter_ = w;
+    if (cancel_hook_ != nullptr) {
+      asio::cancellation_slot slot = asio::get_associated_cancellation_slot(w->handler);
+      if (slot.is_connected()) {
+        slot_ = slot;
+        hook_ = &slot.template emplace<SlotHandler>(this);
+      }
+    }
+  }
+
+  // Installed in the waiting operation's cancellation slot.
+  struct SlotHandler {
+    explicit SlotHandler(Event* e) : event(e) {}
+    void operator()(asio::cancellation_type_t type) {
+      constexpr auto kHonoured = asio::cancellation_type::terminal | asio::cancellation_type::partial;
+      if (event == nullptr || !(type & kHonoured)) return;  // total alone: cannot undo a call
+      running = true;
+      Event* e = event;
+      e->cancel_hook_(e->cancel_owner_);  // wakes the waiter, which releases this handler
+      running = false;
+    }
+    Event* event;
+    bool running = false;
+  };
+
+  // Takes the slot handler out of the operation's slot. From inside that handler (the hook
+  // woke the waiter) it cannot destroy itself: it is disarmed, and goes when the slot is next
+  // used or its signal dies.
+  void release_slot() {
+    if (hook_ == nullptr) return;
+    if (hook_->running) {
+      hook_->event = nullptr;
+    } else {
+      slot_.clear();
+    }
+    hook_ = nullptr;
+    slot_ = asio::cancellation_slot();
   }
 
   alignas(std::max_align_t) unsigned char storage_[64];
   Waiter* waiter_ = nullptr;
+  CancelHook cancel_hook_ = nullptr;
+  void* cancel_owner_ = nullptr;
+  asio::cancellation_slot slot_;
+  SlotHandler* hook_ = nullptr;
 };
 
 class Signal {

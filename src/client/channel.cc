@@ -15,18 +15,6 @@
 #include "client/unary_call.h"
 
 namespace ferry {
-namespace {
-
-// Waits on another thread for open, a stream opening on executor. On the executor's own thread
-// waiting would deadlock: the stream is then empty, and its operations say so.
-BlockingClientStream wait_for_open(asio::io_context::executor_type executor,
-                                   asio::awaitable<ClientStream> open) {
-  if (executor.running_in_this_thread()) return BlockingClientStream(executor, {});
-  ClientStream stream = asio::co_spawn(executor, std::move(open), asio::use_future).get();
-  return BlockingClientStream(executor, std::move(stream));
-}
-
-}  // namespace
 
 Channel::Channel(asio::io_context& io, std::string target, ChannelOptions options)
     : core_(std::make_shared<detail::ChannelCore>(io.get_executor(), std::move(target),
@@ -65,9 +53,10 @@ asio::io_context::executor_type Channel::executor() const { return core_->execut
 // Not a coroutine itself: every coroutine frame a call holds while it waits is an allocation
 // once more calls are in flight than asio's per-thread frame cache holds (two). On the channel's
 // thread a unary call holds one frame, unary_call's.
-asio::awaitable<absl::Status> Channel::call(std::string_view method, ClientContext& context,
-                                            const google::protobuf::MessageLite& request,
-                                            google::protobuf::MessageLite& response) {
+asio::awaitable<absl::Status> Channel::call_awaitable(std::string_view method,
+                                                     ClientContext& context,
+                                                     const google::protobuf::MessageLite& request,
+                                                     google::protobuf::MessageLite& response) {
   if (core_->executor().running_in_this_thread()) {
     return detail::unary_call(core_, method, context, request, response);
   }
@@ -79,31 +68,39 @@ asio::awaitable<absl::Status> Channel::call(std::string_view method, ClientConte
   return detail::on_executor(core_->executor(), std::move(make));
 }
 
-asio::awaitable<ClientStream> Channel::open(std::string_view method, ClientContext& context) {
-  auto core = core_;
-  auto make = [&, core] { return core->start_call(method, context); };  // named: see call()
-  detail::ClientCall* call = co_await detail::on_executor(core->executor(), std::move(make));
-  co_return ClientStream(call);
+asio::awaitable<absl::Status> Channel::call_on(std::shared_ptr<detail::ChannelCore> core,
+                                              std::string_view method, ClientContext& context,
+                                              const google::protobuf::MessageLite& request,
+                                              google::protobuf::MessageLite& response) {
+  return detail::unary_call(std::move(core), method, context, request, response);
 }
 
-asio::awaitable<ClientStream> Channel::open(std::string_view method, ClientContext& context,
-                                           const google::protobuf::MessageLite& request) {
+asio::awaitable<ClientStream> Channel::open_awaitable(
+    std::string_view method, ClientContext& context,
+    const google::protobuf::MessageLite* request) {
   auto core = core_;
-  auto make = [&, core] {  // named: see call()
-    return detail::start_with_request(core, method, context, request);
-  };
+  auto make = [&, core] { return open_on(core, method, context, request); };  // named: see call()
+  co_return co_await detail::on_executor(core->executor(), std::move(make));
+}
 
-  detail::ClientCall* call = co_await detail::on_executor(core->executor(), std::move(make));
+asio::awaitable<ClientStream> Channel::open_on(std::shared_ptr<detail::ChannelCore> core,
+                                               std::string_view method, ClientContext& context,
+                                               const google::protobuf::MessageLite* request) {
+  detail::ClientCall* call = request == nullptr
+                                 ? co_await core->start_call(method, context)
+                                 : co_await detail::start_with_request(core, method, context, *request);
   co_return ClientStream(call);
 }
 
 BlockingClientStream Channel::open_blocking(std::string_view method, ClientContext& context) {
-  return wait_for_open(core_->executor(), open(method, context));
+  if (core_->executor().running_in_this_thread()) return BlockingClientStream(executor(), {});
+  return BlockingClientStream(executor(), open(method, context, asio::use_future).get());
 }
 
 BlockingClientStream Channel::open_blocking(std::string_view method, ClientContext& context,
                                             const google::protobuf::MessageLite& request) {
-  return wait_for_open(core_->executor(), open(method, context, request));
+  if (core_->executor().running_in_this_thread()) return BlockingClientStream(executor(), {});
+  return BlockingClientStream(executor(), open(method, context, request, asio::use_future).get());
 }
 
 absl::Status Channel::call_blocking(std::string_view method, ClientContext& context,
@@ -113,10 +110,7 @@ absl::Status Channel::call_blocking(std::string_view method, ClientContext& cont
     return absl::FailedPreconditionError(
         "call_blocking on the channel's own thread would deadlock");
   }
-  std::future<absl::Status> result = asio::co_spawn(
-      core_->executor(), detail::unary_call(core_, method, context, request, response),
-      asio::use_future);
-  return result.get();
+  return call(method, context, request, response, asio::use_future).get();
 }
 
 }  // namespace ferry

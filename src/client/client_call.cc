@@ -22,7 +22,9 @@ ClientCall::ClientCall(std::shared_ptr<void> keepalive, http2::Connection* conne
       keepalive_(std::move(keepalive)),
       context_(context),
       max_header_bytes_(max_header_bytes),
-      done_event_(connection->executor()) {}
+      done_event_(connection->executor()) {
+  done_event_.on_cancel(&CallStream::cancel_operation, this);
+}
 
 ClientCall::ClientCall(const asio::any_io_executor& executor, ClientContext* context,
                        absl::Status status)
@@ -40,6 +42,10 @@ void ClientCall::on_deadline() {
   ref();  // what abort_call sets off may drop the other references
   if (!done_) abort_call(absl::DeadlineExceededError("deadline exceeded"));
   unref();
+}
+
+void ClientCall::on_operation_cancelled() {
+  abort_call(absl::CancelledError("the operation was cancelled (its cancellation slot)"));
 }
 
 void ClientCall::start(std::string_view path, std::string_view authority,

@@ -45,6 +45,11 @@ class ClientCall final : public CallStream {
   using CallStream::inbound_progress;
   using CallStream::expect_single_message;  // a unary call's response
   asio::awaitable<absl::Status> finish();
+  // finish()'s wait, for a caller that loops itself (the unary call: a nested coroutine would
+  // cost it a frame, and asio throws on awaiting one once the caller's coroutine is cancelled).
+  asio::awaitable<void> done_progress() { return done_event_.wait(); }
+  // The call's status, once done().
+  const absl::Status& status() const { return status_; }
   void cancel(absl::Status why);
   bool done() const { return done_; }
 
@@ -58,6 +63,8 @@ class ClientCall final : public CallStream {
   bool can_write() const override { return !done_ && !closed_ && !outbound_end; }
   bool inbound_done() const override { return done_ || CallStream::inbound_done(); }
   void on_deadline() override;  // DEADLINE_EXCEEDED, and RST_STREAM(CANCEL) to the server
+  // CANCELLED, and RST_STREAM(CANCEL) to the server.
+  void on_operation_cancelled() override;
 
   // Records the call's status (the first one wins) and wakes everyone waiting.
   void complete(absl::Status status);

@@ -2,10 +2,14 @@
 // call's executor when awaited from another one.
 #include "ferry/client_stream.h"
 
+#include <optional>
+
 #include "asio/co_spawn.hpp"
+#include "asio/system_executor.hpp"
 #include "asio/use_awaitable.hpp"
 #include "client/client_call.h"
 #include "client/on_executor.h"
+#include "client/unary_call.h"
 
 namespace ferry {
 namespace {
@@ -32,33 +36,22 @@ ClientStream::~ClientStream() {
   });
 }
 
-asio::awaitable<absl::Status> ClientStream::write(const google::protobuf::MessageLite& msg,
-                                                  WriteOptions options) {
+asio::awaitable<absl::Status> ClientStream::write_awaitable(
+    const google::protobuf::MessageLite& msg, bool last, WriteOptions options) {
   if (call_ == nullptr) co_return no_call();
   detail::ClientCall* call = call_;
-  auto make = [call, &msg, options] { return call->write(msg, false, options); };
+  auto make = [call, &msg, last, options] { return call->write(msg, last, options); };
   co_return co_await detail::on_executor(call->executor(), std::move(make));
 }
 
-asio::awaitable<absl::Status> ClientStream::write_last(const google::protobuf::MessageLite& msg,
-                                                       WriteOptions options) {
-  if (call_ == nullptr) co_return no_call();
-  detail::ClientCall* call = call_;
-  auto make = [call, &msg, options] { return call->write(msg, true, options); };
-  co_return co_await detail::on_executor(call->executor(), std::move(make));
-}
-
-asio::awaitable<void> ClientStream::writes_done() {
+asio::awaitable<void> ClientStream::writes_done_awaitable() {
   if (call_ == nullptr) co_return;
   detail::ClientCall* call = call_;
-  auto make = [call]() -> asio::awaitable<void> {
-    call->writes_done();
-    co_return;
-  };
+  auto make = [call] { return writes_done_on(call); };
   co_await detail::on_executor(call->executor(), std::move(make));
 }
 
-asio::awaitable<bool> ClientStream::read(google::protobuf::MessageLite& msg) {
+asio::awaitable<bool> ClientStream::read_awaitable(google::protobuf::MessageLite& msg) {
   if (call_ == nullptr) co_return false;
   detail::ClientCall* call = call_;
   auto make = [call, &msg] { return call->read(msg); };
@@ -69,11 +62,64 @@ bool ClientStream::last_message_compressed() const {
   return call_ != nullptr && call_->last_message_compressed();
 }
 
-asio::awaitable<absl::Status> ClientStream::finish() {
+asio::awaitable<absl::Status> ClientStream::finish_awaitable() {
   if (call_ == nullptr) co_return no_call();
   detail::ClientCall* call = call_;
   auto make = [call] { return call->finish(); };
   co_return co_await detail::on_executor(call->executor(), std::move(make));
+}
+
+asio::awaitable<absl::Status> ClientStream::finish_with_response_awaitable(
+    google::protobuf::MessageLite& response) {
+  if (call_ == nullptr) co_return no_call();
+  detail::ClientCall* call = call_;
+  auto make = [call, &response] { return finish_with_response_on(call, response); };
+  co_return co_await detail::on_executor(call->executor(), std::move(make));
+}
+
+asio::any_io_executor ClientStream::executor_for_ops() const {
+  // A moved-from stream has no call and so no executor: its operations fail at once, on the
+  // system executor.
+  if (call_ == nullptr) return asio::system_executor();
+  return call_->executor();
+}
+
+asio::awaitable<absl::Status> ClientStream::write_on(detail::ClientCall* call,
+                                                     const google::protobuf::MessageLite& msg,
+                                                     bool last, WriteOptions options) {
+  if (call == nullptr) return []() -> asio::awaitable<absl::Status> { co_return no_call(); }();
+  return call->write(msg, last, options);
+}
+
+asio::awaitable<void> ClientStream::writes_done_on(detail::ClientCall* call) {
+  if (call != nullptr) call->writes_done();
+  co_return;
+}
+
+asio::awaitable<bool> ClientStream::read_on(detail::ClientCall* call,
+                                            google::protobuf::MessageLite& msg) {
+  if (call == nullptr) return []() -> asio::awaitable<bool> { co_return false; }();
+  return call->read(msg);
+}
+
+asio::awaitable<absl::Status> ClientStream::finish_on(detail::ClientCall* call) {
+  if (call == nullptr) return []() -> asio::awaitable<absl::Status> { co_return no_call(); }();
+  return call->finish();
+}
+
+asio::awaitable<absl::Status> ClientStream::finish_with_response_on(
+    detail::ClientCall* call, google::protobuf::MessageLite& response) {
+  if (call == nullptr) co_return no_call();
+  // The steps of writes_done, read and finish, inlined: no nested coroutine is awaited after a
+  // wait, since asio throws on that once the awaiting coroutine is cancelled.
+  call->ref();
+  call->writes_done();
+  std::optional<bool> got;
+  while (!(got = call->next_message(response))) co_await call->inbound_progress();
+  while (!call->done()) co_await call->done_progress();
+  absl::Status status = detail::single_response_status(call->status(), *got);
+  call->unref();
+  co_return status;
 }
 
 void ClientStream::expect_single_response() {

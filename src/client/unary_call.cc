@@ -6,6 +6,13 @@
 
 namespace ferry::detail {
 
+absl::Status single_response_status(absl::Status status, bool got_response) {
+  if (status.ok() && !got_response) {
+    return absl::InternalError("the server sent no response message");
+  }
+  return status;
+}
+
 asio::awaitable<ClientCall*> start_with_request(std::shared_ptr<ChannelCore> core,
                                                 std::string_view method, ClientContext& context,
                                                 const google::protobuf::MessageLite& request) {
@@ -36,14 +43,14 @@ asio::awaitable<absl::Status> unary_call(std::shared_ptr<ChannelCore> core, std:
   if (!call->done()) {  // done already: it failed to start or to send, and nothing will come
     while (!(got = call->next_message(response))) co_await call->inbound_progress();
   }
-  absl::Status status = co_await call->finish();
+  // call->finish() inlined as well: once this coroutine is cancelled (say the losing side of
+  // `||`), asio throws on awaiting a nested coroutine, and the call would never be released.
+  while (!call->done()) co_await call->done_progress();
+  absl::Status status = call->status();
   // This coroutine runs on the call's executor, resumed from its queue: nothing of the call's
   // is below it on the stack, so the last reference may delete the call at once.
   call->unref_inline();
-  if (status.ok() && !*got) {
-    status = absl::InternalError("the server sent no response message for a unary call");
-  }
-  co_return status;
+  co_return single_response_status(std::move(status), *got);
 }
 
 }  // namespace ferry::detail

@@ -26,6 +26,10 @@ asio::awaitable<absl::Status> unary_call(std::shared_ptr<ChannelCore> core, std:
                                          const google::protobuf::MessageLite& request,
                                          google::protobuf::MessageLite& response);
 
+// The status of a call whose server must send exactly one response (unary, client-streaming):
+// the call's status, or INTERNAL when the server said OK without sending the response.
+absl::Status single_response_status(absl::Status status, bool got_response);
+
 // Starts a call and sends its one request with the end of the client's stream (server-streaming
 // calls). A request that cannot be sent (e.g. over the send limit) ends the call with the
 // write's status: the server would otherwise wait for it forever.

@@ -292,6 +292,12 @@ void ServerCall::cancel(absl::Status why) {
   abort(std::move(why));
 }
 
+void ServerCall::on_operation_cancelled() {
+  // gRPC's reading of a handler that stops waiting: it abandons the call, and the client learns
+  // of it as a cancellation (RST_STREAM(CANCEL)), not as a status the handler never chose.
+  cancel(absl::CancelledError("the handler cancelled a read or write (its cancellation slot)"));
+}
+
 void ServerCall::on_receive_error(absl::Status status) {
   finish(status, nullptr);
   abort(std::move(status));

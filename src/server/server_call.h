@@ -85,6 +85,8 @@ class ServerCall final : public CallStream {
   void on_remote_end() override;
   void on_inbound_progress() override;
   void on_deadline() override;  // DEADLINE_EXCEEDED, for handler and client
+  // The handler gave up on a read or write (its cancellation slot): cancels the call.
+  void on_operation_cancelled() override;
   bool can_write() const override { return !finished_ && !closed_; }
   bool inbound_done() const override { return finished_ || CallStream::inbound_done(); }
 

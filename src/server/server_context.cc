@@ -20,7 +20,9 @@ void ServerContext::add_trailing_metadata(std::string_view key, std::string_view
   call_->trailing_metadata().add(key, value);
 }
 
-asio::awaitable<bool> ServerContext::read(google::protobuf::MessageLite& msg) {
+const asio::any_io_executor& ServerContext::executor() const { return call_->executor(); }
+
+asio::awaitable<bool> ServerContext::read_awaitable(google::protobuf::MessageLite& msg) {
   return call_->read(msg);
 }
 
@@ -34,8 +36,8 @@ void ServerContext::set_compression(Compression compression) {
 
 bool ServerContext::last_message_compressed() const { return call_->last_message_compressed(); }
 
-asio::awaitable<absl::Status> ServerContext::write(const google::protobuf::MessageLite& msg,
-                                                   WriteOptions options) {
+asio::awaitable<absl::Status> ServerContext::write_awaitable(
+    const google::protobuf::MessageLite& msg, WriteOptions options) {
   return call_->write(msg, options);
 }
 
