@@ -29,6 +29,7 @@
 #include "ferry/client_context.h"
 #include "ferry/client_stream.h"
 #include "ferry/limits.h"
+#include "ferry/tls.h"
 
 namespace google::protobuf {
 class MessageLite;
@@ -43,6 +44,9 @@ struct ChannelOptions : MessageLimits, ConnectionLimits {
   // :authority; empty means the target's host:port.
   std::string authority;
   std::string user_agent = "ferry/0.1";
+  // TLS (ferry/tls.h): null connects in cleartext (h2c). The target string is the same either
+  // way.
+  std::shared_ptr<ChannelCredentials> credentials;
 };
 
 namespace detail {
@@ -52,7 +56,8 @@ struct ChannelCore;
 class Channel {
  public:
   // target, as gRPC's naming document writes it: "host:port", "host" (port 443),
-  // "[v6addr]:port", "dns:///host:port", "dns:host:port", "ipv4:addr:port", "ipv6:[addr]:port".
+  // "[v6addr]:port", "dns:///host:port", "dns:host:port", "ipv4:addr:port", "ipv6:[addr]:port",
+  // "unix:/path", "unix:///path", "unix-abstract:name".
   // A target that does not parse fails every call with UNAVAILABLE, saying why.
   Channel(asio::io_context& io, std::string target, ChannelOptions options = {});
   // Runs its own I/O thread.
