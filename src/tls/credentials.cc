@@ -28,6 +28,10 @@ void apply_policy(SSL_CTX* ctx) {
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
   SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
   SSL_CTX_set_cipher_list(ctx, kCiphers);
+  // TLS 1.3: AES-128-GCM first (with AES-NI the cheapest per byte; OpenSSL's default puts
+  // AES-256 first).
+  SSL_CTX_set_ciphersuites(ctx, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:"
+                                "TLS_CHACHA20_POLY1305_SHA256");
 }
 
 absl::Status load_identity(asio::ssl::context& context, const Pem& chain, const Pem& key) {
