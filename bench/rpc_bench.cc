@@ -3,7 +3,8 @@
 // Measures unary latency with one call in flight (p50/p99), unary calls/s with 64 in flight on
 // one connection, the server's CPU time and heap allocations per call (read on the server's own
 // I/O thread), unary throughput with 1 MiB messages (2 in flight) and server-streaming throughput
-// with 64 KiB and 1 MiB messages. Prints a table of medians.
+// with 64 KiB and 1 MiB messages; then the small-call and 64 KiB figures over TLS (test/certs,
+// TLS 1.3 with AES-GCM) beside cleartext. Prints tables of medians.
 #include <pthread.h>
 
 #include <algorithm>
@@ -26,6 +27,7 @@
 #include "asio/write.hpp"
 #include "ferry/channel.h"
 #include "ferry/server.h"
+#include "ferry/tls.h"
 #include "ferry/testing/echo.pb.h"
 #include "support/echo_service.h"
 
@@ -95,9 +97,18 @@ struct FerryResult {
       stream_mb_per_s, unary_1mib_mb_per_s, stream_1mib_mb_per_s;
 };
 
-FerryResult measure_ferry(int latency_calls, int throughput_calls, int stream_messages) {
+FerryResult measure_ferry(int latency_calls, int throughput_calls, int stream_messages,
+                          bool tls = false) {
   ServerOptions options;
   options.num_threads = 1;
+  ChannelOptions channel_options;
+  if (tls) {
+    options.credentials = ServerCredentials::create({Pem::file(FERRY_TEST_CERTS "/server.pem"),
+                                                     Pem::file(FERRY_TEST_CERTS "/server.key")})
+                              .value();
+    channel_options.credentials =
+        ChannelCredentials::create({Pem::file(FERRY_TEST_CERTS "/ca.pem")}).value();
+  }
   Server server(options);
   testing::EchoService echo;
   Service stats = make_stats_service();
@@ -105,7 +116,7 @@ FerryResult measure_ferry(int latency_calls, int throughput_calls, int stream_me
   server.add_service(stats);
   const int port = server.start("127.0.0.1", 0).value();
   asio::io_context io(1);
-  Channel channel(io, "127.0.0.1:" + std::to_string(port));
+  Channel channel(io, "127.0.0.1:" + std::to_string(port), channel_options);
   testing::Echo::Stub stub(channel);
   FerryResult r{};
 
@@ -285,11 +296,12 @@ int main(int argc, char** argv) {
   const int throughput_calls = argc > 3 ? std::atoi(argv[3]) : 200000;
   const int stream_messages = argc > 4 ? std::atoi(argv[4]) : 4096;
 
-  std::vector<FerryResult> ferry;
+  std::vector<FerryResult> ferry, tls;
   std::vector<EchoResult> echo;
   for (int i = 0; i < repetitions; ++i) {
     ferry.push_back(measure_ferry(latency_calls, throughput_calls, stream_messages));
     echo.push_back(measure_tcp_echo(latency_calls, throughput_calls));
+    tls.push_back(measure_ferry(latency_calls, throughput_calls, stream_messages, true));
   }
   auto m = [](auto& v, auto field) {
     std::vector<double> x;
@@ -314,5 +326,17 @@ int main(int argc, char** argv) {
   std::printf("| server streaming, 64 KiB messages (MB/s) | %.0f | – | |\n", m(ferry, &FerryResult::stream_mb_per_s));
   std::printf("| unary echo, 1 MiB messages, 2 in flight (MB/s, both ways) | %.0f | – | |\n", m(ferry, &FerryResult::unary_1mib_mb_per_s));
   std::printf("| server streaming, 1 MiB messages (MB/s) | %.0f | – | |\n", m(ferry, &FerryResult::stream_1mib_mb_per_s));
+
+  const double t_p50 = m(tls, &FerryResult::p50_us), t_qps = m(tls, &FerryResult::calls_per_s);
+  const double t_cpu = m(tls, &FerryResult::cpu_us_per_call);
+  const double f_mb = m(ferry, &FerryResult::stream_mb_per_s);
+  const double t_mb = m(tls, &FerryResult::stream_mb_per_s);
+  std::printf("\nTLS (TLS 1.3, AES-128-GCM) beside cleartext, same run\n\n");
+  std::printf("| measure | cleartext | TLS | TLS − cleartext | TLS / cleartext |\n|---|---:|---:|---:|---:|\n");
+  std::printf("| unary latency p50, 1 in flight (µs) | %.1f | %.1f | %+.1f | %.2f× |\n", f_p50, t_p50, t_p50 - f_p50, t_p50 / f_p50);
+  std::printf("| unary calls/s, %d in flight, 1 connection | %.0f | %.0f | | %.2f× |\n", kInFlight, f_qps, t_qps, t_qps / f_qps);
+  std::printf("| server CPU per call, %d in flight (µs) | %.2f | %.2f | %+.2f | %.2f× |\n", kInFlight, f_cpu, t_cpu, t_cpu - f_cpu, t_cpu / f_cpu);
+  std::printf("| server heap allocations per call | %.2f | %.2f | | |\n", m(ferry, &FerryResult::allocs_per_call), m(tls, &FerryResult::allocs_per_call));
+  std::printf("| server streaming, 64 KiB messages (MB/s) | %.0f | %.0f | %+.2f ns/byte | %.2f× |\n", f_mb, t_mb, 1e3 / t_mb - 1e3 / f_mb, t_mb / f_mb);
   return 0;
 }

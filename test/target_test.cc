@@ -7,6 +7,8 @@
 
 #include <thread>
 
+#include <unistd.h>
+
 #include "ferry/channel.h"
 #include "ferry/server.h"
 #include "support/echo_service.h"
@@ -81,6 +83,59 @@ TEST(Target, ChannelConnectsThroughEveryForm) {
     EXPECT_EQ(response.payload(), target);
   }
   server.shutdown(std::chrono::milliseconds(100));
+}
+
+TEST(Target, UnixForms) {
+  struct UnixForm {
+    std::string target;
+    std::string path;
+  };
+  for (const UnixForm& f : {UnixForm{"unix:/tmp/ferry.sock", "/tmp/ferry.sock"},
+                            UnixForm{"unix:relative.sock", "relative.sock"},
+                            UnixForm{"unix:///tmp/ferry.sock", "/tmp/ferry.sock"},
+                            UnixForm{"unix-abstract:ferry", std::string("\0ferry", 6)},
+                            UnixForm{"unix-abstract:", std::string(1, '\0')}}) {
+    absl::StatusOr<detail::Target> t = parse_target(f.target);
+    ASSERT_TRUE(t.ok()) << f.target << ": " << t.status();
+    EXPECT_EQ(t->unix_path, f.path) << f.target;
+    EXPECT_EQ(t->authority, "localhost") << f.target;
+    EXPECT_TRUE(t->host.empty()) << f.target;
+  }
+  for (const char* bad : {"unix:", "unix://relative", "unix://"}) {
+    EXPECT_EQ(parse_target(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_FALSE(parse_target("unix:/" + std::string(200, 'x')).ok());
+}
+
+// A ferry server on a Unix socket (a path, and an abstract name) and a channel to it; the
+// handler's peer() names the socket.
+TEST(Target, UnixDomainSockets) {
+  const std::string path = ::testing::TempDir() + "ferry_target_test.sock";
+  for (const std::string& address :
+       {"unix:" + path, "unix-abstract:ferry_target_test_" + std::to_string(::getpid())}) {
+    Service peer_service("test.Peer");
+    peer_service.add_unary<testing::EchoRequest, testing::EchoResponse>(
+        "Peer", [](ServerContext& ctx, const testing::EchoRequest&,
+                   testing::EchoResponse& reply) -> asio::awaitable<absl::Status> {
+          reply.set_payload(ctx.peer());
+          co_return absl::OkStatus();
+        });
+    Server server;
+    server.add_service(peer_service);
+    absl::StatusOr<int> port = server.start(address, 0);
+    ASSERT_TRUE(port.ok()) << port.status();
+    EXPECT_EQ(*port, 0);
+    Channel channel(address);
+    testing::EchoRequest request;
+    testing::EchoResponse response;
+    ClientContext ctx;
+    ctx.set_timeout(std::chrono::seconds(5));
+    absl::Status s = channel.call_blocking("/test.Peer/Peer", ctx, request, response);
+    ASSERT_TRUE(s.ok()) << address << ": " << s;
+    EXPECT_EQ(response.payload(), address);
+    server.shutdown(std::chrono::milliseconds(100));
+  }
+  EXPECT_NE(::access(path.c_str(), F_OK), 0) << "the socket file is removed at shutdown";
 }
 
 // A target that does not parse fails calls with UNAVAILABLE, naming the problem.

@@ -33,6 +33,7 @@
 #include "ferry/completion.h"
 #include "ferry/connection_policy.h"
 #include "ferry/limits.h"
+#include "ferry/tls.h"
 
 namespace google::protobuf {
 class MessageLite;
@@ -50,6 +51,9 @@ struct ChannelOptions : MessageLimits, ConnectionLimits {
   // Keepalive PINGs on the channel's connections (off by default; a server may refuse PINGs
   // more frequent than its policy allows: grpc-go's and ferry's default minimum is 5 minutes).
   KeepaliveOptions keepalive;
+  // TLS (ferry/tls.h): null connects in cleartext (h2c). The target string is the same either
+  // way.
+  std::shared_ptr<ChannelCredentials> credentials;
 };
 
 namespace detail {
@@ -59,7 +63,8 @@ struct ChannelCore;
 class Channel {
  public:
   // target, as gRPC's naming document writes it: "host:port", "host" (port 443),
-  // "[v6addr]:port", "dns:///host:port", "dns:host:port", "ipv4:addr:port", "ipv6:[addr]:port".
+  // "[v6addr]:port", "dns:///host:port", "dns:host:port", "ipv4:addr:port", "ipv6:[addr]:port",
+  // "unix:/path", "unix:///path", "unix-abstract:name".
   // A target that does not parse fails every call with UNAVAILABLE, saying why.
   Channel(asio::io_context& io, std::string target, ChannelOptions options = {});
   // Runs its own I/O thread.

@@ -27,6 +27,7 @@
 #include "ferry/connection_policy.h"
 #include "ferry/limits.h"
 #include "ferry/service.h"
+#include "ferry/tls.h"
 
 namespace ferry {
 
@@ -36,6 +37,8 @@ namespace ferry {
 struct ServerOptions : MessageLimits, ConnectionLimits, ServerConnectionPolicy {
   // I/O threads; 0 means one per hardware thread.
   unsigned num_threads = 0;
+  // TLS (ferry/tls.h): null serves cleartext HTTP/2 (h2c).
+  std::shared_ptr<ServerCredentials> credentials;
 };
 
 class Server {
@@ -50,6 +53,8 @@ class Server {
   void add_service(const Service& service);
 
   // Binds host:port (port 0 picks a free one), starts the I/O threads and accepts connections.
+  // host may also name a Unix domain socket, "unix:/path" or "unix-abstract:name" (port is then
+  // ignored and 0 returned; a stale socket file at path is replaced, and removed at shutdown).
   // Returns the bound port, or UNAVAILABLE when binding fails.
   [[nodiscard]] absl::StatusOr<int> start(const std::string& host, int port);
 

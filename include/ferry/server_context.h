@@ -19,6 +19,7 @@
 #include "ferry/completion.h"
 #include "ferry/compression.h"
 #include "ferry/metadata.h"
+#include "ferry/tls.h"
 
 namespace google::protobuf {
 class Arena;
@@ -45,8 +46,11 @@ class ServerContext {
   // True once the call can no longer complete normally: the client cancelled (RST_STREAM), the
   // deadline passed, the connection was lost, or the server is shutting down past its deadline.
   bool is_cancelled() const;
-  // "ipv4:127.0.0.1:54321" or "ipv6:[::1]:54321".
+  // "ipv4:127.0.0.1:54321", "ipv6:[::1]:54321", "unix:/path" or "unix-abstract:name".
   std::string peer() const;
+  // The client's verified certificate identity (mutual TLS, ferry/tls.h); null over cleartext
+  // or when the client presented no certificate. Valid while the call runs.
+  const PeerIdentity* peer_identity() const;
 
   // Metadata for the response headers; only before the first message is written.
   void add_initial_metadata(std::string_view key, std::string_view value);

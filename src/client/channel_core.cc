@@ -2,13 +2,8 @@
 #include "client/channel_core.h"
 
 #include "absl/strings/str_cat.h"
-#include "asio/connect.hpp"
-#include "asio/ip/tcp.hpp"
-#include "asio/redirect_error.hpp"
-#include "asio/steady_timer.hpp"
-#include "asio/use_awaitable.hpp"
 #include "client/client_call.h"
-#include "http2/socket_stream.h"
+#include "client/connector.h"
 
 namespace ferry::detail {
 
@@ -42,36 +37,13 @@ asio::awaitable<absl::StatusOr<std::shared_ptr<ChannelConnection>>> ChannelCore:
 
 asio::awaitable<absl::Status> ChannelCore::connect() {
   if (!target_.ok()) co_return absl::UnavailableError(target_.status().message());
-  asio::error_code ec;
-  asio::ip::tcp::resolver resolver(executor_);
-  auto endpoints = co_await resolver.async_resolve(
-      target_->host, target_->port, asio::redirect_error(asio::use_awaitable, ec));
-  if (ec) {
-    co_return absl::UnavailableError(
-        absl::StrCat("cannot resolve ", target_string_, ": ", ec.message()));
-  }
-  asio::ip::tcp::socket socket(executor_);
-  asio::steady_timer timeout(executor_, options_.connect_timeout);
-  bool timed_out = false;
-  timeout.async_wait([&socket, &timed_out](const asio::error_code& e) {
-    if (e) return;
-    timed_out = true;
-    asio::error_code ignored;
-    socket.close(ignored);
-  });
-  co_await asio::async_connect(socket, endpoints, asio::redirect_error(asio::use_awaitable, ec));
-  timeout.cancel();
-  if (timed_out) {
-    co_return absl::UnavailableError(absl::StrCat("timed out connecting to ", target_string_));
-  }
-  if (ec) {
-    co_return absl::UnavailableError(
-        absl::StrCat("failed to connect to ", target_string_, ": ", ec.message()));
-  }
+  absl::StatusOr<std::unique_ptr<http2::ByteStream>> stream =
+      co_await connect_stream(executor_, *target_, target_string_, options_);
+  if (!stream.ok()) co_return stream.status();
   if (closed_) co_return absl::CancelledError("the channel is closed");
   auto conn = std::make_shared<ChannelConnection>(executor_);
   conn->connection = std::make_shared<http2::Connection>(
-      http2::make_tcp_stream(std::move(socket)), http2::Role::kClient, options_, conn.get());
+      *std::move(stream), http2::Role::kClient, options_, conn.get());
   http2::LifecyclePolicy lifecycle;
   lifecycle.keepalive = options_.keepalive;
   conn->connection->set_lifecycle(lifecycle);

@@ -22,6 +22,27 @@ bool consume_prefix(std::string_view& s, std::string_view prefix) {
 
 absl::StatusOr<Target> parse_target(std::string_view target) {
   std::string_view rest = target;
+  if (consume_prefix(rest, "unix-abstract:")) {
+    // Any bytes, even none or NUL, name an abstract socket; at most 107 of them fit.
+    if (rest.size() > 107) return bad(target, "the abstract name is too long");
+    Target out;
+    out.unix_path = std::string(1, '\0') + std::string(rest);
+    out.authority = "localhost";
+    return out;
+  }
+  if (consume_prefix(rest, "unix:")) {
+    // unix:path (relative or absolute) or unix://absolute_path (no authority).
+    if (consume_prefix(rest, "//") && (rest.empty() || rest.front() != '/')) {
+      return bad(target, "unix:// needs an absolute path (unix:///path)");
+    }
+    if (rest.empty()) return bad(target, "no path");
+    if (rest.size() > 107) return bad(target, "the path is too long for a Unix socket");
+    if (rest.find('\0') != std::string_view::npos) return bad(target, "NUL in the path");
+    Target out;
+    out.unix_path = std::string(rest);
+    out.authority = "localhost";
+    return out;
+  }
   const bool literal = consume_prefix(rest, "ipv4:") || consume_prefix(rest, "ipv6:");
   if (!literal && consume_prefix(rest, "dns:")) {
     // dns:[//authority/]host[:port]: only an empty authority (the system resolver).

@@ -3,7 +3,9 @@
 //   dns:host:port, dns:///host:port                  DNS names (the resolver's authority is
 //                                                    not supported: dns://8.8.8.8/host fails)
 //   ipv4:addr:port, ipv6:[addr]:port                 one literal address
-// Unix domain sockets and address lists come with their own transports and resolvers.
+//   unix:path, unix:///absolute/path                 a Unix domain socket (authority localhost)
+//   unix-abstract:name                               Linux's abstract socket namespace
+// Address lists come with their own resolvers.
 #pragma once
 
 #include <string>
@@ -17,6 +19,8 @@ struct Target {
   std::string host;       // without brackets: "::1", "example.com"
   std::string port;       // "50051"; "443" when the target names none
   std::string authority;  // what :authority says by default: host[:port] as the target wrote it
+  // A Unix domain socket's path (host and port empty); an abstract name starts with '\0'.
+  std::string unix_path;
 };
 
 // INVALID_ARGUMENT for a target ferry cannot use, saying why.

@@ -96,7 +96,24 @@ std::string SocketStream<asio::ip::tcp>::peer_address() const {
          std::to_string(endpoint.port());
 }
 
+template <>
+std::string SocketStream<asio::local::stream_protocol>::peer_address() const {
+  asio::error_code ec;
+  auto endpoint = socket_.remote_endpoint(ec);
+  std::string path = ec ? std::string() : endpoint.path();
+  if (path.empty()) {  // an accepted connection: the client's end is unnamed
+    endpoint = socket_.local_endpoint(ec);
+    if (!ec) path = endpoint.path();
+  }
+  if (!path.empty() && path.front() == '\0') return "unix-abstract:" + path.substr(1);
+  return "unix:" + path;
+}
+
 }  // namespace
+
+std::unique_ptr<ByteStream> make_unix_stream(asio::local::stream_protocol::socket socket) {
+  return std::make_unique<SocketStream<asio::local::stream_protocol>>(std::move(socket));
+}
 
 std::unique_ptr<ByteStream> make_tcp_stream(asio::ip::tcp::socket socket) {
   asio::error_code ignored;

@@ -6,11 +6,13 @@
 
 #include <atomic>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "call/call_stream.h"
 #include "call/wire_format.h"
+#include "ferry/tls.h"
 #include "server/method_table.h"
 
 namespace ferry::detail {
@@ -26,6 +28,7 @@ struct ServerCallSite {
   std::size_t max_header_bytes = 0;
   std::atomic<std::size_t>* active_calls = nullptr;  // the server's count of running calls
   std::string peer;  // "ipv4:127.0.0.1:54321"
+  std::shared_ptr<const PeerIdentity> identity;  // TLS client certificate; null when none
 
   // MethodTable::find, comparing with the last path found first: a connection tends to call one
   // method over and over, and the comparison is cheaper than hashing.

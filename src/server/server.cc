@@ -1,15 +1,15 @@
 // Implementation of ferry/server.h: the I/O threads, the acceptor that hands connections to
-// them (server/server_connection.h), and graceful shutdown.
+// them (server/listener.h, server/server_connection.h), and graceful shutdown.
 #include "ferry/server.h"
 
 #include <atomic>
+#include <cstdio>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "asio/ip/tcp.hpp"
 #include "asio/post.hpp"
-#include "server/acceptor.h"
 #include "server/io_thread.h"
+#include "server/listener.h"
 #include "server/method_table.h"
 #include "server/server_connection.h"
 
@@ -23,24 +23,43 @@ struct Server::Impl {
   detail::MethodTable methods;
   std::vector<const Service*> service_list;  // as added, for Server::services()
   std::vector<std::unique_ptr<IoThread>> threads;
-  std::unique_ptr<detail::Acceptor> acceptor;
+  std::unique_ptr<detail::Listener> listener;  // TCP or Unix
+  std::atomic<bool> logged_connection_limit{false};
   std::atomic<std::size_t> live_connections{0};
   std::atomic<std::size_t> active_calls{0};
   std::atomic<bool> shutting_down{false};
   bool started = false;
   bool stopped = false;
 
-  void adopt(IoThread& thread, asio::ip::tcp::socket socket);
+  bool on_accept(IoThread& thread, std::unique_ptr<http2::ByteStream> stream);
+  void adopt(IoThread& thread, std::unique_ptr<http2::ByteStream> stream);
 };
 
-void Server::Impl::adopt(IoThread& thread, asio::ip::tcp::socket socket) {
+bool Server::Impl::on_accept(IoThread& thread, std::unique_ptr<http2::ByteStream> stream) {
+  if (shutting_down.load()) return false;
+  if (options.max_connections != 0 &&
+      live_connections.load(std::memory_order_acquire) >= options.max_connections) {
+    if (!logged_connection_limit.exchange(true)) {
+      std::fprintf(stderr, "ferry: %zu connections (max_connections): closing new ones\n",
+                   options.max_connections);
+    }
+    return true;  // the stream is dropped, which closes it; keep accepting
+  }
+  logged_connection_limit = false;
+  live_connections.fetch_add(1, std::memory_order_acq_rel);
+  asio::post(thread.io, [this, &thread, s = std::move(stream)]() mutable {
+    adopt(thread, std::move(s));
+  });
+  return true;
+}
+
+void Server::Impl::adopt(IoThread& thread, std::unique_ptr<http2::ByteStream> stream) {
   if (shutting_down.load()) {  // accepted as shutdown began: refuse rather than serve
-    asio::error_code ignored;
-    socket.close(ignored);
+    stream->close();
     live_connections.fetch_sub(1, std::memory_order_acq_rel);
     return;
   }
-  ServerConnection::adopt(thread, std::move(socket), options, methods, active_calls,
+  ServerConnection::adopt(thread, std::move(stream), options, methods, active_calls,
                           live_connections);
 }
 
@@ -61,30 +80,18 @@ absl::StatusOr<int> Server::start(const std::string& host, int port) {
   if (n == 0) n = std::max(1u, std::thread::hardware_concurrency());
   for (unsigned i = 0; i < n; ++i) impl_->threads.push_back(std::make_unique<IoThread>());
 
-  asio::error_code ec;
-  const asio::ip::address address = asio::ip::make_address(host, ec);
-  if (ec) return absl::InvalidArgumentError(absl::StrCat("bad listen address '", host, "'"));
-  const asio::ip::tcp::endpoint endpoint(address, static_cast<unsigned short>(port));
-  asio::ip::tcp::acceptor acceptor(impl_->threads[0]->io);
-  acceptor.open(endpoint.protocol(), ec);
-  if (!ec) acceptor.set_option(asio::ip::tcp::acceptor::reuse_address(true), ec);
-  if (!ec) acceptor.bind(endpoint, ec);
-  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) {
+  absl::StatusOr<std::unique_ptr<detail::Listener>> listener =
+      detail::Listener::open(impl_->threads[0]->io, host, port);
+  if (!listener.ok()) {
     impl_->threads.clear();
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", host, ":", port, ": ", ec.message()));
+    return listener.status();
   }
-  const int bound = acceptor.local_endpoint().port();
-  Impl* impl = impl_.get();
-  impl_->acceptor = std::make_unique<detail::Acceptor>(
-      std::move(acceptor), impl_->threads, impl_->live_connections,
-      impl_->options.max_connections,
-      [impl](IoThread& thread, asio::ip::tcp::socket socket) {
-        impl->adopt(thread, std::move(socket));
-      });
+  const int bound = (*listener)->port();
+  impl_->listener = *std::move(listener);
   impl_->started = true;
-  impl_->acceptor->start();
+  impl_->listener->start(impl_->threads, [impl = impl_.get()](IoThread& t, auto stream) {
+    return impl->on_accept(t, std::move(stream));
+  });
   for (auto& t : impl_->threads) {
     t->thread = std::thread([io = &t->io] { io->run(); });
   }
@@ -106,7 +113,7 @@ void Server::shutdown(std::chrono::milliseconds grace) {
       });
     }
   };
-  asio::post(s.threads[0]->io, [&s] { s.acceptor->close(); });
+  asio::post(s.threads[0]->io, [&s] { s.listener->close(); });
   // GOAWAY: calls in flight go on, new streams are refused, idle connections close.
   on_every_connection([](ServerConnection& c) { c.shutdown(); });
 
@@ -138,7 +145,7 @@ void Server::shutdown(std::chrono::milliseconds grace) {
     t->io.stop();
     if (t->thread.joinable()) t->thread.join();
   }
-  s.acceptor.reset();
+  s.listener.reset();
 }
 
 const std::vector<const Service*>& Server::services() const { return impl_->service_list; }

@@ -37,6 +37,7 @@ ServerCall::ServerCall(ServerCallSite* site, http2::Connection* connection)
   const std::string& peer = site->peer;
   peer_size_ = std::min(peer.size(), sizeof(peer_));
   std::memcpy(peer_, peer.data(), peer_size_);
+  if (site->identity != nullptr) identity_ = site->identity;
 }
 
 bool ServerCall::on_header(std::string_view name, std::string_view value) {

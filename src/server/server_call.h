@@ -44,6 +44,7 @@ class ServerCall final : public CallStream {
   const Metadata& client_metadata() const { return client_metadata_; }
   std::chrono::steady_clock::time_point deadline() const { return deadline_; }
   std::string_view peer() const { return {peer_, peer_size_}; }
+  const PeerIdentity* peer_identity() const { return identity_.get(); }
 
   google::protobuf::Arena* arena() { return &arena_; }
   bool is_cancelled() const { return !abort_.ok(); }
@@ -113,8 +114,9 @@ class ServerCall final : public CallStream {
   const Method* pending_method_ = nullptr;  // run once the request is in
   // The peer's address, copied from the site at construction (no allocation): a handler may
   // ask for it after the connection, and with it the site, is gone.
-  char peer_[96];
+  char peer_[120];  // "unix:" and a path of up to 107 bytes fit too
   std::size_t peer_size_ = 0;
+  std::shared_ptr<const PeerIdentity> identity_;  // the same for TLS: null in cleartext
   std::size_t header_bytes_ = 0;
   bool headers_done_ = false;
   bool headers_sent_ = false;

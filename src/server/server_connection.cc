@@ -2,12 +2,11 @@
 #include "server/server_connection.h"
 
 #include "asio/post.hpp"
-#include "http2/socket_stream.h"
 #include "server/server_call.h"
 
 namespace ferry::detail {
 
-void ServerConnection::adopt(IoThread& thread, asio::ip::tcp::socket socket,
+void ServerConnection::adopt(IoThread& thread, std::unique_ptr<http2::ByteStream> stream,
                              const ServerOptions& options, const MethodTable& table,
                              std::atomic<std::size_t>& active_calls,
                              std::atomic<std::size_t>& live_connections) {
@@ -24,11 +23,26 @@ void ServerConnection::adopt(IoThread& thread, asio::ip::tcp::socket socket,
   site.max_header_bytes = options.max_header_list_size;
   site.active_calls = &active_calls;
 
-  conn->connection_ = std::make_shared<http2::Connection>(
-      http2::make_tcp_stream(std::move(socket)), http2::Role::kServer, options, conn);
-  site.peer = conn->connection_->peer_address();  // once per connection, not per call
-  conn->connection_->set_lifecycle(http2::LifecyclePolicy::for_server(options));
-  conn->connection_->start();
+  site.peer = stream->peer_address();  // once per connection, not per call
+  const http2::LifecyclePolicy lifecycle = http2::LifecyclePolicy::for_server(options);
+  if (options.credentials == nullptr) return conn->serve(std::move(stream), options, lifecycle);
+  const ConnectionLimits limits = options;
+  conn->handshake_ = std::make_unique<tls::ServerHandshake>(
+      std::move(stream), *options.credentials,
+      [conn, limits, lifecycle](absl::StatusOr<tls::Accepted> accepted) {
+        if (!accepted.ok()) return conn->on_connection_closed();  // no handler ever ran
+        conn->site_.identity = std::move(accepted->identity);
+        conn->serve(std::move(accepted->stream), limits, lifecycle);
+      });
+}
+
+void ServerConnection::serve(std::unique_ptr<http2::ByteStream> stream,
+                             const ConnectionLimits& limits,
+                             const http2::LifecyclePolicy& lifecycle) {
+  connection_ = std::make_shared<http2::Connection>(std::move(stream), http2::Role::kServer,
+                                                    limits, this);
+  connection_->set_lifecycle(lifecycle);
+  connection_->start();
 }
 
 http2::Stream* ServerConnection::on_stream_open(std::int32_t) {

@@ -66,6 +66,7 @@ struct Env {
   Channel* channel;
   TestService::Stub stub;  // on *channel
   const Flags* flags;
+  ChannelOptions options;  // TLS credentials, for channel_soak's fresh channels
 };
 
 // ---- helpers --------------------------------------------------------------------------------
@@ -613,7 +614,7 @@ asio::awaitable<void> soak_worker(Env& env, const SoakConfig& config, Clock::tim
     std::unique_ptr<Channel> fresh;
     Channel* channel = env.channel;
     if (config.new_channel_per_call) {
-      fresh = std::make_unique<Channel>(io_ex.context(), env.target);
+      fresh = std::make_unique<Channel>(io_ex.context(), env.target, env.options);
       channel = fresh.get();
     }
     TestService::Stub stub(*channel);
@@ -748,7 +749,13 @@ int main(int argc, char** argv) {
   flags.define("server_host", "localhost", "server host name or address");
   flags.define("server_port", "10000", "server port");
   flags.define("test_case", "large_unary", "the case to run");
-  flags.define("use_tls", "false", "TLS is not supported; only false is accepted");
+  flags.define("use_tls", "false", "connect with TLS");
+  flags.define("use_test_ca", "false", "trust ferry's test CA (test/certs/ca.pem)");
+  flags.define("ca_file", "", "trust the CAs in this PEM file (default: the system's)");
+  flags.define("server_host_override", "",
+               "the name the server's certificate must match, also sent as SNI");
+  flags.define("tls_cert_file", "", "ferry's own: client certificate (PEM), for mutual TLS");
+  flags.define("tls_key_file", "", "ferry's own: the client certificate's key (PEM)");
   flags.define("soak_iterations", "10", "iterations of rpc_soak and channel_soak");
   flags.define("soak_max_failures", "0", "soak iterations allowed to fail");
   flags.define("soak_per_iteration_max_acceptable_latency_ms", "1000",
@@ -759,9 +766,26 @@ int main(int argc, char** argv) {
   flags.define("soak_response_size", "314159", "response payload of a soak iteration");
   flags.define("soak_num_threads", "1", "concurrent soak workers");
   if (!flags.parse(argc, argv)) return 2;
+  ferry::ChannelOptions options;
   if (flags.get_bool("use_tls")) {
-    std::fprintf(stderr, "ferry_interop_client: --use_tls=true is not supported\n");
-    return 2;
+    ferry::ChannelTlsConfig tls;
+    if (!flags.get("ca_file").empty()) {
+      tls.root_certificates = ferry::Pem::file(flags.get("ca_file"));
+    } else if (flags.get_bool("use_test_ca")) {
+      tls.root_certificates = ferry::Pem::file(FERRY_TEST_CERTS "/ca.pem");
+    }
+    if (!flags.get("tls_cert_file").empty()) {
+      tls.certificate_chain = ferry::Pem::file(flags.get("tls_cert_file"));
+      tls.private_key = ferry::Pem::file(flags.get("tls_key_file"));
+    }
+    tls.server_name_override = flags.get("server_host_override");
+    absl::StatusOr<std::shared_ptr<ferry::ChannelCredentials>> creds =
+        ferry::ChannelCredentials::create(std::move(tls));
+    if (!creds.ok()) {
+      std::fprintf(stderr, "ferry_interop_client: %s\n", creds.status().ToString().c_str());
+      return 2;
+    }
+    options.credentials = *creds;
   }
   const std::string test_case = flags.get("test_case");
   auto it = cases().find(test_case);
@@ -780,8 +804,8 @@ int main(int argc, char** argv) {
   absl::Status result;
   {
     asio::io_context io(1);
-    auto channel = std::make_unique<ferry::Channel>(io, target);
-    Env env{target, channel.get(), TestService::Stub(*channel), &flags};
+    auto channel = std::make_unique<ferry::Channel>(io, target, options);
+    Env env{target, channel.get(), TestService::Stub(*channel), &flags, options};
     std::future<absl::Status> future =
         asio::co_spawn(io, it->second(env), asio::use_future);
     // The channel's connection keeps the loop busy; turn it until the case is done.

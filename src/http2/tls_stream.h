@@ -1,0 +1,112 @@
+// A TLS session over another byte stream (http2 layer, private): OpenSSL's record layer through a
+// BIO that reads from and writes to this stream's own buffers, so that a connection runs over
+// TLS exactly as over a socket (TCP or Unix) or memory. The session (SSL_CTX, role, peer
+// verification) is set up by src/tls; this file only moves bytes.
+//
+// Writes keep the connection's gathered slices: small slices are coalesced into records of up
+// to 16 KiB (a record per small HTTP/2 frame would cost a MAC and 22 bytes each), large ones are
+// encrypted in place, and all records of a flush leave in one write to the inner stream.
+#pragma once
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "http2/byte_stream.h"
+
+typedef struct ssl_st SSL;
+
+namespace ferry::http2 {
+
+class TlsStream final : public ByteStream {
+ public:
+  // Takes ssl (configured for its role, freed with the stream) over inner.
+  TlsStream(std::unique_ptr<ByteStream> inner, SSL* ssl);
+  ~TlsStream() override;
+  TlsStream(const TlsStream&) = delete;
+  TlsStream& operator=(const TlsStream&) = delete;
+
+  // Runs the handshake: done(ec) once, on the executor (never inline). On failure, error()
+  // says why (OpenSSL's reason and the certificate verification result). Once; before any read
+  // or write.
+  void async_handshake(std::function<void(const asio::error_code&)> done);
+  // After the handshake: waits until application data has arrived (left for the first read),
+  // done(ec) once, from the loop. A client waits for the server's HTTP/2 SETTINGS so: with
+  // TLS 1.3 a server refuses a client certificate only after the client's handshake is done,
+  // and the refusal then surfaces here, as a handshake error, rather than as a lost connection.
+  void async_wait_for_data(std::function<void(const asio::error_code&)> done);
+  // Why the handshake or a later operation failed, as OpenSSL put it; empty when it did not.
+  const std::string& error() const { return error_; }
+  SSL* ssl() const { return ssl_; }
+
+  // ByteStream. write_some_now encrypts everything it is given (256 KiB at most per batch) and
+  // returns the plaintext bytes whose records the inner stream took in full. What it encrypted
+  // but could not send stays here, and the async_write that must follow, with the slices from
+  // the returned offset on, sends it first instead of encrypting those bytes again.
+  const asio::any_io_executor& executor() const override { return inner_->executor(); }
+  void async_read_some(asio::mutable_buffer into,
+                       std::shared_ptr<ByteStreamClient> client) override;
+  std::size_t write_some_now(std::span<const iovec> slices, asio::error_code& ec) override;
+  void async_write(std::span<const asio::const_buffer> buffers,
+                   std::shared_ptr<ByteStreamClient> client) override;
+  void close() override;
+  std::string peer_address() const override { return inner_->peer_address(); }
+
+ private:
+  struct Relay;  // the inner stream's client: routes its completions back here
+  friend struct TlsBio;
+
+  void handshake_step();
+  void finish_handshake(const asio::error_code& ec);
+  void peek_step();
+  void read_inner();
+  void on_inner_read(const asio::error_code& ec, std::size_t n);
+  void on_inner_written(const asio::error_code& ec);
+  // Decrypts buffered records into read_into_: the bytes produced; ec on a fatal error or the
+  // peer's close_notify (eof).
+  std::size_t decrypt(asio::error_code& ec);
+  void complete_read(const asio::error_code& ec, std::size_t n);
+  // Encrypts plaintext from offset `from` of slices into out_, up to kBatch bytes (whole
+  // slices' worth or a record's boundary): the plaintext bytes taken.
+  std::size_t encrypt(std::span<const iovec> slices, std::size_t from, asio::error_code& ec);
+  void pump_write();
+  void complete_write(const asio::error_code& ec);
+  void fail(const char* what, asio::error_code& ec);
+
+  std::unique_ptr<ByteStream> inner_;
+  SSL* ssl_;
+  std::shared_ptr<Relay> relay_;
+  std::string error_;
+  bool handshaking_ = false;
+  bool handshake_done_ = false;
+  bool waiting_for_data_ = false;
+  std::function<void(const asio::error_code&)> on_handshake_;
+
+  // Ciphertext read from the inner stream: [in_begin_, in_end_) not yet given to OpenSSL.
+  std::unique_ptr<std::uint8_t[]> in_;
+  std::size_t in_begin_ = 0;
+  std::size_t in_end_ = 0;
+  bool inner_reading_ = false;
+  asio::mutable_buffer read_into_;
+  std::shared_ptr<ByteStreamClient> read_client_;
+
+  // Ciphertext to send: out_[out_sent_..) is unsent; it covers out_plain_ bytes of plaintext
+  // past those the caller was told are written.
+  std::vector<std::uint8_t> out_;
+  std::size_t out_sent_ = 0;
+  std::size_t out_plain_ = 0;
+  bool inner_writing_ = false;
+  asio::const_buffer out_buffer_;
+  // A small-slice record being filled.
+  std::array<std::uint8_t, 16384> record_;
+  std::size_t record_size_ = 0;
+  // The async_write in progress: its slices and how far they are encrypted.
+  std::vector<iovec> write_slices_;
+  std::size_t write_total_ = 0;
+  std::size_t write_done_ = 0;
+  std::shared_ptr<ByteStreamClient> write_client_;
+};
+
+}  // namespace ferry::http2

@@ -1,0 +1,153 @@
+// Implementation of src/tls/handshake.h, and reading a peer's identity out of its certificate.
+#include "tls/handshake.h"
+
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <cstdio>
+#include <string_view>
+
+#include "absl/strings/str_cat.h"
+#include "asio/async_result.hpp"
+#include "asio/ip/address.hpp"
+#include "asio/redirect_error.hpp"
+#include "asio/use_awaitable.hpp"
+#include "tls/credentials.h"
+
+namespace ferry::tls {
+namespace {
+
+bool negotiated_h2(SSL* ssl) {
+  const unsigned char* protocol = nullptr;
+  unsigned len = 0;
+  SSL_get0_alpn_selected(ssl, &protocol, &len);
+  return len == 2 && protocol[0] == 'h' && protocol[1] == '2';
+}
+
+std::string_view asn1_text(const ASN1_STRING* s) {
+  return {reinterpret_cast<const char*>(ASN1_STRING_get0_data(s)),
+          static_cast<std::size_t>(ASN1_STRING_length(s))};
+}
+
+std::shared_ptr<const PeerIdentity> peer_identity(SSL* ssl) {
+  X509* cert = SSL_get0_peer_certificate(ssl);
+  if (cert == nullptr) return nullptr;
+  auto id = std::make_shared<PeerIdentity>();
+  if (BIO* mem = BIO_new(BIO_s_mem())) {
+    X509_NAME_print_ex(mem, X509_get_subject_name(cert), 0, XN_FLAG_RFC2253);
+    char* data = nullptr;
+    const long n = BIO_get_mem_data(mem, &data);
+    if (n > 0) id->subject.assign(data, static_cast<std::size_t>(n));
+    BIO_free(mem);
+  }
+  auto* names = static_cast<GENERAL_NAMES*>(
+      X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
+  for (int i = 0; names != nullptr && i < sk_GENERAL_NAME_num(names); ++i) {
+    const GENERAL_NAME* name = sk_GENERAL_NAME_value(names, i);
+    if (name->type == GEN_DNS) id->dns_names.emplace_back(asn1_text(name->d.dNSName));
+    if (name->type == GEN_URI) id->uris.emplace_back(asn1_text(name->d.uniformResourceIdentifier));
+  }
+  GENERAL_NAMES_free(names);
+  return id;
+}
+
+}  // namespace
+
+ServerHandshake::ServerHandshake(std::unique_ptr<http2::ByteStream> stream,
+                                 const ServerCredentials& creds, Done done)
+    : timer_(stream->executor()), done_(std::move(done)) {
+  std::shared_ptr<const ServerCredentials::State> state = creds.current();
+  SSL* ssl = SSL_new(state->context.native_handle());
+  SSL_set_accept_state(ssl);
+  tls_ = std::make_unique<http2::TlsStream>(std::move(stream), ssl);
+  timer_.expires_after(state->handshake_timeout);
+  timer_.async_wait([this](const asio::error_code& ec) {
+    if (ec) return;  // cancelled: this may be gone
+    timed_out_ = true;
+    tls_->close();
+  });
+  tls_->async_handshake([this](const asio::error_code& ec) { on_handshake(ec); });
+}
+
+ServerHandshake::~ServerHandshake() = default;
+
+void ServerHandshake::close() {
+  if (tls_ != nullptr) tls_->close();
+}
+
+void ServerHandshake::on_handshake(const asio::error_code& ec) {
+  timer_.cancel();
+  const std::string peer = tls_->peer_address();
+  std::string why;
+  if (timed_out_) {
+    why = "TLS handshake timed out";
+  } else if (ec) {
+    why = tls_->error().empty() ? "TLS handshake failed: " + ec.message() : tls_->error();
+  } else if (!negotiated_h2(tls_->ssl())) {
+    why = "TLS handshake refused: the client did not negotiate ALPN \"h2\"";
+  }
+  Done done = std::move(done_);
+  if (!why.empty()) {
+    std::fprintf(stderr, "ferry: connection from %s closed: %s\n", peer.c_str(), why.c_str());
+    tls_->close();
+    done(absl::UnavailableError(why));
+    return;
+  }
+  Accepted accepted{nullptr, peer_identity(tls_->ssl())};
+  accepted.stream = std::move(tls_);
+  done(std::move(accepted));
+}
+
+asio::awaitable<absl::StatusOr<std::unique_ptr<http2::ByteStream>>> client_handshake(
+    std::unique_ptr<http2::ByteStream> stream, const ChannelCredentials& creds,
+    std::string host, std::chrono::steady_clock::time_point deadline) {
+  const std::string& name =
+      creds.server_name_override().empty() ? host : creds.server_name_override();
+  SSL* ssl = SSL_new(creds.state().context.native_handle());
+  SSL_set_connect_state(ssl);
+  asio::error_code ec;
+  asio::ip::make_address(name, ec);
+  if (!ec) {  // an address: matched against IP SANs; SNI carries host names only
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name.c_str());
+  } else {
+    SSL_set_tlsext_host_name(ssl, name.c_str());
+    SSL_set1_host(ssl, name.c_str());
+  }
+  auto tls = std::make_unique<http2::TlsStream>(std::move(stream), ssl);
+
+  asio::steady_timer timer(tls->executor(), deadline);
+  bool timed_out = false;
+  timer.async_wait([&tls, &timed_out](const asio::error_code& e) {
+    if (e) return;
+    timed_out = true;
+    tls->close();
+  });
+  // The handshake, then the server's first data (see TlsStream::async_wait_for_data).
+  for (const bool handshake : {true, false}) {
+    ec = {};
+    auto token = asio::redirect_error(asio::use_awaitable, ec);
+    co_await asio::async_initiate<decltype(token), void(asio::error_code)>(
+        [&tls, handshake](auto handler) {
+          auto h = std::make_shared<decltype(handler)>(std::move(handler));
+          auto done = [h](const asio::error_code& e) { std::move(*h)(e); };
+          handshake ? tls->async_handshake(done) : tls->async_wait_for_data(done);
+        },
+        token);
+    if (ec || timed_out || !negotiated_h2(tls->ssl())) break;
+  }
+  timer.cancel();
+  const std::string peer = tls->peer_address();
+  if (timed_out) co_return absl::UnavailableError("TLS handshake with " + peer + " timed out");
+  if (ec) {
+    co_return absl::UnavailableError(absl::StrCat(
+        tls->error().empty() ? "TLS handshake failed: " + ec.message() : tls->error(),
+        " (server ", peer, ", verifying it as \"", name, "\")"));
+  }
+  if (!negotiated_h2(tls->ssl())) {
+    co_return absl::UnavailableError(absl::StrCat("TLS: the server ", peer,
+                                                  " did not negotiate ALPN \"h2\""));
+  }
+  co_return std::unique_ptr<http2::ByteStream>(std::move(tls));
+}
+
+}  // namespace ferry::tls

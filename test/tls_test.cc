@@ -1,0 +1,328 @@
+// TLS and mutual TLS end to end (ferry/tls.h): calls of every kind over TLS, the client's
+// verified identity as a handler sees it, each way a handshake must fail (wrong CA, expired
+// certificate, wrong host name, missing client certificate, cleartext against TLS both ways)
+// failing with UNAVAILABLE before any handler runs, and certificate rotation under load. The
+// certificates are test/certs' (generate.sh).
+#include "ferry/tls.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "ferry/channel.h"
+#include "ferry/server.h"
+#include "support/echo_service.h"
+
+namespace ferry {
+namespace {
+
+using testing::EchoRequest;
+using testing::EchoResponse;
+
+Pem cert(const std::string& name) { return Pem::file(FERRY_TEST_CERTS "/" + name); }
+
+std::shared_ptr<ServerCredentials> server_creds(const std::string& name = "server",
+                                                bool mutual = false, bool require = true) {
+  ServerTlsConfig config{cert(name + ".pem"), cert(name + ".key")};
+  if (mutual) config.client_ca = cert("ca.pem");
+  config.require_client_certificate = require;
+  auto creds = ServerCredentials::create(std::move(config));
+  EXPECT_TRUE(creds.ok()) << creds.status();
+  return creds.ok() ? *creds : nullptr;
+}
+
+std::shared_ptr<ChannelCredentials> channel_creds(const std::string& ca = "ca.pem",
+                                                  bool with_client_cert = false,
+                                                  std::string host_override = "") {
+  ChannelTlsConfig config{cert(ca)};
+  if (with_client_cert) {
+    config.certificate_chain = cert("client.pem");
+    config.private_key = cert("client.key");
+  }
+  config.server_name_override = std::move(host_override);
+  auto creds = ChannelCredentials::create(std::move(config));
+  EXPECT_TRUE(creds.ok()) << creds.status();
+  return creds.ok() ? *creds : nullptr;
+}
+
+// A server with Echo and Who (answers with the client's verified identity: subject, then each
+// DNS name and URI, one per line; "none" without one).
+class TlsServer {
+ public:
+  explicit TlsServer(std::shared_ptr<ServerCredentials> creds) : service_(&probe_), who_("tls.Who") {
+    who_.add_unary<EchoRequest, EchoResponse>(
+        "Who", [this](ServerContext& ctx, const EchoRequest&,
+                      EchoResponse& reply) -> asio::awaitable<absl::Status> {
+          who_calls_.fetch_add(1);
+          const PeerIdentity* id = ctx.peer_identity();
+          std::string out = id == nullptr ? "none" : id->subject;
+          if (id != nullptr) {
+            for (const std::string& n : id->dns_names) out += "\ndns:" + n;
+            for (const std::string& u : id->uris) out += "\nuri:" + u;
+          }
+          reply.set_payload(out);
+          co_return absl::OkStatus();
+        });
+    ServerOptions options;
+    options.num_threads = 2;
+    options.credentials = std::move(creds);
+    server_ = std::make_unique<Server>(options);
+    server_->add_service(service_);
+    server_->add_service(who_);
+    absl::StatusOr<int> port = server_->start("127.0.0.1", 0);
+    EXPECT_TRUE(port.ok()) << port.status();
+    port_ = port.ok() ? *port : 0;
+  }
+  ~TlsServer() { server_->shutdown(std::chrono::milliseconds(100)); }
+
+  std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
+  int handlers_run() const { return probe_.started.load() + who_calls_.load(); }
+
+ private:
+  testing::EchoProbe probe_;
+  testing::EchoService service_;
+  Service who_;
+  std::atomic<int> who_calls_{0};
+  std::unique_ptr<Server> server_;
+  int port_ = 0;
+};
+
+absl::Status echo(Channel& channel, const std::string& payload, EchoResponse* out = nullptr) {
+  testing::Echo::BlockingStub stub(channel);
+  EchoRequest request;
+  request.set_payload(payload);
+  EchoResponse response;
+  ClientContext ctx;
+  ctx.set_timeout(std::chrono::seconds(10));
+  absl::Status s = stub.Echo(ctx, request, response);
+  if (s.ok() && response.payload() != payload) return absl::DataLossError("payload differs");
+  if (out != nullptr) *out = response;
+  return s;
+}
+
+std::string who(Channel& channel) {
+  EchoRequest request;
+  EchoResponse response;
+  ClientContext ctx;
+  ctx.set_timeout(std::chrono::seconds(10));
+  absl::Status s = channel.call_blocking("/tls.Who/Who", ctx, request, response);
+  return s.ok() ? response.payload() : "error: " + s.ToString();
+}
+
+ChannelOptions with(std::shared_ptr<ChannelCredentials> creds) {
+  ChannelOptions options;
+  options.credentials = std::move(creds);
+  options.connect_timeout = std::chrono::seconds(10);
+  return options;
+}
+
+TEST(Tls, UnaryAndStreamingCalls) {
+  TlsServer server(server_creds());
+  Channel channel(server.target(), with(channel_creds()));
+  ASSERT_TRUE(echo(channel, "hello").ok());
+  // Large messages: several records per flush and more than one encryption batch.
+  ASSERT_TRUE(echo(channel, std::string(1 << 20, 'x')).ok());
+
+  testing::Echo::BlockingStub stub(channel);
+  ClientContext ctx;
+  ctx.set_timeout(std::chrono::seconds(10));
+  EchoRequest request;
+  request.set_response_count(20);
+  request.set_response_size(100000);
+  auto reader = stub.Expand(ctx, request);
+  EchoResponse response;
+  int n = 0;
+  while (reader.read(response)) {
+    EXPECT_EQ(response.payload().size(), 100000u);
+    ++n;
+  }
+  EXPECT_TRUE(reader.finish().ok());
+  EXPECT_EQ(n, 20);
+
+  ClientContext chat_ctx;
+  chat_ctx.set_timeout(std::chrono::seconds(10));
+  auto chat = stub.Chat(chat_ctx);
+  for (int i = 0; i < 50; ++i) {
+    EchoRequest r;
+    r.set_payload(std::string(static_cast<std::size_t>(i) * 997, 'c'));
+    ASSERT_TRUE(chat.write(r).ok());
+    ASSERT_TRUE(chat.read(response));
+    EXPECT_EQ(response.payload(), r.payload());
+  }
+  chat.writes_done();
+  EXPECT_FALSE(chat.read(response));
+  EXPECT_TRUE(chat.finish().ok());
+  EXPECT_EQ(who(channel), "none");  // server-only TLS: no client identity
+}
+
+TEST(Tls, MutualTlsHandlerSeesTheClientsIdentity) {
+  TlsServer server(server_creds("server", /*mutual=*/true));
+  Channel channel(server.target(), with(channel_creds("ca.pem", /*with_client_cert=*/true)));
+  EXPECT_EQ(who(channel),
+            "CN=ferry test client,O=ferry test\ndns:client.ferry.test\n"
+            "uri:spiffe://ferry.test/ns/default/sa/client");
+  EXPECT_TRUE(echo(channel, "mutual").ok());
+}
+
+TEST(Tls, OptionalClientCertificate) {
+  TlsServer server(server_creds("server", /*mutual=*/true, /*require=*/false));
+  Channel anonymous(server.target(), with(channel_creds()));
+  EXPECT_EQ(who(anonymous), "none");
+  Channel known(server.target(), with(channel_creds("ca.pem", true)));
+  EXPECT_NE(who(known).find("CN=ferry test client"), std::string::npos);
+}
+
+// Each failure: UNAVAILABLE whose message contains `why`, and no handler ran.
+void expect_refused(TlsServer& server, Channel& channel, const std::string& why) {
+  absl::Status s = echo(channel, "must not arrive");
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_NE(s.message().find(why), std::string_view::npos) << s;
+  EXPECT_EQ(server.handlers_run(), 0);
+}
+
+TEST(TlsRefused, WrongCa) {
+  TlsServer server(server_creds());
+  Channel channel(server.target(), with(channel_creds("other_ca.pem")));
+  expect_refused(server, channel, "unable to get local issuer certificate");
+}
+
+TEST(TlsRefused, ExpiredCertificate) {
+  TlsServer server(server_creds("expired"));
+  Channel channel(server.target(), with(channel_creds()));
+  expect_refused(server, channel, "certificate has expired");
+}
+
+TEST(TlsRefused, WrongHostName) {
+  TlsServer server(server_creds());
+  Channel channel(server.target(), with(channel_creds("ca.pem", false, "wrong.example.com")));
+  expect_refused(server, channel, "hostname mismatch");
+}
+
+TEST(TlsRefused, HostNameOverrideMatchingTheCertificateIsAccepted) {
+  TlsServer server(server_creds());
+  Channel channel(server.target(), with(channel_creds("ca.pem", false, "foo.test.google.fr")));
+  EXPECT_TRUE(echo(channel, "override").ok());
+}
+
+TEST(TlsRefused, ClientWithoutCertificateWhenOneIsRequired) {
+  TlsServer server(server_creds("server", /*mutual=*/true));
+  Channel channel(server.target(), with(channel_creds()));
+  expect_refused(server, channel, "certificate required");
+}
+
+TEST(TlsRefused, ClientCertificateFromAnotherCa) {
+  // The server trusts only other_ca for clients; the client's certificate is from ca.
+  auto creds = ServerCredentials::create({cert("server.pem"), cert("server.key"),
+                                          cert("other_ca.pem")});
+  ASSERT_TRUE(creds.ok()) << creds.status();
+  TlsServer server(*creds);
+  Channel channel(server.target(), with(channel_creds("ca.pem", true)));
+  expect_refused(server, channel, "unknown ca");
+}
+
+TEST(TlsRefused, CleartextClientAgainstTlsServer) {
+  TlsServer server(server_creds());
+  Channel channel(server.target(), with(nullptr));
+  absl::Status s = echo(channel, "plain");
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_EQ(server.handlers_run(), 0);
+}
+
+TEST(TlsRefused, TlsClientAgainstCleartextServer) {
+  testing::EchoProbe probe;
+  testing::EchoService service(&probe);
+  Server server;
+  server.add_service(service);
+  absl::StatusOr<int> port = server.start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok());
+  Channel channel("127.0.0.1:" + std::to_string(*port), with(channel_creds()));
+  absl::Status s = echo(channel, "tls");
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_NE(s.message().find("TLS handshake failed"), std::string_view::npos) << s;
+  EXPECT_EQ(probe.started.load(), 0);
+  server.shutdown(std::chrono::milliseconds(100));
+}
+
+TEST(TlsCredentials, BadInputIsRefusedWithTheReason) {
+  auto missing = ServerCredentials::create({cert("nonexistent.pem"), cert("server.key")});
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
+  auto mismatch = ServerCredentials::create({cert("server.pem"), cert("client.key")});
+  EXPECT_EQ(mismatch.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(mismatch.status().message().find("private key"), std::string_view::npos)
+      << mismatch.status();
+  auto garbage = ServerCredentials::create({Pem::content("not PEM"), Pem::content("nor this")});
+  EXPECT_EQ(garbage.status().code(), absl::StatusCode::kInvalidArgument);
+  auto half = ChannelCredentials::create({cert("ca.pem"), cert("client.pem"), {}});
+  EXPECT_EQ(half.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(TlsCredentials, InMemoryPem) {
+  auto read = [](const std::string& name) {
+    std::string text;
+    FILE* f = std::fopen((std::string(FERRY_TEST_CERTS) + "/" + name).c_str(), "rb");
+    char buf[4096];
+    for (std::size_t n; f != nullptr && (n = std::fread(buf, 1, sizeof(buf), f)) > 0;) {
+      text.append(buf, n);
+    }
+    if (f != nullptr) std::fclose(f);
+    return Pem::content(text);
+  };
+  auto server = ServerCredentials::create({read("server.pem"), read("server.key"),
+                                           read("ca.pem")});
+  ASSERT_TRUE(server.ok()) << server.status();
+  TlsServer s(*server);
+  auto client = ChannelCredentials::create({read("ca.pem"), read("client.pem"),
+                                            read("client.key")});
+  ASSERT_TRUE(client.ok()) << client.status();
+  Channel channel(s.target(), with(*client));
+  EXPECT_NE(who(channel).find("CN=ferry test client"), std::string::npos);
+}
+
+// Rotation while calls run: established connections keep working (a stream open across the
+// swap, unary calls in a loop), new connections get the new certificate.
+TEST(TlsRotation, NewConnectionsUseTheNewCertificate) {
+  std::shared_ptr<ServerCredentials> creds = server_creds();
+  TlsServer server(creds);
+  Channel old_ca(server.target(), with(channel_creds("ca.pem")));
+  ASSERT_TRUE(echo(old_ca, "before").ok());
+
+  testing::Echo::BlockingStub stub(old_ca);
+  ClientContext chat_ctx;
+  chat_ctx.set_timeout(std::chrono::seconds(30));
+  auto chat = stub.Chat(chat_ctx);
+  EchoRequest r;
+  EchoResponse response;
+  r.set_payload("across the swap");
+  ASSERT_TRUE(chat.write(r).ok());
+  ASSERT_TRUE(chat.read(response));
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok_calls{0}, failed_calls{0};
+  std::thread load([&] {
+    while (!stop.load()) (echo(old_ca, "load").ok() ? ok_calls : failed_calls).fetch_add(1);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(creds->update({cert("other_server.pem"), cert("other_server.key")}).ok());
+  // An invalid update leaves the new one in force.
+  EXPECT_FALSE(creds->update({cert("other_server.pem"), cert("server.key")}).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+
+  Channel new_ca(server.target(), with(channel_creds("other_ca.pem")));
+  EXPECT_TRUE(echo(new_ca, "after").ok());
+  Channel stale(server.target(), with(channel_creds("ca.pem")));
+  EXPECT_EQ(echo(stale, "after").code(), absl::StatusCode::kUnavailable);
+
+  ASSERT_TRUE(chat.write(r).ok());
+  ASSERT_TRUE(chat.read(response));
+  EXPECT_EQ(response.payload(), r.payload());
+  chat.writes_done();
+  EXPECT_TRUE(chat.finish().ok());
+  stop.store(true);
+  load.join();
+  EXPECT_GT(ok_calls.load(), 0);
+  EXPECT_EQ(failed_calls.load(), 0);
+}
+
+}  // namespace
+}  // namespace ferry
