@@ -2,6 +2,7 @@
 // per line group, the .proto's comments carried over, and the rpc signature above each method.
 #include "codegen/ferry_generator.h"
 
+#include <cctype>
 #include <map>
 #include <memory>
 #include <string>
@@ -264,16 +265,38 @@ void print_header(pb::io::Printer& p, const pb::FileDescriptor* file) {
 
 // ---- source ------------------------------------------------------------------------------------
 
+// The name protoc gives a file's descriptor table in its .pb.h/.pb.cc: "descriptor_table_" and
+// the file name with every character but letters and digits written as _ and two hex digits.
+std::string descriptor_table_name(const pb::FileDescriptor* file) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string name = "descriptor_table_";
+  for (unsigned char c : file->name()) {
+    if (std::isalnum(c)) {
+      name.push_back(static_cast<char>(c));
+    } else {
+      name.push_back('_');
+      name.push_back(kHex[c >> 4]);
+      name.push_back(kHex[c & 0xf]);
+    }
+  }
+  return name;
+}
+
 void print_server_definitions(pb::io::Printer& p, const pb::ServiceDescriptor* service) {
   p.Print("$Service$::Service::Service() : ::ferry::Service(std::string(kServiceName)) {\n",
           "Service", service->name());
   if (has_descriptors(service->file())) {
     // For server reflection; looked up only when asked (the pool builds descriptors lazily).
+    // Naming the file's descriptor table makes the linker keep its .pb.cc, and with it the
+    // file's registration in the generated pool, even when the program uses none of its
+    // messages (a static library's object is otherwise left out).
     p.Print(
         "  set_descriptor_source([]() -> const ::google::protobuf::ServiceDescriptor* {\n"
+        "    ::google::protobuf::internal::AssignDescriptors(&::$table$);\n"
         "    return ::google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(\n"
         "        std::string(kServiceName));\n"
-        "  });\n");
+        "  });\n",
+        "table", descriptor_table_name(service->file()));
   }
   for (int i = 0; i < service->method_count(); ++i) {
     const pb::MethodDescriptor* m = service->method(i);

@@ -74,6 +74,11 @@ struct TlsBio {
 
 struct TlsStream::Relay final : ByteStreamClient {
   TlsStream* tls;  // null once the stream is gone
+  // What an inner async_write sends: it must outlive the stream, since the write (which keeps
+  // this relay alive) may complete after the stream is destroyed: the buffer it was given, and
+  // the ciphertext it points into, handed over by a stream destroyed mid-write.
+  asio::const_buffer out_buffer;
+  std::vector<std::uint8_t> orphaned_out;
   explicit Relay(TlsStream* t) : tls(t) {}
   void on_read(const asio::error_code& ec, std::size_t n) override {
     if (tls != nullptr) tls->on_inner_read(ec, n);
@@ -96,6 +101,7 @@ TlsStream::TlsStream(std::unique_ptr<ByteStream> inner, SSL* ssl)
 
 TlsStream::~TlsStream() {
   relay_->tls = nullptr;
+  if (inner_writing_) relay_->orphaned_out = std::move(out_);  // the bytes stay where they are
   SSL_free(ssl_);
 }
 
@@ -134,10 +140,10 @@ void TlsStream::handshake_step() {
   }
   // Our flight first (even an alert before failing: the peer then learns why).
   if (out_sent_ < out_.size()) {
-    out_buffer_ = asio::buffer(out_.data() + out_sent_, out_.size() - out_sent_);
+    relay_->out_buffer = asio::buffer(out_.data() + out_sent_, out_.size() - out_sent_);
     inner_writing_ = true;
     if (ec) handshaking_ = false;  // the write's completion then just drops the alert
-    inner_->async_write({&out_buffer_, 1}, relay_);
+    inner_->async_write({&relay_->out_buffer, 1}, relay_);
     if (ec) finish_handshake(ec);
     return;
   }
@@ -397,9 +403,9 @@ void TlsStream::pump_write() {
     }
   }
   if (out_sent_ < out_.size()) {
-    out_buffer_ = asio::buffer(out_.data() + out_sent_, out_.size() - out_sent_);
+    relay_->out_buffer = asio::buffer(out_.data() + out_sent_, out_.size() - out_sent_);
     inner_writing_ = true;
-    inner_->async_write({&out_buffer_, 1}, relay_);
+    inner_->async_write({&relay_->out_buffer, 1}, relay_);
     return;
   }
   asio::post(inner_->executor(), [relay = relay_] {

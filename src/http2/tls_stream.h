@@ -98,7 +98,6 @@ class TlsStream final : public ByteStream {
   std::size_t out_sent_ = 0;
   std::size_t out_plain_ = 0;
   bool inner_writing_ = false;
-  asio::const_buffer out_buffer_;
   // A small-slice record being filled.
   std::array<std::uint8_t, 16384> record_;
   std::size_t record_size_ = 0;
