@@ -9,47 +9,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ferry/detail/block.h"
+
 namespace ferry {
 
-namespace detail {
-
-// A pooled block: this header, then BufferPool::kBlockSize bytes of data. Reference-counted by the
-// Slices that point into it; returned to the pool when the count drops to zero.
-struct Block {
-  static constexpr std::size_t kHeaderSize = 64;  // keeps data() cache-line aligned
-
-  std::atomic<std::uint32_t> refs{1};
-  // Bytes handed out to the block's single writer (a SliceChain); data past it is free.
-  std::uint32_t used = 0;
-  Block* next_free = nullptr;
-
-  std::uint8_t* data() { return reinterpret_cast<std::uint8_t*>(this) + kHeaderSize; }
-};
-
-// Returns b to the pool of the calling thread. Call only when no reference is left.
-inline void release_block(Block* b) noexcept;
-// BufferPool::instance().acquire() without the singleton's guard: the hot path's way in.
-inline Block* acquire_block();
-
-inline void block_ref(Block* b) noexcept {
-  // A count of one is the caller's own reference: no other thread can touch the count, so a
-  // plain store does (the common case of a writer slicing its fresh block).
-  if (b->refs.load(std::memory_order_relaxed) == 1) {
-    b->refs.store(2, std::memory_order_relaxed);
-  } else {
-    b->refs.fetch_add(1, std::memory_order_relaxed);
-  }
-}
-
-inline void block_unref(Block* b) noexcept {
-  // A count of one is ours alone: nobody else can add a reference, so skip the atomic decrement.
-  if (b->refs.load(std::memory_order_acquire) == 1 ||
-      b->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    release_block(b);
-  }
-}
-
-}  // namespace detail
 
 // Counters of the process-wide pool. Exact when no other thread is acquiring or releasing.
 struct BufferPoolStats {
@@ -126,61 +89,7 @@ class BufferPool {
   BufferPool() = default;
 };
 
-namespace detail {
-
-// The calling thread's idle blocks: the pool's fast path, inline so that taking and returning a
-// block costs a few instructions and no call. buffer_pool.cc owns it: on the thread's first slow
-// path it registers the cache (for stats) and opens it by setting limit; when the thread exits it
-// empties and closes it again (limit 0). Before and after that, acquire finds no head and release
-// no room, so both take the slow paths there (first use, empty or full cache, thread exit).
-struct ThreadBlockCache {
-  // One idle block in front of the list: a writer that takes a block and gives it back for each
-  // message (encode, send, clear) touches only this slot. Read by stats() like count.
-  std::atomic<Block*> spare{nullptr};
-  Block* head = nullptr;
-  // Blocks in the list (the spare not included). Written only by the owning thread (plain load +
-  // store, no locked instruction); stats() reads it from other threads to count idle blocks, so
-  // the pool keeps no per-block counters.
-  std::atomic<std::uint32_t> count{0};
-  std::uint32_t limit = 0;  // the list's bound while the cache is open, else 0
-};
-
-extern constinit thread_local ThreadBlockCache t_block_cache;
-Block* acquire_block_slow();
-void release_block_slow(Block* b) noexcept;
-
-inline Block* acquire_block() {
-  ThreadBlockCache& c = t_block_cache;
-  Block* b = c.spare.load(std::memory_order_relaxed);
-  if (b != nullptr) [[likely]] {
-    c.spare.store(nullptr, std::memory_order_relaxed);
-  } else if (b = c.head; b != nullptr) {
-    c.head = b->next_free;
-    c.count.store(c.count.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
-  } else {
-    return acquire_block_slow();
-  }
-  b->refs.store(1, std::memory_order_relaxed);
-  b->used = 0;
-  return b;
-}
-
-inline void release_block(Block* b) noexcept {
-  ThreadBlockCache& c = t_block_cache;
-  // limit is 0 while the cache is closed: the spare, like the list, then takes nothing.
-  if (c.spare.load(std::memory_order_relaxed) == nullptr && c.limit != 0) [[likely]] {
-    c.spare.store(b, std::memory_order_relaxed);
-    return;
-  }
-  const std::uint32_t count = c.count.load(std::memory_order_relaxed);
-  if (count < c.limit) [[likely]] {
-    b->next_free = c.head;
-    c.head = b;
-    c.count.store(count + 1, std::memory_order_relaxed);
-    return;
-  }
-  release_block_slow(b);
-}
-
-}  // namespace detail
 }  // namespace ferry
+
+// The inline fast path of acquire and release (internal).
+#include "ferry/detail/block_cache.h"

@@ -30,7 +30,6 @@ class ClientCall;
 class ClientStream {
  public:
   ClientStream() = default;
-  explicit ClientStream(detail::ClientCall* call) : call_(call) {}  // adopts a reference
   ClientStream(ClientStream&& other) noexcept : call_(std::exchange(other.call_, nullptr)) {}
   ClientStream& operator=(ClientStream&& other) noexcept;
   ~ClientStream();
@@ -141,6 +140,9 @@ class ClientStream {
   void expect_single_response();
 
  private:
+  friend class Channel;  // opens calls
+  explicit ClientStream(detail::ClientCall* call) : call_(call) {}  // adopts a reference
+
   // The operations for asio::use_awaitable: from any executor, hopping to the call's.
   asio::awaitable<absl::Status> write_awaitable(const google::protobuf::MessageLite& msg,
                                                 bool last, WriteOptions options);

@@ -34,7 +34,6 @@ class ServerCall;
 
 class ServerContext {
  public:
-  explicit ServerContext(detail::ServerCall* call) : call_(call) {}
 
   // "/package.Service/Method".
   std::string_view method() const;
@@ -130,6 +129,9 @@ class ServerContext {
   void finish(const absl::Status& status, const google::protobuf::MessageLite* msg = nullptr);
 
  private:
+  friend class detail::ServerCall;  // each call holds its context
+  explicit ServerContext(detail::ServerCall* call) : call_(call) {}
+
   // The operations themselves, on the call's thread.
   asio::awaitable<bool> read_awaitable(google::protobuf::MessageLite& msg);
   asio::awaitable<absl::Status> write_awaitable(const google::protobuf::MessageLite& msg,

@@ -12,7 +12,7 @@
 
 #include "asio/buffer.hpp"
 #include "ferry/slice.h"
-#include "ferry/slice_vector.h"
+#include "ferry/detail/slice_vector.h"
 
 namespace ferry {
 

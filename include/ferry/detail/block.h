@@ -1,0 +1,49 @@
+// ferry/detail/block.h: a pooled block and its reference count (buffer layer, internal: not
+// part of ferry's API, installed because the inline hot paths of slices and the pool use it).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace ferry {
+namespace detail {
+
+// A pooled block: this header, then BufferPool::kBlockSize bytes of data. Reference-counted by the
+// Slices that point into it; returned to the pool when the count drops to zero.
+struct Block {
+  static constexpr std::size_t kHeaderSize = 64;  // keeps data() cache-line aligned
+
+  std::atomic<std::uint32_t> refs{1};
+  // Bytes handed out to the block's single writer (a SliceChain); data past it is free.
+  std::uint32_t used = 0;
+  Block* next_free = nullptr;
+
+  std::uint8_t* data() { return reinterpret_cast<std::uint8_t*>(this) + kHeaderSize; }
+};
+
+// Returns b to the pool of the calling thread. Call only when no reference is left.
+inline void release_block(Block* b) noexcept;
+// BufferPool::instance().acquire() without the singleton's guard: the hot path's way in.
+inline Block* acquire_block();
+
+inline void block_ref(Block* b) noexcept {
+  // A count of one is the caller's own reference: no other thread can touch the count, so a
+  // plain store does (the common case of a writer slicing its fresh block).
+  if (b->refs.load(std::memory_order_relaxed) == 1) {
+    b->refs.store(2, std::memory_order_relaxed);
+  } else {
+    b->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+inline void block_unref(Block* b) noexcept {
+  // A count of one is ours alone: nobody else can add a reference, so skip the atomic decrement.
+  if (b->refs.load(std::memory_order_acquire) == 1 ||
+      b->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    release_block(b);
+  }
+}
+
+}  // namespace detail
+}  // namespace ferry
