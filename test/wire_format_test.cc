@@ -42,6 +42,28 @@ TEST(GrpcTimeout, ParsesEveryUnitAndRejectsGarbage) {
   EXPECT_FALSE(parse_grpc_timeout("123456789S")) << "more than 8 digits";
 }
 
+TEST(GrpcTimeout, AcceptsExactlyTheSpecGrammar) {
+  // TimeoutValue (1 to 8 ASCII digits) TimeoutUnit (H M S m u n), nothing around them.
+  EXPECT_EQ(parse_grpc_timeout("0n"), 0ns);
+  EXPECT_EQ(parse_grpc_timeout("00000000S"), 0ns);
+  EXPECT_EQ(parse_grpc_timeout("00000001S"), std::chrono::nanoseconds(1s));
+  EXPECT_EQ(parse_grpc_timeout("99999999n"), 99'999'999ns);
+  EXPECT_EQ(parse_grpc_timeout("99999999M"), std::chrono::nanoseconds(99'999'999min));
+  for (std::string_view bad :
+       {"abc", "99999999999H", "000000000S", "+1S", " 1S", "1S ", "1 S", "1s", "1h", "1U", "1N",
+        "1.5S", "0x1S", "1SS", "H1", "１S"}) {
+    EXPECT_FALSE(parse_grpc_timeout(bad)) << bad;
+  }
+  EXPECT_FALSE(parse_grpc_timeout(std::string_view("1\0S", 3)));
+}
+
+TEST(GrpcTimeout, HoursPastWhatNanosecondsHoldSaturate) {
+  // 2562047H is the most int64 nanoseconds hold; more must not overflow (UB) or wrap negative.
+  EXPECT_EQ(parse_grpc_timeout("2562047H"), std::chrono::nanoseconds(2'562'047h));
+  EXPECT_EQ(parse_grpc_timeout("2562048H"), std::chrono::nanoseconds::max());
+  EXPECT_EQ(parse_grpc_timeout("99999999H"), std::chrono::nanoseconds::max());
+}
+
 TEST(PercentEncoding, RoundTripsTheInteropSpecialMessage) {
   const std::string message = "\t\ntest with whitespace\r\nand Unicode BMP ☺ and non-BMP 😈\t\n";
   const std::string encoded = percent_encode(message);

@@ -97,6 +97,10 @@ struct ServerConnection final : http2::ConnectionObserver, detail::ServerCall::O
       call->reject_http(415);
       return;
     }
+    if (absl::Status s = call->check_timeout(); !s.ok()) {
+      call->finish(s, nullptr);
+      return;
+    }
     if (absl::Status s = call->negotiate_encoding(); !s.ok()) {
       call->finish(s, nullptr);
       return;

@@ -74,6 +74,9 @@ class ServerCall final : public CallStream, private Deadline {
     if (!send_compression_fixed_) requested_compression_ = compression;
   }
 
+  // INTERNAL when grpc-timeout was malformed, DEADLINE_EXCEEDED when its deadline has passed
+  // ("0n"): the call must then be finished with that status and its handler never run.
+  absl::Status check_timeout() const;
   // Starts the deadline timer (when the client sent grpc-timeout) once the call is dispatched.
   void start_deadline();
 
@@ -144,6 +147,7 @@ class ServerCall final : public CallStream, private Deadline {
   std::string content_type_;
   std::string encoding_;
   std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
+  bool timeout_malformed_ = false;
   Metadata client_metadata_;
   Metadata initial_metadata_;
   Metadata trailing_metadata_;
