@@ -20,6 +20,12 @@ TEST(GrpcTimeout, FormatsWithTheFinestUnitThatFitsEightDigits) {
   EXPECT_EQ(format_grpc_timeout(0ns), "1n") << "a zero or past timeout still says 1 ns";
 }
 
+TEST(GrpcTimeout, FormatsTheLargestTimeoutWithoutOverflow) {
+  // Found by wire_format_fuzzer: rounding up as (ns + unit - 1) / unit overflowed int64.
+  EXPECT_EQ(format_grpc_timeout(std::chrono::nanoseconds::max()), "2562048H");
+  EXPECT_EQ(format_grpc_timeout(std::chrono::nanoseconds::max() - 1ns), "2562048H");
+}
+
 TEST(GrpcTimeout, RoundsUpNeverDown) {
   // 100000000.5 µs-worth of ns does not fit as ns; must round up in µs.
   const auto t = 100'000'001ns;

@@ -26,7 +26,8 @@ std::string format_grpc_timeout(std::chrono::nanoseconds timeout) {
                                     {60'000'000'000, 'M'},
                                     {3'600'000'000'000, 'H'}};
   for (const Unit& unit : kUnits) {
-    const std::int64_t value = (ns + unit.ns - 1) / unit.ns;  // round up
+    // Round up, without the overflow of (ns + unit - 1) near nanoseconds::max().
+    const std::int64_t value = ns / unit.ns + (ns % unit.ns != 0 ? 1 : 0);
     if (value <= kMax) return absl::StrCat(value, std::string(1, unit.name));
   }
   return absl::StrCat(kMax, "H");
