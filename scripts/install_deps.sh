@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages ferry builds with, when any is missing. Idempotent and quiet when
-# everything is already there. Used by scripts/main.sh and scripts/test.sh.
+# everything is already there. Used by scripts/main.sh and scripts/test.sh; packages named as
+# arguments are installed too (scripts/test.sh adds clang for the fuzzers).
 set -euo pipefail
 
 packages=(
@@ -9,6 +10,7 @@ packages=(
   libabsl-dev libasio-dev libnghttp2-dev zlib1g-dev
   libbenchmark-dev libgtest-dev libgmock-dev
   libgrpc++-dev protobuf-compiler-grpc grpc-proto
+  "$@"
 )
 
 missing=()
