@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages ferry builds with, when any is missing. Idempotent and quiet when
-# everything is already there. Used by scripts/main.sh and scripts/test.sh. With --bench it installs
-# instead what only the benchmarks need (h2load, for bench/head_to_head).
+# everything is already there. Used by scripts/main.sh and scripts/test.sh; packages named as
+# arguments are installed too (scripts/test.sh adds clang for the fuzzers). With --bench it
+# installs instead what only the benchmarks need (h2load, for bench/head_to_head).
 set -euo pipefail
 
 packages=(
@@ -10,6 +11,7 @@ packages=(
   libabsl-dev libasio-dev libnghttp2-dev zlib1g-dev libssl-dev
   libbenchmark-dev libgtest-dev libgmock-dev
   libgrpc++-dev protobuf-compiler-grpc grpc-proto
+  "$@"
 )
 if [ "${1:-}" = "--bench" ]; then
   packages=(nghttp2-client)

@@ -5,6 +5,7 @@
 #   PREFIX/bin/client     grpc-go interop client  }
 #   PREFIX/bin/grpcurl, PREFIX/bin/ghz             go install
 #   PREFIX/bin/grpc-health-probe                   go install
+#   PREFIX/bin/h2spec     HTTP/2 conformance tester  go build (pinned go.mod, see below)
 #   PREFIX/java/lib       grpc-java interop-testing jars + runtime deps   mvn
 # Go's caches live under PREFIX/go and Maven's repository under PREFIX/java/m2, so nothing lands in
 # the repo or in $HOME. Idempotent: a step is skipped when its peer is already present at the pinned
@@ -22,6 +23,10 @@ GRPC_GO_VERSION=v1.85.0
 GRPCURL_VERSION=v1.9.4
 GHZ_VERSION=v0.93.0
 GRPC_HEALTH_PROBE_VERSION=v0.4.61   # the newest the Go proxy serves
+# h2spec's newest release on the Go proxy; it has no go.mod, so its dependencies are pinned here.
+H2SPEC_VERSION=v2.2.1+incompatible
+H2SPEC_DEPS=(github.com/fatih/color@v1.19.0 github.com/spf13/cobra@v1.10.2
+             golang.org/x/net@v0.62.0)
 GRPC_JAVA_VERSION=1.79.0
 MAVEN_DEPENDENCY_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
 
@@ -116,6 +121,23 @@ step "ghz $GHZ_VERSION" "$prefix/logs/ghz.log" \
 step "grpc-health-probe $GRPC_HEALTH_PROBE_VERSION" "$prefix/logs/grpc-health-probe.log" \
   "go_has grpc-health-probe github.com/grpc-ecosystem/grpc-health-probe $GRPC_HEALTH_PROBE_VERSION" \
   "go install github.com/grpc-ecosystem/grpc-health-probe@$GRPC_HEALTH_PROBE_VERSION"
+
+# --- (c2) h2spec, the HTTP/2 conformance tester. `go install h2spec@v2.2.1+incompatible` would
+# take the newest version of each dependency (h2spec has no go.mod): build it from a scratch
+# module whose go.mod pins them instead (their own dependencies follow from their go.mod files).
+h2spec_install() {
+  local dir="$prefix/go/h2spec-build" dep
+  rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || return 1
+  printf 'module ferry.peers/h2spec\n\ngo 1.21\n' >go.mod
+  go mod edit -require="github.com/summerwind/h2spec@$H2SPEC_VERSION" || return 1
+  for dep in "${H2SPEC_DEPS[@]}"; do go mod edit -require="$dep" || return 1; done
+  printf '//go:build tools\n\npackage tools\n\nimport _ "github.com/summerwind/h2spec/cmd/h2spec"\n' \
+    >tools.go
+  go mod tidy && go build -o "$GOBIN/h2spec" github.com/summerwind/h2spec/cmd/h2spec
+}
+step "h2spec $H2SPEC_VERSION" "$prefix/logs/h2spec.log" \
+  "go_has h2spec github.com/summerwind/h2spec '${H2SPEC_VERSION//+/\\+}'" h2spec_install
+cd "$prefix" || exit 1
 
 # --- (d) grpc-java interop programs: the io.grpc:grpc-interop-testing jar and its runtime
 # dependencies, copied by Maven into PREFIX/java/lib (run them with `java -cp 'PREFIX/java/lib/*'`).

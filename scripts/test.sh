@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # ferry's whole test suite: installs missing Debian packages, builds and runs every test with
 # ctest, then builds and runs them again under AddressSanitizer + UndefinedBehaviorSanitizer (any
-# report aborts the test, so it fails). Exits non-zero on any failure.
+# report aborts the test, so it fails), then runs each libFuzzer target for a bounded time
+# (scripts/fuzz.sh; FERRY_FUZZ_SECONDS per target, default 60). Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/install_deps.sh
+bash scripts/install_deps.sh clang  # clang: libFuzzer, for scripts/fuzz.sh
 jobs=$(nproc)
 
 # Real gRPC peers for the interop tests (grpcio + h2, grpc-go's and grpc-java's interop programs,
@@ -34,3 +35,11 @@ cmake --build build-sanitize -j "$jobs"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 (cd build-sanitize && ctest -j "$jobs" --output-on-failure)
+
+echo "== Fuzzing (libFuzzer + ASan + UBSan, ${FERRY_FUZZ_SECONDS:-60} s per target)"
+if command -v clang++ >/dev/null 2>&1; then
+  bash scripts/fuzz.sh
+else
+  echo "clang++ not found: fuzzers not run"
+  exit 1
+fi

@@ -19,6 +19,12 @@ TEST(GrpcTimeout, FormatsWithTheFinestUnitThatFitsEightDigits) {
   EXPECT_EQ(format_grpc_timeout(0ns), "1n") << "a zero or past timeout still says 1 ns";
 }
 
+TEST(GrpcTimeout, FormatsTheLargestTimeoutWithoutOverflow) {
+  // Found by wire_format_fuzzer: rounding up as (ns + unit - 1) / unit overflowed int64.
+  EXPECT_EQ(format_grpc_timeout(std::chrono::nanoseconds::max()), "2562048H");
+  EXPECT_EQ(format_grpc_timeout(std::chrono::nanoseconds::max() - 1ns), "2562048H");
+}
+
 TEST(GrpcTimeout, RoundsUpNeverDown) {
   // 100000000.5 µs-worth of ns does not fit as ns; must round up in µs.
   const auto t = 100'000'001ns;
@@ -39,6 +45,28 @@ TEST(GrpcTimeout, ParsesEveryUnitAndRejectsGarbage) {
   EXPECT_FALSE(parse_grpc_timeout("1x"));
   EXPECT_FALSE(parse_grpc_timeout("-1S"));
   EXPECT_FALSE(parse_grpc_timeout("123456789S")) << "more than 8 digits";
+}
+
+TEST(GrpcTimeout, AcceptsExactlyTheSpecGrammar) {
+  // TimeoutValue (1 to 8 ASCII digits) TimeoutUnit (H M S m u n), nothing around them.
+  EXPECT_EQ(parse_grpc_timeout("0n"), 0ns);
+  EXPECT_EQ(parse_grpc_timeout("00000000S"), 0ns);
+  EXPECT_EQ(parse_grpc_timeout("00000001S"), std::chrono::nanoseconds(1s));
+  EXPECT_EQ(parse_grpc_timeout("99999999n"), 99'999'999ns);
+  EXPECT_EQ(parse_grpc_timeout("99999999M"), std::chrono::nanoseconds(99'999'999min));
+  for (std::string_view bad :
+       {"abc", "99999999999H", "000000000S", "+1S", " 1S", "1S ", "1 S", "1s", "1h", "1U", "1N",
+        "1.5S", "0x1S", "1SS", "H1", "１S"}) {
+    EXPECT_FALSE(parse_grpc_timeout(bad)) << bad;
+  }
+  EXPECT_FALSE(parse_grpc_timeout(std::string_view("1\0S", 3)));
+}
+
+TEST(GrpcTimeout, HoursPastWhatNanosecondsHoldSaturate) {
+  // 2562047H is the most int64 nanoseconds hold; more must not overflow (UB) or wrap negative.
+  EXPECT_EQ(parse_grpc_timeout("2562047H"), std::chrono::nanoseconds(2'562'047h));
+  EXPECT_EQ(parse_grpc_timeout("2562048H"), std::chrono::nanoseconds::max());
+  EXPECT_EQ(parse_grpc_timeout("99999999H"), std::chrono::nanoseconds::max());
 }
 
 TEST(PercentEncoding, RoundTripsTheInteropSpecialMessage) {

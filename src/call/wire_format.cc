@@ -1,6 +1,7 @@
 // Implementation of src/call/wire_format.h.
 #include "call/wire_format.h"
 
+#include <limits>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
@@ -23,29 +24,36 @@ std::string format_grpc_timeout(std::chrono::nanoseconds timeout) {
                                     {60'000'000'000, 'M'},
                                     {3'600'000'000'000, 'H'}};
   for (const Unit& unit : kUnits) {
-    const std::int64_t value = (ns + unit.ns - 1) / unit.ns;  // round up
+    // Round up, without the overflow of (ns + unit - 1) near nanoseconds::max().
+    const std::int64_t value = ns / unit.ns + (ns % unit.ns != 0 ? 1 : 0);
     if (value <= kMax) return absl::StrCat(value, std::string(1, unit.name));
   }
   return absl::StrCat(kMax, "H");
 }
 
 std::optional<std::chrono::nanoseconds> parse_grpc_timeout(std::string_view value) {
+  // The spec's grammar: TimeoutValue TimeoutUnit, the value 1 to 8 ASCII digits.
   if (value.size() < 2 || value.size() > 9) return std::nullopt;
   std::int64_t amount = 0;
   for (char c : value.substr(0, value.size() - 1)) {
     if (c < '0' || c > '9') return std::nullopt;
     amount = amount * 10 + (c - '0');
   }
-  using namespace std::chrono;
+  std::int64_t unit_ns;
   switch (value.back()) {
-    case 'H': return duration_cast<nanoseconds>(hours(amount));
-    case 'M': return duration_cast<nanoseconds>(minutes(amount));
-    case 'S': return duration_cast<nanoseconds>(seconds(amount));
-    case 'm': return duration_cast<nanoseconds>(milliseconds(amount));
-    case 'u': return duration_cast<nanoseconds>(microseconds(amount));
-    case 'n': return nanoseconds(amount);
+    case 'H': unit_ns = 3'600'000'000'000; break;
+    case 'M': unit_ns = 60'000'000'000; break;
+    case 'S': unit_ns = 1'000'000'000; break;
+    case 'm': unit_ns = 1'000'000; break;
+    case 'u': unit_ns = 1'000; break;
+    case 'n': unit_ns = 1; break;
     default: return std::nullopt;
   }
+  // 99999999H is ~11,400 years, past what int64 nanoseconds hold (~292 years): saturate rather
+  // than overflow.
+  constexpr std::int64_t kMaxNs = std::numeric_limits<std::int64_t>::max();
+  if (amount > kMaxNs / unit_ns) return std::chrono::nanoseconds(kMaxNs);
+  return std::chrono::nanoseconds(amount * unit_ns);
 }
 
 std::string percent_encode(std::string_view message) {

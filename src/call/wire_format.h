@@ -18,6 +18,9 @@ namespace ferry::detail {
 // grpc-timeout: at most 8 digits and a unit (H M S m u n). Rounds up so the peer never sees a
 // deadline earlier than ours.
 std::string format_grpc_timeout(std::chrono::nanoseconds timeout);
+// nullopt unless value is exactly 1 to 8 ASCII digits then one unit letter (no sign, no spaces):
+// the server then fails the call with INTERNAL, as grpc-go does. A value past what nanoseconds
+// hold (above ~2.5 million hours) saturates at nanoseconds::max(); "0n" is a zero timeout.
 std::optional<std::chrono::nanoseconds> parse_grpc_timeout(std::string_view value);
 
 // grpc-message: percent-encode bytes outside 0x20-0x7E and '%' itself (UTF-8 passes as bytes).

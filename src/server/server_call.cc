@@ -70,6 +70,8 @@ bool ServerCall::on_header(std::string_view name, std::string_view value) {
       deadline_ = *timeout >= max_left ? std::chrono::steady_clock::time_point::max()
                                         : now + std::chrono::duration_cast<
                                                     std::chrono::steady_clock::duration>(*timeout);
+    } else {
+      timeout_malformed_ = true;
     }
     return true;
   }
@@ -108,6 +110,10 @@ void ServerCall::route() {
     reject_http(415);
     return;
   }
+  if (absl::Status s = check_timeout(); !s.ok()) {
+    finish(s, nullptr);
+    return;
+  }
   if (absl::Status s = negotiate_encoding(); !s.ok()) {
     finish(s, nullptr);
     return;
@@ -135,6 +141,15 @@ absl::Status ServerCall::negotiate_encoding() {
                                                  to_absl(kAcceptEncoding), ")"));
   }
   set_inbound_encoding(encoding_);
+  return absl::OkStatus();
+}
+
+absl::Status ServerCall::check_timeout() const {
+  if (timeout_malformed_) return absl::InternalError("malformed grpc-timeout");
+  if (deadline_ != std::chrono::steady_clock::time_point::max() &&
+      deadline_ <= std::chrono::steady_clock::now()) {
+    return absl::DeadlineExceededError("deadline exceeded before the call started");
+  }
   return absl::OkStatus();
 }
 

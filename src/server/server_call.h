@@ -62,6 +62,9 @@ class ServerCall final : public CallStream {
     if (!send_compression_fixed_) requested_compression_ = compression;
   }
 
+  // INTERNAL when grpc-timeout was malformed, DEADLINE_EXCEEDED when its deadline has passed
+  // ("0n"): the call must then be finished with that status and its handler never run.
+  absl::Status check_timeout() const;
   ServerContext& context() { return context_; }
   // The handler returned status (or threw): ends the call with it if it has not ended, and
   // drops the handler's reference. From the runner, on the call's thread.
@@ -134,6 +137,7 @@ class ServerCall final : public CallStream {
   std::string content_type_;
   std::string encoding_;
   std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
+  bool timeout_malformed_ = false;
   Metadata client_metadata_;
   Metadata initial_metadata_;
   Metadata trailing_metadata_;

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Writes the handwritten seed corpus of ferry's fuzz targets into fuzz/corpus/<target>/.
+
+    python3 fuzz/make_corpus.py
+
+Each seed is the target's input layout (see fuzz/README.md) around a valid or nearly valid
+value: frames, gzip streams, header values. Regression inputs the fuzzers found live beside the
+seeds as crash-<hash> files and are never rewritten here. Standard library only; deterministic.
+"""
+
+import gzip
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def write(target, name, data):
+    d = os.path.join(HERE, "corpus", target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def frame(payload, flag=0):
+    return bytes([flag]) + struct.pack(">I", len(payload)) + payload
+
+
+def gz(data):
+    return gzip.compress(data, compresslevel=6, mtime=0)
+
+
+# --- frame_decoder_fuzzer: mode byte (limit index | 8 compression | bits 4-5 push style),
+# 8 chunk sizes (n + 1 bytes each, 255 = the rest), then the stream.
+FD = "frame_decoder_fuzzer"
+ONE_BYTE_CHUNKS = bytes([0] * 8)
+WHOLE = bytes([255] * 8)
+MIXED = bytes([0, 3, 4, 5, 0, 16, 255, 1])
+hello = bytes.fromhex("0a0568656c6c6f")  # protobuf: field 1 = "hello"
+write(FD, "empty_message", bytes([7]) + WHOLE + frame(b""))
+write(FD, "one_message_split", bytes([7]) + ONE_BYTE_CHUNKS + frame(hello))
+write(FD, "three_messages", bytes([7 | 0x20]) + MIXED + frame(hello) + frame(b"") + frame(b"x" * 300))
+write(FD, "compressed_negotiated", bytes([7 | 8]) + MIXED + frame(gz(hello * 20), 1) + frame(hello))
+write(FD, "compressed_not_negotiated", bytes([7]) + WHOLE + frame(gz(hello), 1))
+write(FD, "bad_flag", bytes([7]) + MIXED + frame(hello) + frame(hello, 2))
+write(FD, "over_limit", bytes([4]) + MIXED + frame(b"y" * 101))
+write(FD, "at_limit", bytes([4 | 0x10]) + MIXED + frame(b"y" * 100) + frame(b"y" * 100))
+write(FD, "truncated", bytes([7]) + ONE_BYTE_CHUNKS + frame(hello)[:-2])
+write(FD, "huge_length", bytes([7]) + WHOLE + b"\x00\xff\xff\xff\xff")
+
+# --- gzip_fuzzer: limit selector, limit low byte, chunk size (0 = one slice), bytes already in
+# out (>= 240: also the compress round trip), then the compressed bytes.
+GZ = "gzip_fuzzer"
+text = b"the quick brown fox jumps over the lazy dog " * 20
+write(GZ, "text", bytes([12, 0, 0, 0]) + gz(text))
+write(GZ, "text_split", bytes([12, 0, 7, 3]) + gz(text))
+write(GZ, "two_members", bytes([12, 0, 13, 0]) + gz(b"first") + gz(b"second"))
+write(GZ, "empty_member", bytes([12, 0, 0, 0]) + gz(b""))
+write(GZ, "zeros_over_limit", bytes([11, 0, 64, 0]) + gz(bytes(2 << 20)))  # 2 MiB vs 1 MiB
+write(GZ, "exactly_limit", bytes([4, 0, 0, 0]) + gz(bytes(1000)))
+write(GZ, "one_past_limit", bytes([4, 0, 1, 0]) + gz(bytes(1001)))
+write(GZ, "truncated", bytes([12, 0, 0, 0]) + gz(text)[:-5])
+write(GZ, "bad_crc", bytes([12, 0, 0, 0]) + gz(text)[:-8] + b"\0\0\0\0" + gz(text)[-4:])
+write(GZ, "trailing_garbage", bytes([12, 0, 0, 0]) + gz(b"abc") + b"\x00\x01")
+write(GZ, "round_trip", bytes([12, 0, 5, 250]) + text)
+
+# --- wire_format_fuzzer: selector (0 timeout, 1 timeout format, 2 grpc-message, 3 -bin,
+# 4 content-type, 5 grpc-status, 6 encodings, 7 all), then the value.
+WF = "wire_format_fuzzer"
+for i, v in enumerate([b"1H", b"99999999H", b"2562048H", b"0n", b"100m", b"12345678u", b"1",
+                       b"123456789S", b"-1S", b"1 S", b"abc"]):
+    write(WF, "timeout_%d" % i, b"\x00" + v)
+write(WF, "timeout_format_max", b"\x01" + struct.pack("<q", 2**63 - 1))
+write(WF, "timeout_format_negative", b"\x01" + struct.pack("<q", -5))
+write(WF, "message_special", b"\x02" + "\t\ntest with whitespace\r\nand Unicode BMP \u263a and "
+      "non-BMP \U0001f608\t\n".encode())
+write(WF, "message_escapes", b"\x02%41%zz%4%")
+write(WF, "bin_padded", b"\x03AAECAw==")
+write(WF, "bin_commas", b"\x03AAEC, AwQ,")
+write(WF, "content_type", b"\x04application/grpc+proto")
+write(WF, "content_type_params", b"\x04application/grpc;charset=utf-8")
+write(WF, "status", b"\x0516")
+write(WF, "status_big", b"\x0599999999999999999999")
+write(WF, "accept", b"\x06identity, deflate,gzip")
+write(WF, "all", b"\x07gzip")
