@@ -21,6 +21,7 @@
 #include "http2/error_code.h"
 #include "http2/header_block.h"
 #include "http2/lifecycle.h"
+#include "http2/peer_stream_ledger.h"
 #include "http2/stream.h"
 
 struct nghttp2_session;
@@ -143,6 +144,7 @@ class Connection : public std::enable_shared_from_this<Connection>, public ByteS
   std::unique_ptr<Lifecycle> lifecycle_;  // null when no limit is on
   bool close_after_write_ = false;        // terminate(): close once the GOAWAY is out
   Stream* recent_stream_ = nullptr;      // find_stream's last answer; cleared by unlink
+  PeerStreamLedger peer_streams_;        // server: the client's recent streams (frames on closed)
 };
 
 }  // namespace ferry::http2

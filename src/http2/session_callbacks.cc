@@ -86,6 +86,39 @@ ssize_t Connection::Callbacks::read_data(nghttp2_session* session, std::int32_t,
   return static_cast<ssize_t>(n);
 }
 
+// Every frame header, before nghttp2 acts on the frame: the server records the client's new
+// streams, and answers HEADERS on a client stream nghttp2 no longer knows (it keeps no closed
+// streams) as RFC 9113 §5.1 says, which nghttp2 alone would silently ignore. (DATA on such a
+// stream never gets here: nghttp2 skips it before this callback.)
+int Connection::Callbacks::begin_frame(nghttp2_session* session, const nghttp2_frame_hd* hd,
+                                       void* user_data) {
+  Connection& c = self(user_data);
+  if (c.role_ != Role::kServer || hd->type != NGHTTP2_HEADERS || (hd->stream_id & 1) == 0) {
+    return 0;
+  }
+  PeerStreamLedger& ledger = c.peer_streams_;
+  if (!ledger.used(hd->stream_id)) {
+    ledger.on_headers(hd->stream_id);
+    return 0;
+  }
+  if (nghttp2_session_find_stream(session, hd->stream_id) != nullptr) return 0;
+  switch (ledger.judge(hd->stream_id)) {
+    case PeerStreamLedger::Verdict::kIgnore:
+      break;
+    case PeerStreamLedger::Verdict::kResetStreamClosed:
+      nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, hd->stream_id,
+                                NGHTTP2_STREAM_CLOSED);
+      break;
+    case PeerStreamLedger::Verdict::kConnectionStreamClosed:
+      nghttp2_session_terminate_session(session, NGHTTP2_STREAM_CLOSED);
+      break;
+    case PeerStreamLedger::Verdict::kConnectionProtocolError:
+      nghttp2_session_terminate_session(session, NGHTTP2_PROTOCOL_ERROR);
+      break;
+  }
+  return 0;
+}
+
 int Connection::Callbacks::begin_headers(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
   Connection& c = self(user_data);
   if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST ||
@@ -118,6 +151,13 @@ int Connection::Callbacks::header(nghttp2_session*, const nghttp2_frame* frame, 
 
 int Connection::Callbacks::frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
   Connection& c = self(user_data);
+  if (c.role_ == Role::kServer) {
+    if (frame->hd.type == NGHTTP2_RST_STREAM) c.peer_streams_.on_peer_reset(frame->hd.stream_id);
+    if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0 &&
+        (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA)) {
+      c.peer_streams_.on_remote_end(frame->hd.stream_id);
+    }
+  }
   if (frame->hd.type == NGHTTP2_GOAWAY) {
     c.goaway_received_ = true;
     c.observer_->on_goaway(frame->goaway.last_stream_id,
@@ -200,6 +240,7 @@ nghttp2_session_callbacks* Connection::Callbacks::table() {
     nghttp2_session_callbacks_new(&cbs);
     nghttp2_session_callbacks_set_send_callback(cbs, send);
     nghttp2_session_callbacks_set_send_data_callback(cbs, send_data);
+    nghttp2_session_callbacks_set_on_begin_frame_callback(cbs, begin_frame);
     nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, begin_headers);
     nghttp2_session_callbacks_set_on_header_callback(cbs, header);
     nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, frame_recv);

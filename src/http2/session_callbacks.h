@@ -24,6 +24,7 @@ struct Connection::Callbacks {
                       void* user_data);
   static int send_data(nghttp2_session*, nghttp2_frame* frame, const std::uint8_t* framehd,
                        std::size_t length, nghttp2_data_source* source, void* user_data);
+  static int begin_frame(nghttp2_session* session, const nghttp2_frame_hd* hd, void* user_data);
   static int begin_headers(nghttp2_session* session, const nghttp2_frame* frame,
                            void* user_data);
   static int header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name,
