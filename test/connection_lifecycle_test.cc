@@ -18,6 +18,7 @@
 #include "asio/ip/tcp.hpp"
 #include "asio/read.hpp"
 #include "asio/write.hpp"
+#include "ferry/buffer_pool.h"
 #include "ferry/channel.h"
 #include "ferry/server.h"
 #include "ferry/testing/echo.pb.h"
@@ -134,6 +135,7 @@ ServerOptions quiet_options() {
   o.handshake_timeout = kNever;
   o.max_connection_idle = kNever;
   o.keepalive.time = kNever;
+  o.release_idle_buffers_after = kNever;
   return o;
 }
 
@@ -179,6 +181,27 @@ TEST(ConnectionLifecycle, IdleConnectionGetsGoawayAndIsClosed) {
   ASSERT_TRUE(echo(channel).ok());
   std::this_thread::sleep_for(600ms);
   EXPECT_TRUE(echo(channel).ok());
+}
+
+// An idle connection gives its read block and its output block back to the pool, waits for the
+// client's next bytes without them, and serves the next call as before.
+TEST(ConnectionLifecycle, IdleConnectionReleasesItsBuffersAndStillServes) {
+  ServerOptions o = quiet_options();
+  o.release_idle_buffers_after = 300ms;
+  TestServer s(o);
+  Channel channel(s.target());
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_TRUE(echo(channel).ok());
+    std::this_thread::sleep_for(50ms);
+    const std::int64_t busy = BufferPool::instance().stats().blocks_in_use;
+    std::int64_t idle = busy;
+    for (auto until = Clock::now() + 3s; Clock::now() < until && idle > busy - 2;) {
+      std::this_thread::sleep_for(20ms);
+      idle = BufferPool::instance().stats().blocks_in_use;
+    }
+    EXPECT_LE(idle, busy - 2) << "round " << round;
+  }
+  ASSERT_TRUE(echo(channel).ok());
 }
 
 TEST(ConnectionLifecycle, ConnectionOlderThanMaxAgeIsDrainedThenClosed) {

@@ -16,6 +16,7 @@
 #include "asio/any_io_executor.hpp"
 #include "asio/buffer.hpp"
 #include "asio/error_code.hpp"
+#include "asio/post.hpp"
 
 namespace ferry::http2 {
 
@@ -28,6 +29,8 @@ class ByteStreamClient {
   virtual void on_read(const asio::error_code& ec, std::size_t n) = 0;
   // A write started with async_write has finished: all of it was written, or ec.
   virtual void on_written(const asio::error_code& ec) = 0;
+  // async_wait_readable: bytes can be read now, or ec.
+  virtual void on_readable(const asio::error_code& ec) { (void)ec; }
 };
 
 class ByteStream {
@@ -48,6 +51,16 @@ class ByteStream {
   // One at a time, and not while write_some_now could be called.
   virtual void async_write(std::span<const asio::const_buffer> buffers,
                            std::shared_ptr<ByteStreamClient> client) = 0;
+
+  // For an idle connection to read without holding a buffer (optional: waits_without_buffer()
+  // says whether this stream can; TLS cannot, its records arrive whole). cancel_read() ends the pending async_read_some (with operation_aborted, unless its
+  // bytes had already arrived); it is not called while an async_write is pending. Then
+  // async_wait_readable() calls client->on_readable once bytes are there to read.
+  virtual bool waits_without_buffer() const { return false; }
+  virtual bool cancel_read() { return false; }
+  virtual void async_wait_readable(std::shared_ptr<ByteStreamClient> client) {
+    asio::post(executor(), [client = std::move(client)] { client->on_readable({}); });
+  }
 
   // Closes both directions; pending operations complete with operation_aborted.
   virtual void close() = 0;

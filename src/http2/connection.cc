@@ -61,7 +61,9 @@ Connection::~Connection() {
 }
 
 void Connection::set_lifecycle(const LifecyclePolicy& policy) {
-  if (policy.active()) lifecycle_ = std::make_unique<Lifecycle>(*this, policy);
+  LifecyclePolicy p = policy;
+  if (!stream_->waits_without_buffer()) p.release_buffers_after = kNever;
+  if (p.active()) lifecycle_ = std::make_unique<Lifecycle>(*this, p);
 }
 
 void Connection::start() {
@@ -212,8 +214,43 @@ void Connection::start_read() {
                            shared_from_this());
 }
 
+bool Connection::release_read_buffers() {
+  if (closed_ || parking_ != ReadParking::kNone || open_streams_ != 0 || writing_now_ ||
+      !pending_.empty() || receiving_ || !nghttp2_session_want_read(session_)) {
+    return false;
+  }
+  if (!stream_->cancel_read()) return false;
+  parking_ = ReadParking::kCancelling;
+  return true;
+}
+
+void Connection::on_readable(const asio::error_code& ec) {
+  parking_ = ReadParking::kNone;
+  if (closed_) return;
+  if (ec) {
+    close();
+    return;
+  }
+  if (lifecycle_ != nullptr) lifecycle_->on_buffers_taken();
+  start_read();
+}
+
 void Connection::on_read(const asio::error_code& ec, std::size_t n) {
   if (closed_) return;
+  if (parking_ == ReadParking::kCancelling) {
+    parking_ = ReadParking::kNone;
+    if (ec == asio::error::operation_aborted) {
+      // The cancelled read: give the blocks back and wait for bytes without them.
+      detail::block_unref(read_block_);
+      read_block_ = nullptr;
+      pending_.clear();
+      writing_.clear();
+      parking_ = ReadParking::kWaiting;
+      stream_->async_wait_readable(shared_from_this());
+      return;
+    }
+    // The bytes had arrived before the cancel: an ordinary read.
+  }
   if (ec) {
     close();
     return;

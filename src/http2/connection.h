@@ -86,6 +86,11 @@ class Connection : public std::enable_shared_from_this<Connection>, public ByteS
   void terminate(ErrorCode error, std::string_view debug);
   // Sends a PING (keepalive); the ACK reaches the lifecycle.
   void ping();
+  // An idle connection (no stream open, nothing being written) gives its read block and its
+  // output block back to the pool and waits for the peer's next bytes without a buffer; the
+  // next read takes a block again. False when it cannot now (streams open, a write pending, a
+  // byte stream that cannot wait without reading).
+  bool release_read_buffers();
 
   // Counters for the lifecycle: reads completed, streams open now and ever opened.
   std::uint64_t reads() const { return reads_; }
@@ -101,6 +106,7 @@ class Connection : public std::enable_shared_from_this<Connection>, public ByteS
   // ByteStreamClient: the byte stream's completions.
   void on_read(const asio::error_code& ec, std::size_t n) override;
   void on_written(const asio::error_code& ec) override;
+  void on_readable(const asio::error_code& ec) override;
 
  private:
   struct Callbacks;  // the nghttp2 callbacks (session_callbacks.cc), with access to the members
@@ -130,6 +136,10 @@ class Connection : public std::enable_shared_from_this<Connection>, public ByteS
   std::vector<iovec> sys_iov_;           // write_now's gathered view of writing_
   std::vector<asio::const_buffer> iov_;  // the same for the asynchronous rest
   bool writing_now_ = false;
+  // release_read_buffers(): the pending read was cancelled (its completion will release the
+  // block and wait without one), or that wait is under way.
+  enum class ReadParking : std::uint8_t { kNone, kCancelling, kWaiting };
+  ReadParking parking_ = ReadParking::kNone;
   bool flush_scheduled_ = false;
   // Inside on_read's nghttp2_session_mem_recv: on_read flushes when it returns, so nothing
   // posts a flush meanwhile.

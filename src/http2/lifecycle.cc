@@ -17,7 +17,7 @@ constexpr int kMaxPingStrikes = 2;
 
 bool LifecyclePolicy::active() const {
   return on(handshake_timeout) || on(max_idle) || on(max_age) || on(keepalive.time) ||
-         police_pings;
+         on(release_buffers_after) || police_pings;
 }
 
 LifecyclePolicy LifecyclePolicy::for_server(const ServerConnectionPolicy& p) {
@@ -26,6 +26,7 @@ LifecyclePolicy LifecyclePolicy::for_server(const ServerConnectionPolicy& p) {
   out.max_idle = p.max_connection_idle;
   out.max_age = p.max_connection_age;
   out.max_age_grace = p.max_connection_age_grace;
+  out.release_buffers_after = p.release_idle_buffers_after;
   out.keepalive = p.keepalive;
   out.police_pings = true;
   out.pings = p.client_pings;
@@ -48,6 +49,9 @@ void Lifecycle::stop() {
 Lifecycle::Clock::duration Lifecycle::tick() const {
   Clock::duration t = std::chrono::hours(24);
   if (on(policy_.max_idle)) t = std::min<Clock::duration>(t, policy_.max_idle / 2);
+  if (on(policy_.release_buffers_after) && !buffers_released_) {
+    t = std::min<Clock::duration>(t, policy_.release_buffers_after / 2);
+  }
   if (on(policy_.keepalive.time)) {
     t = std::min<Clock::duration>(t, policy_.keepalive.time / 2);
     if (ping_outstanding_) t = std::min<Clock::duration>(t, policy_.keepalive.timeout);
@@ -90,6 +94,11 @@ void Lifecycle::on_timer() {
     reads_seen_ = connection_.reads();
     last_activity_ = now;
     ping_outstanding_ = false;  // whatever answered, the peer is there
+    buffers_released_ = false;  // the connection has taken a read buffer again
+  }
+  if (on(policy_.release_buffers_after) && !buffers_released_ &&
+      connection_.open_streams() == 0 && now - last_activity_ >= policy_.release_buffers_after) {
+    buffers_released_ = connection_.release_read_buffers();
   }
   if (ping_outstanding_ && now >= ping_sent_ + policy_.keepalive.timeout) {
     connection_.close();  // the peer stopped answering

@@ -21,6 +21,8 @@ struct LifecyclePolicy {
   std::chrono::milliseconds max_idle = kNever;
   std::chrono::milliseconds max_age = kNever;
   std::chrono::milliseconds max_age_grace = kNever;
+  // No stream open and nothing read for this long: Connection::release_read_buffers().
+  std::chrono::milliseconds release_buffers_after = kNever;
   KeepaliveOptions keepalive;
   bool police_pings = false;  // server: apply `pings` to the client's PINGs
   PingPolicy pings;
@@ -51,6 +53,12 @@ class Lifecycle {
   // We sent HEADERS or DATA: the peer's next PING is no strike and clears the strikes (as in
   // grpc-go: clients send PINGs to measure bandwidth as data arrives).
   void on_data_sent() { reset_strikes_ = true; }
+  // The connection read again after release_read_buffers(): the timer, which stopped counting
+  // toward a release, does again.
+  void on_buffers_taken() {
+    buffers_released_ = false;
+    arm();  // re-arming cancels the wait under way
+  }
 
  private:
   void arm();
@@ -72,6 +80,8 @@ class Lifecycle {
   // Age.
   bool aged_ = false;
   Clock::time_point goaway_at_;
+  // Buffers released while idle (release_buffers_after); reads_seen_ dates the last read.
+  bool buffers_released_ = false;
   // Keepalive.
   std::uint64_t reads_seen_ = 0;
   Clock::time_point last_activity_;

@@ -59,6 +59,20 @@ class SocketStream final : public ByteStream {
     });
   }
 
+  bool waits_without_buffer() const override { return true; }
+  bool cancel_read() override {
+    asio::error_code ignored;
+    socket_.cancel(ignored);  // the connection has no write pending: only the read is cancelled
+    return true;
+  }
+
+  void async_wait_readable(std::shared_ptr<ByteStreamClient> client) override {
+    socket_.async_wait(Protocol::socket::wait_read,
+                       [client = std::move(client)](const asio::error_code& ec) {
+                         client->on_readable(ec);
+                       });
+  }
+
   std::size_t write_some_now(std::span<const iovec> slices, asio::error_code& ec) override {
     return send_gathered(socket_.native_handle(), slices, ec);
   }
