@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "asio/steady_timer.hpp"
 #include "asio/this_coro.hpp"
@@ -288,6 +289,59 @@ absl::Status failed_call(int call, const absl::Status& s) {
 
 // Calls that end with responses the client never read: their bytes must be given back to the
 // connection window, or the connection (its window shrunk to 2 MiB here) soon stalls for good.
+// 16 server streams to a client that reads none of them: what the server queues for them on the
+// connection stays under ServerOptions::max_queued_send_bytes (plus a message per stream), where
+// each stream alone would queue up to its own 256 KiB high-water mark (16 x 288 KiB here); and
+// the client then reads the streams one after the other, which the others must not block.
+TEST(FlowControl, QueuedBytesOfAConnectionStayUnderItsBound) {
+  constexpr int kStreams = 16;
+  constexpr int kSize = 32 * 1024;
+  ServerOptions server_options;
+  server_options.max_queued_send_bytes = kMiB;
+  ChannelOptions options;
+  options.stream_window = 64 * 1024;  // the connection window stays large: streams read later
+  Loopback loop(server_options, options);
+  std::vector<ClientStream> streams;
+  absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
+    for (int i = 0; i < kStreams; ++i) {
+      ClientContext ctx;
+      ctx.set_timeout(20s);
+      EchoRequest request;
+      request.set_response_size(kSize);
+      request.set_response_count(64);
+      streams.push_back(co_await loop.channel().open(kExpand, ctx));
+      if (absl::Status w = co_await streams.back().write_last(request); !w.ok()) co_return w;
+    }
+    co_return absl::OkStatus();
+  });
+  ASSERT_TRUE(s.ok()) << s;
+  // Until the writers stop: every stream started and the count holds still for a while.
+  long written = -1;
+  for (int i = 0; i < 100 && (loop.probe().started < kStreams ||
+                              written != loop.probe().messages_written.load()); ++i) {
+    written = loop.probe().messages_written.load();
+    loop.wait_until([] { return false; }, 50ms);
+  }
+  // Writes that returned: what is queued, what each stream's 64 KiB window let through (two
+  // messages), and per stream the message queued when its queue was empty and the one that
+  // waits.
+  const long bound = kMiB / kSize + 4 * kStreams;
+  EXPECT_LE(written, bound);
+  EXPECT_GT(written, 0);
+  // The client reads everything: every stream completes.
+  s = loop.run([&]() -> asio::awaitable<absl::Status> {
+    for (ClientStream& stream : streams) {
+      EchoResponse response;
+      int n = 0;
+      while (co_await stream.read(response)) ++n;
+      if (absl::Status f = co_await stream.finish(); !f.ok()) co_return f;
+      if (n != 64) co_return absl::InternalError("read " + std::to_string(n) + " of 64");
+    }
+    co_return absl::OkStatus();
+  });
+  EXPECT_TRUE(s.ok()) << s;
+}
+
 TEST(FlowControl, UnreadResponsesOfFinishedCallsDoNotLeakTheConnectionWindow) {
   ChannelOptions options;
   options.connection_window = 2 * kMiB;

@@ -31,6 +31,13 @@ struct ConnectionLimits {
   // Largest header block accepted (SETTINGS_MAX_HEADER_LIST_SIZE; names + values + 32 per
   // field, as HPACK counts); a larger one resets the stream.
   std::uint32_t max_header_list_size = 16u << 10;
+  // Bytes of messages queued for sending on the connection and not yet taken by the peer's
+  // flow-control windows (answers to a client that does not read). Beyond it, a streaming write
+  // on a stream that still has bytes queued waits until they are taken before queuing its
+  // message: the connection then holds at most this plus one message per stream, where each
+  // stream alone may queue 256 KiB and a message. A stream the peer reads empties its queue and
+  // goes on, so unread streams cannot starve it. Unary answers are not held.
+  std::size_t max_queued_send_bytes = std::size_t{32} << 20;
 };
 
 }  // namespace ferry

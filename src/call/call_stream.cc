@@ -268,6 +268,19 @@ absl::Status CallStream::queue_message(const google::protobuf::MessageLite& msg,
 
 asio::awaitable<absl::Status> CallStream::write_message(const google::protobuf::MessageLite& msg,
                                                         bool last, WriteOptions options) {
+  // The connection's bound on queued bytes (ConnectionLimits::max_queued_send_bytes): over it, a
+  // stream that still has bytes queued waits until they are taken before queuing more. One whose
+  // queue is empty (its peer reads it) goes on, so streams the peer does not read cannot starve
+  // those it does.
+  if (connection_ != nullptr && connection_->send_queue_full() && !outbound.empty()) {
+    ref();
+    while (abort_.ok() && connection_ != nullptr && connection_->send_queue_full() &&
+           !outbound.empty()) {
+      connection_->wait_for_send_room();
+      co_await write_event_.wait();
+    }
+    unref();
+  }
   if (absl::Status s = queue_message(msg, last, options); !s.ok()) co_return s;
   ref();
   while (abort_.ok() && connection_ != nullptr && outbound.size() >= kWriteHighWater) {

@@ -1,6 +1,8 @@
 // Implementation of src/http2/connection.h.
 #include "http2/connection.h"
 
+#include <algorithm>
+
 #include <nghttp2/nghttp2.h>
 
 #include "asio/post.hpp"
@@ -24,7 +26,7 @@ Stream* stream_of(nghttp2_session* session, std::int32_t id) {
 Connection::Connection(std::unique_ptr<ByteStream> stream, Role role,
                        const ConnectionLimits& settings, ConnectionObserver* observer)
     : executor_(stream->executor()), stream_(std::move(stream)), role_(role),
-      observer_(observer) {
+      observer_(observer), max_queued_(settings.max_queued_send_bytes) {
   nghttp2_session_callbacks* const callbacks = Callbacks::table();
   nghttp2_option* option;
   nghttp2_option_new(&option);
@@ -111,6 +113,11 @@ bool Connection::submit_response(Stream* stream, std::span<const HeaderField> he
 
 void Connection::resume(Stream* stream) {
   if (closed_) return;
+  const std::size_t size = stream->outbound.size();
+  if (size > stream->queued_counted_) {
+    queued_ += size - stream->queued_counted_;
+    stream->queued_counted_ = size;
+  }
   if (stream->deferred_) {
     stream->deferred_ = false;
     nghttp2_session_resume_data(session_, stream->id_);
@@ -193,7 +200,23 @@ Stream* Connection::find_stream(std::int32_t id) {
   return stream;
 }
 
+void Connection::on_queued_taken(Stream* stream, std::size_t n) {
+  n = std::min(n, stream->queued_counted_);
+  stream->queued_counted_ -= n;
+  queued_ -= n;
+  if (send_waiters_ && queued_ < max_queued_) {
+    // Rare: writers wait on their own streams, so each open stream is told (a stream that does
+    // not wait ignores it).
+    send_waiters_ = false;
+    for (Stream* s = streams_; s != nullptr; s = s->next_) {
+      if (s != stream) s->on_outbound_taken();
+    }
+  }
+}
+
 void Connection::unlink(Stream* stream) {
+  queued_ -= stream->queued_counted_;
+  stream->queued_counted_ = 0;
   --open_streams_;
   if (recent_stream_ == stream) recent_stream_ = nullptr;
   if (stream->prev_ != nullptr) stream->prev_->next_ = stream->next_;

@@ -69,6 +69,12 @@ class Connection : public std::enable_shared_from_this<Connection>, public ByteS
   bool submit_response(Stream* stream, std::span<const HeaderField> headers, bool with_data);
   // Outbound data or the end was queued on stream: let the session send it.
   void resume(Stream* stream);
+  // Whether the streams' queued outbound bytes have reached ConnectionLimits::
+  // max_queued_send_bytes: a streaming writer then waits (its Stream::on_outbound_taken is
+  // called once they fall below it again).
+  bool send_queue_full() const { return queued_ >= max_queued_; }
+  // The caller found the queue full and waits for on_outbound_taken.
+  void wait_for_send_room() { send_waiters_ = true; }
   // RST_STREAM with the given code.
   void reset(Stream* stream, ErrorCode error);
   // The application took n bytes of the stream's DATA: WINDOW_UPDATE them.
@@ -123,6 +129,8 @@ class Connection : public std::enable_shared_from_this<Connection>, public ByteS
   void link(Stream* stream);
   void unlink(Stream* stream);
   void close_if_done();
+  // Bytes of stream's outbound queue the peer took (send_data): the connection's count falls.
+  void on_queued_taken(Stream* stream, std::size_t n);
 
   asio::any_io_executor executor_;
   std::unique_ptr<ByteStream> stream_;
@@ -148,6 +156,9 @@ class Connection : public std::enable_shared_from_this<Connection>, public ByteS
   bool closed_ = false;
   bool goaway_received_ = false;
   Stream* streams_ = nullptr;            // open streams, for close()
+  std::size_t queued_ = 0;               // sum of the open streams' queued_counted_
+  std::size_t max_queued_;               // ConnectionLimits::max_queued_send_bytes
+  bool send_waiters_ = false;            // a writer waits for queued_ to fall below max_queued_
   std::size_t open_streams_ = 0;
   std::uint64_t streams_opened_ = 0;
   std::uint64_t reads_ = 0;

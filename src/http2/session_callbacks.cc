@@ -55,6 +55,7 @@ int Connection::Callbacks::send_data(nghttp2_session*, nghttp2_frame* frame, con
   }
   assert(frame->data.padlen == 0);
   (void)frame;
+  c.on_queued_taken(stream, length);
   stream->on_outbound_taken();
   return 0;
 }

@@ -51,6 +51,7 @@ class Stream {
   std::int32_t id_ = 0;
   bool deferred_ = false;       // the data provider returned DEFERRED: resume when there is more
   bool has_provider_ = false;   // a data provider is attached (response or request submitted)
+  std::size_t queued_counted_ = 0;  // bytes of `outbound` counted in the connection's queued_
   Stream* prev_ = nullptr;      // the connection's list of open streams
   Stream* next_ = nullptr;
 };
