@@ -30,6 +30,7 @@ namespace ferry {
 
 namespace detail {
 class ServerCall;
+class ServerInterceptorChain;
 }
 
 class ServerContext {
@@ -130,6 +131,7 @@ class ServerContext {
 
  private:
   friend class detail::ServerCall;  // each call holds its context
+  friend class detail::ServerInterceptorChain;  // reads the call's outcome
   explicit ServerContext(detail::ServerCall* call) : call_(call) {}
 
   // The operations themselves, on the call's thread.

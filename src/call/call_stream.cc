@@ -251,6 +251,7 @@ absl::Status CallStream::enqueue_message(const google::protobuf::MessageLite& ms
                                       limits_.max_send_message_size);
   if (!s.ok()) return s;
   outbound.append(scratch.split_front(scratch.size()));
+  ++messages_sent_;
   return absl::OkStatus();
 }
 

@@ -214,6 +214,7 @@ void ClientCall::complete(absl::Status status) {
   done_ = true;
   status_ = std::move(status);
   disarm_deadline();
+  if (observer_ != nullptr) observer_->on_call_done(*this);
   done_event_.notify();
   wake_all();
 }
@@ -226,6 +227,11 @@ void ClientCall::abort_call(absl::Status status) {
 }
 
 void ClientCall::cancel(absl::Status why) { abort_call(std::move(why)); }
+
+void ClientCall::set_observer(std::unique_ptr<ClientCallObserver> observer) {
+  observer_ = std::move(observer);
+  if (done_ && observer_ != nullptr) observer_->on_call_done(*this);
+}
 
 asio::awaitable<absl::Status> ClientCall::write(const google::protobuf::MessageLite& msg,
                                                 bool last, WriteOptions options) {

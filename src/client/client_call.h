@@ -14,6 +14,16 @@
 
 namespace ferry::detail {
 
+class ClientCall;
+
+// Told once a call's status is known (the client interceptors' on_finish hooks).
+class ClientCallObserver {
+ public:
+  virtual ~ClientCallObserver() = default;
+  // On the call's thread, before the call's waiters wake.
+  virtual void on_call_done(const ClientCall& call) = 0;
+};
+
 class ClientCall final : public CallStream {
  public:
   // keepalive: whatever must outlive the call along with the connection (its observer and
@@ -52,6 +62,9 @@ class ClientCall final : public CallStream {
   const absl::Status& status() const { return status_; }
   void cancel(absl::Status why);
   bool done() const { return done_; }
+  // Observer told when the call is done (at once if it is); the call owns it. Only calls with
+  // interceptors have one.
+  void set_observer(std::unique_ptr<ClientCallObserver> observer);
 
  private:
   bool on_header(std::string_view name, std::string_view value) override;
@@ -84,6 +97,7 @@ class ClientCall final : public CallStream {
   std::string grpc_message_;
   absl::Status status_;
   Event done_event_;
+  std::unique_ptr<ClientCallObserver> observer_;
 };
 
 }  // namespace ferry::detail
