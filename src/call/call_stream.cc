@@ -97,7 +97,10 @@ absl::Status CallStream::inflate(const SliceChain& payload, SliceChain& out) con
 }
 
 void CallStream::abort(absl::Status status) {
-  if (abort_.ok()) abort_ = std::move(status);
+  if (abort_.ok()) {
+    abort_ = std::move(status);
+    on_aborted();
+  }
   wake_all();
 }
 

@@ -125,6 +125,8 @@ class CallStream : public http2::Stream, private Deadline {
 
   // Aborts the call: the first status wins; every waiting read and write wakes and fails.
   void abort(absl::Status status);
+  // The call was just aborted (abort_ holds why); once per call. Default: nothing.
+  virtual void on_aborted() {}
   // The stream is closed: the call's own reaction (its status), between the common steps of
   // on_closed: the window, the connection and the deadline are let go before it, waiters are
   // woken and the connection's reference dropped after it.

@@ -2,6 +2,7 @@
 #include "client/client_call.h"
 
 #include "absl/strings/str_cat.h"
+#include "asio/post.hpp"
 #include "call/call_storage.h"
 #include "call/wire_format.h"
 
@@ -108,7 +109,27 @@ void ClientCall::start(std::string_view path, std::string_view authority,
     abort(status_);
     return;
   }
+  if (context_->parent_ != nullptr) link_to_parent();
   if (deadline != ClientContext::Clock::time_point::max()) arm_deadline(deadline);
+}
+
+void ClientCall::link_to_parent() {
+  parent_ = context_->parent_;
+  // Runs on the parent's thread, under its link's lock: it only hands the cancel to this call's
+  // thread. complete() unregisters before the call can go, so `this` is alive here.
+  parent_registration_ = parent_->add([this](const absl::Status& why) {
+    ref();
+    asio::post(executor(), [this, why] {
+      // The parent's deadline is this call's too: past it, the call failed by its deadline,
+      // whichever side noticed first (as on_stream_closed reads a CANCEL).
+      if (context_->deadline() <= ClientContext::Clock::now()) {
+        cancel(absl::DeadlineExceededError("deadline exceeded"));
+      } else {
+        cancel(why);
+      }
+      unref();
+    });
+  });
 }
 
 bool ClientCall::on_header(std::string_view name, std::string_view value) {
@@ -214,6 +235,7 @@ void ClientCall::complete(absl::Status status) {
   done_ = true;
   status_ = std::move(status);
   disarm_deadline();
+  if (parent_ != nullptr) parent_->remove(std::exchange(parent_registration_, 0));
   if (observer_ != nullptr) observer_->on_call_done(*this);
   done_event_.notify();
   wake_all();

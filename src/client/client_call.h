@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "ferry/client_context.h"
 #include "call/call_stream.h"
+#include "call/cancellation_link.h"
 #include "call/deadline_queue.h"
 
 namespace ferry::detail {
@@ -83,6 +84,8 @@ class ClientCall final : public CallStream {
   void complete(absl::Status status);
   // Ends the call from this side: status, RST_STREAM(CANCEL).
   void abort_call(absl::Status status);
+  // Registers with the parent server call's cancellation (from_server_context).
+  void link_to_parent();
 
   std::shared_ptr<void> keepalive_;
   ClientContext* context_;
@@ -98,6 +101,10 @@ class ClientCall final : public CallStream {
   absl::Status status_;
   Event done_event_;
   std::unique_ptr<ClientCallObserver> observer_;
+  // The server call this one was made on behalf of (ClientContext::from_server_context), and
+  // this call's registration with it; null and 0 otherwise.
+  std::shared_ptr<CancellationLink> parent_;
+  std::uint64_t parent_registration_ = 0;
 };
 
 }  // namespace ferry::detail

@@ -308,6 +308,18 @@ void ServerCall::cancel(absl::Status why) {
   abort(std::move(why));
 }
 
+const std::shared_ptr<CancellationLink>& ServerCall::cancellation_link() {
+  if (cancellation_link_ == nullptr) {
+    cancellation_link_ = std::make_shared<CancellationLink>();
+    if (!abort_.ok()) cancellation_link_->cancel(abort_);
+  }
+  return cancellation_link_;
+}
+
+void ServerCall::on_aborted() {
+  if (cancellation_link_ != nullptr) cancellation_link_->cancel(abort_);
+}
+
 void ServerCall::on_operation_cancelled() {
   // gRPC's reading of a handler that stops waiting: it abandons the call, and the client learns
   // of it as a cancellation (RST_STREAM(CANCEL)), not as a status the handler never chose.
