@@ -5,6 +5,7 @@
 #include "asio/post.hpp"
 #include "call/call_storage.h"
 #include "call/wire_format.h"
+#include "ferry/status_details.h"
 
 namespace ferry::detail {
 
@@ -157,6 +158,9 @@ bool ClientCall::on_header(std::string_view name, std::string_view value) {
     return true;
   }
   if (name[0] == ':' || header_is(name, "content-type") || header_starts_with(name, "grpc-")) {
+    if (header_is(name, "grpc-status-details-bin")) {
+      if (std::optional<std::string> raw = decode_binary_header(value)) status_details_ = *raw;
+    }
     return true;
   }
   Metadata& md = initial_done_ ? context_->trailing_metadata_ : context_->initial_metadata_;
@@ -192,7 +196,9 @@ void ClientCall::on_remote_end() {
   } else if (!has_grpc_status_) {
     complete(absl::InternalError("the server ended the stream without a grpc-status"));
   } else {
-    complete(absl::Status(grpc_status_, grpc_message_));
+    absl::Status status(grpc_status_, grpc_message_);
+    if (!status_details_.empty()) set_status_details(status, status_details_);
+    complete(std::move(status));
   }
   // The server has ended the call while our side is still open (it answered before we
   // half-closed): nothing we send matters any more. Close the stream as gRPC clients do

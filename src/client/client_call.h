@@ -98,6 +98,7 @@ class ClientCall final : public CallStream {
   bool has_grpc_status_ = false;
   absl::StatusCode grpc_status_ = absl::StatusCode::kUnknown;
   std::string grpc_message_;
+  std::string status_details_;  // grpc-status-details-bin, decoded
   absl::Status status_;
   Event done_event_;
   std::unique_ptr<ClientCallObserver> observer_;

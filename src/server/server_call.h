@@ -117,6 +117,8 @@ class ServerCall final : public CallStream {
   void fix_send_compression();
   void send_headers();
   void append_metadata(const Metadata& md, http2::HeaderList& out);
+  // The status's rich details (ferry/status_details.h), as grpc-status-details-bin.
+  void append_status_details(const absl::Status& status);
 
   // The connection's side: it may be gone once on_closed has run, while the handler still runs.
   ServerCallSite* site_;
