@@ -4,7 +4,8 @@
 // one connection, the server's CPU time and heap allocations per call (read on the server's own
 // I/O thread), unary throughput with 1 MiB messages (2 in flight) and server-streaming throughput
 // with 64 KiB and 1 MiB messages; then the small-call and 64 KiB figures over TLS (test/certs,
-// TLS 1.3 with AES-GCM) beside cleartext. Prints tables of medians.
+// TLS 1.3 with AES-GCM) beside cleartext, and the small-call figures with one no-op interceptor on
+// the server and the channel (ferry/interceptor.h) beside none. Prints tables of medians.
 #include <pthread.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,6 +28,7 @@
 #include "asio/use_future.hpp"
 #include "asio/write.hpp"
 #include "ferry/channel.h"
+#include "ferry/interceptor.h"
 #include "ferry/server.h"
 #include "ferry/tls.h"
 #include "ferry/testing/echo.pb.h"
@@ -97,11 +100,19 @@ struct FerryResult {
       stream_mb_per_s, unary_1mib_mb_per_s, stream_1mib_mb_per_s;
 };
 
+// Interceptors that do nothing but be called: what the chain itself costs per call.
+class NoOpServerInterceptor final : public ServerInterceptor {};
+class NoOpClientInterceptor final : public ClientInterceptor {};
+
 FerryResult measure_ferry(int latency_calls, int throughput_calls, int stream_messages,
-                          bool tls = false) {
+                          bool tls = false, bool noop_interceptors = false) {
   ServerOptions options;
   options.num_threads = 1;
   ChannelOptions channel_options;
+  if (noop_interceptors) {
+    options.interceptors.push_back(std::make_shared<NoOpServerInterceptor>());
+    channel_options.interceptors.push_back(std::make_shared<NoOpClientInterceptor>());
+  }
   if (tls) {
     options.credentials = ServerCredentials::create({Pem::file(FERRY_TEST_CERTS "/server.pem"),
                                                      Pem::file(FERRY_TEST_CERTS "/server.key")})
@@ -296,12 +307,14 @@ int main(int argc, char** argv) {
   const int throughput_calls = argc > 3 ? std::atoi(argv[3]) : 200000;
   const int stream_messages = argc > 4 ? std::atoi(argv[4]) : 4096;
 
-  std::vector<FerryResult> ferry, tls;
+  std::vector<FerryResult> ferry, tls, intercepted;
   std::vector<EchoResult> echo;
   for (int i = 0; i < repetitions; ++i) {
     ferry.push_back(measure_ferry(latency_calls, throughput_calls, stream_messages));
     echo.push_back(measure_tcp_echo(latency_calls, throughput_calls));
     tls.push_back(measure_ferry(latency_calls, throughput_calls, stream_messages, true));
+    intercepted.push_back(
+        measure_ferry(latency_calls, throughput_calls, stream_messages, false, true));
   }
   auto m = [](auto& v, auto field) {
     std::vector<double> x;
@@ -338,5 +351,16 @@ int main(int argc, char** argv) {
   std::printf("| server CPU per call, %d in flight (µs) | %.2f | %.2f | %+.2f | %.2f× |\n", kInFlight, f_cpu, t_cpu, t_cpu - f_cpu, t_cpu / f_cpu);
   std::printf("| server heap allocations per call | %.2f | %.2f | | |\n", m(ferry, &FerryResult::allocs_per_call), m(tls, &FerryResult::allocs_per_call));
   std::printf("| server streaming, 64 KiB messages (MB/s) | %.0f | %.0f | %+.2f ns/byte | %.2f× |\n", f_mb, t_mb, 1e3 / t_mb - 1e3 / f_mb, t_mb / f_mb);
+
+  const double i_p50 = m(intercepted, &FerryResult::p50_us);
+  const double i_qps = m(intercepted, &FerryResult::calls_per_s);
+  const double i_cpu = m(intercepted, &FerryResult::cpu_us_per_call);
+  std::printf("\nOne no-op interceptor on the server and one on the channel, beside none, same run\n\n");
+  std::printf("| measure | none | one no-op each side | difference | ratio |\n|---|---:|---:|---:|---:|\n");
+  std::printf("| unary latency p50, 1 in flight (µs) | %.1f | %.1f | %+.2f | %.2f× |\n", f_p50, i_p50, i_p50 - f_p50, i_p50 / f_p50);
+  std::printf("| unary calls/s, %d in flight, 1 connection | %.0f | %.0f | | %.2f× |\n", kInFlight, f_qps, i_qps, i_qps / f_qps);
+  std::printf("| server CPU per call, %d in flight (µs) | %.2f | %.2f | %+.3f | %.2f× |\n", kInFlight, f_cpu, i_cpu, i_cpu - f_cpu, i_cpu / f_cpu);
+  std::printf("| server heap allocations per call | %.2f | %.2f | | |\n", m(ferry, &FerryResult::allocs_per_call), m(intercepted, &FerryResult::allocs_per_call));
+  std::printf("| the same, %zu-byte payloads | %.2f | %.2f | | |\n", kSmallPayload, m(ferry, &FerryResult::small_allocs_per_call), m(intercepted, &FerryResult::small_allocs_per_call));
   return 0;
 }

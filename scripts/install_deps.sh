@@ -11,6 +11,7 @@ packages=(
   libabsl-dev libasio-dev libnghttp2-dev zlib1g-dev libssl-dev
   libbenchmark-dev libgtest-dev libgmock-dev
   libgrpc++-dev protobuf-compiler-grpc grpc-proto
+  prometheus-cpp-dev
   "$@"
 )
 if [ "${1:-}" = "--bench" ]; then

@@ -1,12 +1,14 @@
 // greeter_server: serves helloworld.Greeter (greeter.proto) on ferry until SIGINT/SIGTERM, with
-// gRPC health checking and server reflection beside it (so grpcurl needs no .proto).
-//   greeter_server [--host=127.0.0.1] [--port=50051] [--threads=N]
+// gRPC health checking and server reflection beside it (so grpcurl needs no .proto), and, when
+// built with ferry::metrics, Prometheus metrics at http://<host>:<metrics_port>/metrics.
+//   greeter_server [--host=127.0.0.1] [--port=50051] [--threads=N] [--metrics_port=N]
 #include <pthread.h>
 #include <signal.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -14,6 +16,12 @@
 #include "ferry/health.h"
 #include "ferry/reflection.h"
 #include "ferry/server.h"
+#ifdef FERRY_GREETER_METRICS
+#include "ferry/interceptor.h"
+#include "ferry/metrics.h"
+#include "prometheus/exposer.h"
+#include "prometheus/registry.h"
+#endif
 
 namespace {
 
@@ -67,6 +75,20 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+#ifdef FERRY_GREETER_METRICS
+  // The standard per-method RPC metrics (ferry/metrics.h), served over HTTP when asked for.
+  auto registry = std::make_shared<prometheus::Registry>();
+  options.interceptors.push_back(ferry::make_server_metrics(*registry));
+  std::unique_ptr<prometheus::Exposer> exposer;
+  const std::string metrics_port(flag(argc, argv, "metrics_port", ""));
+  if (!metrics_port.empty()) {
+    exposer = std::make_unique<prometheus::Exposer>(host + ":" + metrics_port);
+    exposer->RegisterCollectable(registry);
+    std::printf("greeter_server: metrics on http://%s:%d/metrics\n", host.c_str(),
+                exposer->GetListeningPorts().front());
+  }
+#endif
 
   GreeterImpl greeter;
   ferry::HealthService health;  // "" (the whole server) is SERVING

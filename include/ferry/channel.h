@@ -22,6 +22,7 @@
 #include <string_view>
 #include <thread>
 #include <type_traits>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "asio/awaitable.hpp"
@@ -41,6 +42,8 @@ class MessageLite;
 
 namespace ferry {
 
+class ClientInterceptor;  // ferry/interceptor.h
+
 // Limits (MessageLimits, ConnectionLimits: ferry/limits.h) are on by default.
 struct ChannelOptions : MessageLimits, ConnectionLimits {
   // How long establishing a connection may take before calls fail with UNAVAILABLE.
@@ -54,6 +57,8 @@ struct ChannelOptions : MessageLimits, ConnectionLimits {
   // TLS (ferry/tls.h): null connects in cleartext (h2c). The target string is the same either
   // way.
   std::shared_ptr<ChannelCredentials> credentials;
+  // Interceptors around every call (ferry/interceptor.h), in order. Default: none.
+  std::vector<std::shared_ptr<ClientInterceptor>> interceptors;
 };
 
 namespace detail {

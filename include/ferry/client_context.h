@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <string_view>
 
 #include "ferry/compression.h"
@@ -11,13 +12,24 @@
 
 namespace ferry {
 
+class ServerContext;
+
 namespace detail {
+class CancellationLink;
 class ClientCall;
 }
 
 class ClientContext {
  public:
   using Clock = std::chrono::steady_clock;
+
+  // A context for a call that a server handler makes on behalf of its own call (deadline
+  // propagation): it carries that call's deadline, and its calls are cancelled when that call
+  // is aborted (the client cancels, the deadline passes, the connection is lost, the server
+  // cancels it at shutdown). From the handler, on its thread; the context may then be used on
+  // any channel. Metadata is not copied. Setting a deadline afterwards replaces the inherited
+  // one (shorten it only). Costs one allocation per server call that uses it.
+  static ClientContext from_server_context(ServerContext& server);
 
   // The call fails with DEADLINE_EXCEEDED when it has not completed by then; the server is told
   // the remaining time in grpc-timeout. Default: no deadline.
@@ -52,6 +64,7 @@ class ClientContext {
   Metadata metadata_;
   Metadata initial_metadata_;
   Metadata trailing_metadata_;
+  std::shared_ptr<detail::CancellationLink> parent_;  // from_server_context; null otherwise
 };
 
 }  // namespace ferry

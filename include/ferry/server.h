@@ -31,6 +31,8 @@
 
 namespace ferry {
 
+class ServerInterceptor;  // ferry/interceptor.h
+
 // Limits (MessageLimits, ConnectionLimits: ferry/limits.h) and the connections' lifecycle
 // (ServerConnectionPolicy: handshake timeout, idle and age limits, keepalive, PING policing,
 // max_connections; ferry/connection_policy.h) are on by default.
@@ -39,6 +41,9 @@ struct ServerOptions : MessageLimits, ConnectionLimits, ServerConnectionPolicy {
   unsigned num_threads = 0;
   // TLS (ferry/tls.h): null serves cleartext HTTP/2 (h2c).
   std::shared_ptr<ServerCredentials> credentials;
+  // Interceptors around every call's handler (ferry/interceptor.h), in order. Default: none,
+  // and then the call path is exactly as without the feature.
+  std::vector<std::shared_ptr<ServerInterceptor>> interceptors;
 };
 
 class Server {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -28,8 +29,12 @@ class MessageLite;
 
 namespace ferry {
 
+class ClientContext;
+
 namespace detail {
+class CancellationLink;
 class ServerCall;
+class ServerInterceptorChain;
 }
 
 class ServerContext {
@@ -130,6 +135,8 @@ class ServerContext {
 
  private:
   friend class detail::ServerCall;  // each call holds its context
+  friend class detail::ServerInterceptorChain;  // reads the call's outcome
+  friend class ClientContext;  // from_server_context links to the call's cancellation
   explicit ServerContext(detail::ServerCall* call) : call_(call) {}
 
   // The operations themselves, on the call's thread.
@@ -138,6 +145,8 @@ class ServerContext {
                                                 WriteOptions options);
   // The call's executor (its connection's).
   const asio::any_io_executor& executor() const;
+  // The call's cancellation, shared with the client calls made on its behalf.
+  std::shared_ptr<detail::CancellationLink> cancellation_link();
 
   detail::ServerCall* call_;
 };

@@ -97,7 +97,10 @@ absl::Status CallStream::inflate(const SliceChain& payload, SliceChain& out) con
 }
 
 void CallStream::abort(absl::Status status) {
-  if (abort_.ok()) abort_ = std::move(status);
+  if (abort_.ok()) {
+    abort_ = std::move(status);
+    on_aborted();
+  }
   wake_all();
 }
 
@@ -251,6 +254,7 @@ absl::Status CallStream::enqueue_message(const google::protobuf::MessageLite& ms
                                       limits_.max_send_message_size);
   if (!s.ok()) return s;
   outbound.append(scratch.split_front(scratch.size()));
+  ++messages_sent_;
   return absl::OkStatus();
 }
 

@@ -60,6 +60,10 @@ class CallStream : public http2::Stream, private Deadline {
   // Whether the message most recently taken by a read arrived compressed (flag 1).
   bool last_message_compressed() const { return last_compressed_; }
 
+  // Messages received complete (read or not) and messages queued to send, for interceptors.
+  std::size_t messages_received() const { return messages_received_; }
+  std::size_t messages_sent() const { return messages_sent_; }
+
  protected:
   ~CallStream() override { disarm_deadline(); }
 
@@ -121,6 +125,8 @@ class CallStream : public http2::Stream, private Deadline {
 
   // Aborts the call: the first status wins; every waiting read and write wakes and fails.
   void abort(absl::Status status);
+  // The call was just aborted (abort_ holds why); once per call. Default: nothing.
+  virtual void on_aborted() {}
   // The stream is closed: the call's own reaction (its status), between the common steps of
   // on_closed: the window, the connection and the deadline are let go before it, waiters are
   // woken and the connection's reference dropped after it.
@@ -189,6 +195,7 @@ class CallStream : public http2::Stream, private Deadline {
   bool last_compressed_ = false;
   bool single_message_ = false;
   std::size_t messages_received_ = 0;
+  std::size_t messages_sent_ = 0;
   std::string unsupported_encoding_;  // the peer's grpc-encoding when ferry cannot inflate it
   FrameDecoder decoder_;
   absl::InlinedVector<Ready, 1> ready_;

@@ -11,10 +11,26 @@
 #include "asio/use_future.hpp"
 #include "client/channel_core.h"
 #include "client/client_call.h"
+#include "client/client_interceptors.h"
 #include "client/on_executor.h"
 #include "client/unary_call.h"
 
 namespace ferry {
+namespace {
+
+// The unary call, with the channel's interceptors when it has any (the one branch the feature
+// costs a channel without them).
+asio::awaitable<absl::Status> unary_entry(std::shared_ptr<detail::ChannelCore> core,
+                                          std::string_view method, ClientContext& context,
+                                          const google::protobuf::MessageLite& request,
+                                          google::protobuf::MessageLite& response) {
+  if (!core->interceptors().empty()) {
+    return detail::intercepted_unary_call(std::move(core), method, context, request, response);
+  }
+  return detail::unary_call(std::move(core), method, context, request, response);
+}
+
+}  // namespace
 
 Channel::Channel(asio::io_context& io, std::string target, ChannelOptions options)
     : core_(std::make_shared<detail::ChannelCore>(io.get_executor(), std::move(target),
@@ -58,12 +74,12 @@ asio::awaitable<absl::Status> Channel::call_awaitable(std::string_view method,
                                                      const google::protobuf::MessageLite& request,
                                                      google::protobuf::MessageLite& response) {
   if (core_->executor().running_in_this_thread()) {
-    return detail::unary_call(core_, method, context, request, response);
+    return unary_entry(core_, method, context, request, response);
   }
   // Everything by value or by reference to what the caller keeps alive while it awaits: this
   // function's own parameters are gone by then.
   auto make = [core = core_, method, &context, &request, &response] {
-    return detail::unary_call(core, method, context, request, response);
+    return unary_entry(core, method, context, request, response);
   };
   return detail::on_executor(core_->executor(), std::move(make));
 }
@@ -72,7 +88,7 @@ asio::awaitable<absl::Status> Channel::call_on(std::shared_ptr<detail::ChannelCo
                                               std::string_view method, ClientContext& context,
                                               const google::protobuf::MessageLite& request,
                                               google::protobuf::MessageLite& response) {
-  return detail::unary_call(std::move(core), method, context, request, response);
+  return unary_entry(std::move(core), method, context, request, response);
 }
 
 asio::awaitable<ClientStream> Channel::open_awaitable(
@@ -86,6 +102,9 @@ asio::awaitable<ClientStream> Channel::open_awaitable(
 asio::awaitable<ClientStream> Channel::open_on(std::shared_ptr<detail::ChannelCore> core,
                                                std::string_view method, ClientContext& context,
                                                const google::protobuf::MessageLite* request) {
+  if (!core->interceptors().empty()) {
+    co_return ClientStream(co_await detail::intercepted_start(core, method, context, request));
+  }
   detail::ClientCall* call = request == nullptr
                                  ? co_await core->start_call(method, context)
                                  : co_await detail::start_with_request(core, method, context, *request);

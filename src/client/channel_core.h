@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -47,6 +48,11 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore> {
   ClientCall* try_start_call(std::string_view method, ClientContext& context) {
     if (closed_ || !usable()) return nullptr;
     return start_call_on(current_, method, context);
+  }
+
+  // The channel's client interceptors (ChannelOptions::interceptors); usually none.
+  const std::vector<std::shared_ptr<ClientInterceptor>>& interceptors() const {
+    return options_.interceptors;
   }
 
   // Closes the connection; calls still running fail, later ones fail with CANCELLED.

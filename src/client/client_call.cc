@@ -2,8 +2,10 @@
 #include "client/client_call.h"
 
 #include "absl/strings/str_cat.h"
+#include "asio/post.hpp"
 #include "call/call_storage.h"
 #include "call/wire_format.h"
+#include "ferry/status_details.h"
 
 namespace ferry::detail {
 
@@ -108,7 +110,27 @@ void ClientCall::start(std::string_view path, std::string_view authority,
     abort(status_);
     return;
   }
+  if (context_->parent_ != nullptr) link_to_parent();
   if (deadline != ClientContext::Clock::time_point::max()) arm_deadline(deadline);
+}
+
+void ClientCall::link_to_parent() {
+  parent_ = context_->parent_;
+  // Runs on the parent's thread, under its link's lock: it only hands the cancel to this call's
+  // thread. complete() unregisters before the call can go, so `this` is alive here.
+  parent_registration_ = parent_->add([this](const absl::Status& why) {
+    ref();
+    asio::post(executor(), [this, why] {
+      // The parent's deadline is this call's too: past it, the call failed by its deadline,
+      // whichever side noticed first (as on_stream_closed reads a CANCEL).
+      if (context_->deadline() <= ClientContext::Clock::now()) {
+        cancel(absl::DeadlineExceededError("deadline exceeded"));
+      } else {
+        cancel(why);
+      }
+      unref();
+    });
+  });
 }
 
 bool ClientCall::on_header(std::string_view name, std::string_view value) {
@@ -136,6 +158,9 @@ bool ClientCall::on_header(std::string_view name, std::string_view value) {
     return true;
   }
   if (name[0] == ':' || header_is(name, "content-type") || header_starts_with(name, "grpc-")) {
+    if (header_is(name, "grpc-status-details-bin")) {
+      if (std::optional<std::string> raw = decode_binary_header(value)) status_details_ = *raw;
+    }
     return true;
   }
   Metadata& md = initial_done_ ? context_->trailing_metadata_ : context_->initial_metadata_;
@@ -171,7 +196,9 @@ void ClientCall::on_remote_end() {
   } else if (!has_grpc_status_) {
     complete(absl::InternalError("the server ended the stream without a grpc-status"));
   } else {
-    complete(absl::Status(grpc_status_, grpc_message_));
+    absl::Status status(grpc_status_, grpc_message_);
+    if (!status_details_.empty()) set_status_details(status, status_details_);
+    complete(std::move(status));
   }
   // The server has ended the call while our side is still open (it answered before we
   // half-closed): nothing we send matters any more. Close the stream as gRPC clients do
@@ -214,6 +241,8 @@ void ClientCall::complete(absl::Status status) {
   done_ = true;
   status_ = std::move(status);
   disarm_deadline();
+  if (parent_ != nullptr) parent_->remove(std::exchange(parent_registration_, 0));
+  if (observer_ != nullptr) observer_->on_call_done(*this);
   done_event_.notify();
   wake_all();
 }
@@ -226,6 +255,11 @@ void ClientCall::abort_call(absl::Status status) {
 }
 
 void ClientCall::cancel(absl::Status why) { abort_call(std::move(why)); }
+
+void ClientCall::set_observer(std::unique_ptr<ClientCallObserver> observer) {
+  observer_ = std::move(observer);
+  if (done_ && observer_ != nullptr) observer_->on_call_done(*this);
+}
 
 asio::awaitable<absl::Status> ClientCall::write(const google::protobuf::MessageLite& msg,
                                                 bool last, WriteOptions options) {

@@ -10,9 +10,20 @@
 #include "absl/status/status.h"
 #include "ferry/client_context.h"
 #include "call/call_stream.h"
+#include "call/cancellation_link.h"
 #include "call/deadline_queue.h"
 
 namespace ferry::detail {
+
+class ClientCall;
+
+// Told once a call's status is known (the client interceptors' on_finish hooks).
+class ClientCallObserver {
+ public:
+  virtual ~ClientCallObserver() = default;
+  // On the call's thread, before the call's waiters wake.
+  virtual void on_call_done(const ClientCall& call) = 0;
+};
 
 class ClientCall final : public CallStream {
  public:
@@ -52,6 +63,9 @@ class ClientCall final : public CallStream {
   const absl::Status& status() const { return status_; }
   void cancel(absl::Status why);
   bool done() const { return done_; }
+  // Observer told when the call is done (at once if it is); the call owns it. Only calls with
+  // interceptors have one.
+  void set_observer(std::unique_ptr<ClientCallObserver> observer);
 
  private:
   bool on_header(std::string_view name, std::string_view value) override;
@@ -70,6 +84,8 @@ class ClientCall final : public CallStream {
   void complete(absl::Status status);
   // Ends the call from this side: status, RST_STREAM(CANCEL).
   void abort_call(absl::Status status);
+  // Registers with the parent server call's cancellation (from_server_context).
+  void link_to_parent();
 
   std::shared_ptr<void> keepalive_;
   ClientContext* context_;
@@ -82,8 +98,14 @@ class ClientCall final : public CallStream {
   bool has_grpc_status_ = false;
   absl::StatusCode grpc_status_ = absl::StatusCode::kUnknown;
   std::string grpc_message_;
+  std::string status_details_;  // grpc-status-details-bin, decoded
   absl::Status status_;
   Event done_event_;
+  std::unique_ptr<ClientCallObserver> observer_;
+  // The server call this one was made on behalf of (ClientContext::from_server_context), and
+  // this call's registration with it; null and 0 otherwise.
+  std::shared_ptr<CancellationLink> parent_;
+  std::uint64_t parent_registration_ = 0;
 };
 
 }  // namespace ferry::detail

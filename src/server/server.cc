@@ -11,6 +11,7 @@
 #include "server/io_thread.h"
 #include "server/listener.h"
 #include "server/method_table.h"
+#include "server/server_interceptors.h"
 #include "server/server_connection.h"
 
 namespace ferry {
@@ -21,6 +22,7 @@ using detail::ServerConnection;
 struct Server::Impl {
   ServerOptions options;
   detail::MethodTable methods;
+  std::unique_ptr<detail::ServerInterceptorChain> interceptors;  // null when none registered
   std::vector<const Service*> service_list;  // as added, for Server::services()
   std::vector<std::unique_ptr<IoThread>> threads;
   std::unique_ptr<detail::Listener> listener;  // TCP or Unix
@@ -76,6 +78,13 @@ void Server::add_service(const Service& service) {
 
 absl::StatusOr<int> Server::start(const std::string& host, int port) {
   if (impl_->started) return absl::FailedPreconditionError("server already started");
+  if (!impl_->options.interceptors.empty() && impl_->interceptors == nullptr) {
+    impl_->interceptors =
+        std::make_unique<detail::ServerInterceptorChain>(impl_->options.interceptors);
+    impl_->methods.wrap_handlers([chain = impl_->interceptors.get()](const Method& method) {
+      return chain->wrap(method.handler, method.kind);
+    });
+  }
   unsigned n = impl_->options.num_threads;
   if (n == 0) n = std::max(1u, std::thread::hardware_concurrency());
   for (unsigned i = 0; i < n; ++i) impl_->threads.push_back(std::make_unique<IoThread>());

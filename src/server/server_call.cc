@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/strings.h"
+#include "ferry/status_details.h"
 #include "call/call_storage.h"
 #include "call/wire_format.h"
 
@@ -207,6 +208,12 @@ void ServerCall::append_metadata(const Metadata& md, http2::HeaderList& out) {
   }
 }
 
+void ServerCall::append_status_details(const absl::Status& status) {
+  if (std::optional<std::string> details = status_details(status)) {
+    trailers.owned.push_back({"grpc-status-details-bin", encode_binary_header(*details)});
+  }
+}
+
 void ServerCall::send_headers() {
   headers_sent_ = true;
   fix_send_compression();
@@ -252,6 +259,7 @@ void ServerCall::finish(const absl::Status& status_in, const google::protobuf::M
     trailers.owned.push_back({"grpc-message", percent_encode(to_std(status.message()))});
   }
   append_metadata(trailing_metadata_, trailers.owned);
+  if (!status.ok()) append_status_details(status);
 
   if (!headers_sent_ && outbound.empty()) {
     // Trailers-Only: one HEADERS frame with END_STREAM carries everything.
@@ -306,6 +314,18 @@ void ServerCall::cancel(absl::Status why) {
   finished_ = true;
   if (connection_ != nullptr) connection_->reset(this, http2::ErrorCode::kCancel);
   abort(std::move(why));
+}
+
+const std::shared_ptr<CancellationLink>& ServerCall::cancellation_link() {
+  if (cancellation_link_ == nullptr) {
+    cancellation_link_ = std::make_shared<CancellationLink>();
+    if (!abort_.ok()) cancellation_link_->cancel(abort_);
+  }
+  return cancellation_link_;
+}
+
+void ServerCall::on_aborted() {
+  if (cancellation_link_ != nullptr) cancellation_link_->cancel(abort_);
 }
 
 void ServerCall::on_operation_cancelled() {

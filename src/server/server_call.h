@@ -13,6 +13,7 @@
 #include "ferry/service.h"
 #include "google/protobuf/arena.h"
 #include "call/call_stream.h"
+#include "call/cancellation_link.h"
 #include "call/deadline_queue.h"
 #include "server/call_site.h"
 #include "server/handler_runners.h"
@@ -81,6 +82,11 @@ class ServerCall final : public CallStream {
   // Cancels the call from the server side (shutdown past its grace): RST_STREAM(CANCEL).
   void cancel(absl::Status why);
 
+  // The call's cancellation, for the client calls a handler makes on its behalf
+  // (ClientContext::from_server_context); made on first use, then cancelled when the call is
+  // aborted (at once when it is already).
+  const std::shared_ptr<CancellationLink>& cancellation_link();
+
  private:
   bool on_header(std::string_view name, std::string_view value) override;
   void on_headers_done() override;
@@ -91,6 +97,7 @@ class ServerCall final : public CallStream {
   void on_deadline() override;  // DEADLINE_EXCEEDED, for handler and client
   // The handler gave up on a read or write (its cancellation slot): cancels the call.
   void on_operation_cancelled() override;
+  void on_aborted() override;
   bool can_write() const override { return !finished_ && !closed_; }
   bool inbound_done() const override { return finished_ || CallStream::inbound_done(); }
 
@@ -110,6 +117,8 @@ class ServerCall final : public CallStream {
   void fix_send_compression();
   void send_headers();
   void append_metadata(const Metadata& md, http2::HeaderList& out);
+  // The status's rich details (ferry/status_details.h), as grpc-status-details-bin.
+  void append_status_details(const absl::Status& status);
 
   // The connection's side: it may be gone once on_closed has run, while the handler still runs.
   ServerCallSite* site_;
@@ -144,6 +153,7 @@ class ServerCall final : public CallStream {
   // The arena's first block lives in the call, so a small call allocates nothing for messages.
   alignas(16) char arena_block_[2048];
   google::protobuf::Arena arena_;
+  std::shared_ptr<CancellationLink> cancellation_link_;  // null until a handler asks
 };
 
 }  // namespace ferry::detail

@@ -23,6 +23,10 @@ void ServerContext::add_trailing_metadata(std::string_view key, std::string_view
 
 const asio::any_io_executor& ServerContext::executor() const { return call_->executor(); }
 
+std::shared_ptr<detail::CancellationLink> ServerContext::cancellation_link() {
+  return call_->cancellation_link();
+}
+
 asio::awaitable<bool> ServerContext::read_awaitable(google::protobuf::MessageLite& msg) {
   return call_->read(msg);
 }

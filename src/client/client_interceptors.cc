@@ -1,0 +1,134 @@
+// Implementation of src/client/client_interceptors.h.
+#include "client/client_interceptors.h"
+
+#include <chrono>
+#include <exception>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "client/channel_core.h"
+#include "client/client_call.h"
+#include "client/unary_call.h"
+#include "ferry/interceptor.h"
+
+namespace ferry::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+absl::Status thrown() {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    return absl::UnknownError(absl::StrCat("interceptor on_start threw: ", e.what()));
+  } catch (...) {
+    return absl::UnknownError("interceptor on_start threw an exception");
+  }
+}
+
+// Runs the on_start hooks in order until one rejects; *entered counts those that ran.
+asio::awaitable<absl::Status> start_hooks(const ChannelCore& core, ClientContext& context,
+                                          const CallInfo& info, std::size_t* entered) {
+  const auto& interceptors = core.interceptors();
+  absl::Status status;
+  while (*entered < interceptors.size() && status.ok()) {
+    try {
+      status = co_await interceptors[(*entered)++]->on_start(context, info);
+    } catch (...) {
+      status = thrown();
+    }
+  }
+  co_return status;
+}
+
+// The on_finish hooks of the entered interceptors, last first.
+void finish_hooks(const ChannelCore& core, ClientContext& context, const CallInfo& info,
+                  std::size_t entered, const CallOutcome& outcome) {
+  const auto& interceptors = core.interceptors();
+  while (entered > 0) {
+    try {
+      interceptors[--entered]->on_finish(context, info, outcome);
+    } catch (...) {
+      // An observer's failure must not take the call down.
+    }
+  }
+}
+
+// A streaming call's on_finish hooks, run by the call when it is done.
+class InterceptedStream final : public ClientCallObserver {
+ public:
+  InterceptedStream(std::shared_ptr<ChannelCore> core, ClientContext* context,
+                    std::string_view method, RpcKind kind, Clock::time_point started,
+                    std::size_t entered)
+      : core_(std::move(core)),
+        context_(context),
+        method_(method),
+        kind_(kind),
+        started_(started),
+        entered_(entered) {}
+
+  void on_call_done(const ClientCall& call) override {
+    CallOutcome outcome;
+    outcome.status = call.status();
+    outcome.duration = Clock::now() - started_;
+    outcome.messages_sent = call.messages_sent();
+    outcome.messages_received = call.messages_received();
+    finish_hooks(*core_, *context_, CallInfo{method_, kind_}, std::exchange(entered_, 0),
+                 outcome);
+  }
+
+ private:
+  std::shared_ptr<ChannelCore> core_;  // keeps the interceptors
+  ClientContext* context_;
+  std::string method_;  // the caller's string need not outlive open()
+  RpcKind kind_;
+  Clock::time_point started_;
+  std::size_t entered_;
+};
+
+}  // namespace
+
+asio::awaitable<absl::Status> intercepted_unary_call(std::shared_ptr<ChannelCore> core,
+                                                     std::string_view method,
+                                                     ClientContext& context,
+                                                     const google::protobuf::MessageLite& request,
+                                                     google::protobuf::MessageLite& response) {
+  const auto started = Clock::now();
+  const CallInfo info{method, RpcKind::kUnary};
+  std::size_t entered = 0;
+  absl::Status status = co_await start_hooks(*core, context, info, &entered);
+  CallOutcome outcome;
+  if (status.ok()) {
+    status = co_await unary_call(core, method, context, request, response);
+    outcome.messages_sent = 1;
+    outcome.messages_received = status.ok() ? 1 : 0;
+  }
+  outcome.status = status;
+  outcome.duration = Clock::now() - started;
+  finish_hooks(*core, context, info, entered, outcome);
+  co_return status;
+}
+
+asio::awaitable<ClientCall*> intercepted_start(std::shared_ptr<ChannelCore> core,
+                                               std::string_view method, ClientContext& context,
+                                               const google::protobuf::MessageLite* request) {
+  const auto started = Clock::now();
+  const RpcKind kind = request != nullptr ? RpcKind::kServerStreaming : RpcKind::kBidiStreaming;
+  std::size_t entered = 0;
+  absl::Status status = co_await start_hooks(*core, context, CallInfo{method, kind}, &entered);
+  ClientCall* call;
+  if (!status.ok()) {
+    call = new ClientCall(core->executor(), &context, std::move(status));
+  } else if (request == nullptr) {
+    call = co_await core->start_call(method, context);
+  } else {
+    call = co_await start_with_request(core, method, context, *request);
+  }
+  // Told at once when the call is over already (rejected, or it could not start).
+  call->set_observer(
+      std::make_unique<InterceptedStream>(core, &context, method, kind, started, entered));
+  co_return call;
+}
+
+}  // namespace ferry::detail

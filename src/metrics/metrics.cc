@@ -1,0 +1,137 @@
+// Implementation of ferry/metrics.h: interceptors that record gRPC's standard per-call metrics
+// into prometheus-cpp families.
+#include "ferry/metrics.h"
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "ferry/interceptor.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace ferry {
+namespace {
+
+// gRPC's OpenTelemetry plugins' default latency buckets (seconds).
+const prometheus::Histogram::BucketBoundaries& latency_buckets() {
+  static const prometheus::Histogram::BucketBoundaries buckets = {
+      0,     0.00001, 0.00005, 0.0001, 0.0003, 0.0006, 0.0008, 0.001, 0.002, 0.003, 0.004,
+      0.005, 0.006,   0.008,   0.01,   0.013,  0.016,  0.02,   0.025, 0.03,  0.04,  0.05,
+      0.065, 0.08,    0.1,     0.13,   0.16,   0.2,    0.25,   0.3,   0.4,   0.5,   0.65,
+      0.8,   1,       2,       5,      10,     20,     50,     100};
+  return buckets;
+}
+
+// "/pkg.Service/Method" -> "pkg.Service/Method", as gRPC's metrics label it.
+std::string method_label(std::string_view path) {
+  if (!path.empty() && path[0] == '/') path.remove_prefix(1);
+  return std::string(path);
+}
+
+std::string status_label(const absl::Status& status) {
+  return absl::StatusCodeToString(status.code());
+}
+
+double seconds(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+prometheus::Family<prometheus::Counter>& counter(prometheus::Registry& registry,
+                                                 const std::string& name, const std::string& help) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(registry);
+}
+
+prometheus::Family<prometheus::Histogram>& histogram(prometheus::Registry& registry,
+                                                     const std::string& name,
+                                                     const std::string& help) {
+  return prometheus::BuildHistogram().Name(name).Help(help).Register(registry);
+}
+
+class ServerMetrics final : public ServerInterceptor {
+ public:
+  explicit ServerMetrics(prometheus::Registry& registry)
+      : started_(counter(registry, "grpc_server_call_started_total",
+                         "Calls started on the server (grpc.server.call.started).")),
+        duration_(histogram(registry, "grpc_server_call_duration_seconds",
+                            "Server call duration, by final status (grpc.server.call.duration).")),
+        sent_(counter(registry, "grpc_server_call_sent_messages_total",
+                      "Messages the server sent.")),
+        rcvd_(counter(registry, "grpc_server_call_rcvd_messages_total",
+                      "Messages the server received.")) {}
+
+  asio::awaitable<absl::Status> on_start(ServerContext&, const CallInfo& call) override {
+    started_.Add({{"grpc_method", method_label(call.method)}}).Increment();
+    co_return absl::OkStatus();
+  }
+
+  void on_finish(ServerContext&, const CallInfo& call, const CallOutcome& outcome) override {
+    const std::string method = method_label(call.method);
+    duration_.Add({{"grpc_method", method}, {"grpc_status", status_label(outcome.status)}},
+                  latency_buckets())
+        .Observe(seconds(outcome.duration));
+    sent_.Add({{"grpc_method", method}}).Increment(static_cast<double>(outcome.messages_sent));
+    rcvd_.Add({{"grpc_method", method}}).Increment(static_cast<double>(outcome.messages_received));
+  }
+
+ private:
+  prometheus::Family<prometheus::Counter>& started_;
+  prometheus::Family<prometheus::Histogram>& duration_;
+  prometheus::Family<prometheus::Counter>& sent_;
+  prometheus::Family<prometheus::Counter>& rcvd_;
+};
+
+class ClientMetrics final : public ClientInterceptor {
+ public:
+  explicit ClientMetrics(prometheus::Registry& registry)
+      : started_(counter(registry, "grpc_client_attempt_started_total",
+                         "Call attempts started by the client (grpc.client.attempt.started).")),
+        attempt_duration_(histogram(
+            registry, "grpc_client_attempt_duration_seconds",
+            "Client call attempt duration, by final status (grpc.client.attempt.duration).")),
+        call_duration_(histogram(
+            registry, "grpc_client_call_duration_seconds",
+            "Client call duration, by final status (grpc.client.call.duration).")),
+        sent_(counter(registry, "grpc_client_call_sent_messages_total",
+                      "Messages the client sent.")),
+        rcvd_(counter(registry, "grpc_client_call_rcvd_messages_total",
+                      "Messages the client received.")) {}
+
+  asio::awaitable<absl::Status> on_start(ClientContext&, const CallInfo& call) override {
+    started_.Add({{"grpc_method", method_label(call.method)}}).Increment();
+    co_return absl::OkStatus();
+  }
+
+  void on_finish(ClientContext&, const CallInfo& call, const CallOutcome& outcome) override {
+    const std::string method = method_label(call.method);
+    const std::string status = status_label(outcome.status);
+    attempt_duration_.Add({{"grpc_method", method}, {"grpc_status", status}}, latency_buckets())
+        .Observe(seconds(outcome.duration));
+    call_duration_.Add({{"grpc_method", method}, {"grpc_status", status}}, latency_buckets())
+        .Observe(seconds(outcome.duration));
+    sent_.Add({{"grpc_method", method}}).Increment(static_cast<double>(outcome.messages_sent));
+    rcvd_.Add({{"grpc_method", method}}).Increment(static_cast<double>(outcome.messages_received));
+  }
+
+ private:
+  prometheus::Family<prometheus::Counter>& started_;
+  prometheus::Family<prometheus::Histogram>& attempt_duration_;
+  prometheus::Family<prometheus::Histogram>& call_duration_;
+  prometheus::Family<prometheus::Counter>& sent_;
+  prometheus::Family<prometheus::Counter>& rcvd_;
+};
+
+}  // namespace
+
+std::shared_ptr<ServerInterceptor> make_server_metrics(prometheus::Registry& registry) {
+  return std::make_shared<ServerMetrics>(registry);
+}
+
+std::shared_ptr<ClientInterceptor> make_client_metrics(prometheus::Registry& registry) {
+  return std::make_shared<ClientMetrics>(registry);
+}
+
+}  // namespace ferry

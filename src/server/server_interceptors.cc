@@ -1,0 +1,67 @@
+// Implementation of src/server/server_interceptors.h.
+#include "server/server_interceptors.h"
+
+#include <chrono>
+#include <exception>
+
+#include "absl/strings/str_cat.h"
+#include "server/server_call.h"
+
+namespace ferry::detail {
+namespace {
+
+absl::Status thrown(const char* where) {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    return absl::UnknownError(absl::StrCat(where, " threw: ", e.what()));
+  } catch (...) {
+    return absl::UnknownError(absl::StrCat(where, " threw an exception"));
+  }
+}
+
+}  // namespace
+
+MethodHandler ServerInterceptorChain::wrap(MethodHandler handler, RpcKind kind) const {
+  return [this, kind, h = std::move(handler)](ServerContext& ctx) { return run(ctx, kind, h); };
+}
+
+asio::awaitable<absl::Status> ServerInterceptorChain::run(ServerContext& ctx, RpcKind kind,
+                                                          const MethodHandler& handler) const {
+  const auto started = std::chrono::steady_clock::now();
+  const CallInfo info{ctx.method(), kind};
+  absl::Status status;
+  std::size_t entered = 0;  // interceptors whose on_start ran: their on_finish runs
+  while (entered < interceptors_.size() && status.ok()) {
+    try {
+      status = co_await interceptors_[entered++]->on_start(ctx, info);
+    } catch (...) {
+      status = thrown("interceptor on_start");
+    }
+  }
+  if (status.ok()) {
+    try {
+      status = co_await handler(ctx);
+    } catch (...) {
+      status = thrown("handler");
+    }
+  }
+  const ServerCall& call = *ctx.call_;
+  CallOutcome outcome;
+  // When ferry ended the call itself (deadline, cancellation, bad message), that is its status,
+  // whatever the handler returned afterwards.
+  outcome.status = call.abort_status().ok() ? status : call.abort_status();
+  outcome.duration = std::chrono::steady_clock::now() - started;
+  outcome.messages_sent = call.messages_sent();
+  outcome.messages_received = call.messages_received();
+  while (entered > 0) {
+    try {
+      interceptors_[--entered]->on_finish(ctx, info, outcome);
+    } catch (...) {
+      // Too late to change the status; an observer's failure must not take the call down.
+    }
+  }
+  co_return status;
+}
+
+}  // namespace ferry::detail

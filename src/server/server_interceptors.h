@@ -1,0 +1,33 @@
+// The server's interceptor chain (server layer, private): wraps each registered method's
+// handler, once, when the server starts with interceptors, so that a server without any runs
+// exactly the code it ran before (no branch on the call path).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "asio/awaitable.hpp"
+#include "ferry/interceptor.h"
+#include "ferry/service.h"
+
+namespace ferry::detail {
+
+class ServerInterceptorChain {
+ public:
+  explicit ServerInterceptorChain(std::vector<std::shared_ptr<ServerInterceptor>> interceptors)
+      : interceptors_(std::move(interceptors)) {}
+
+  // handler with the chain around it. The chain must outlive the returned handler.
+  MethodHandler wrap(MethodHandler handler, RpcKind kind) const;
+
+ private:
+  // One call: the on_start hooks, the handler unless one rejected, then the on_finish hooks.
+  // Exceptions from any of them end the call with UNKNOWN, as the handler runners do.
+  asio::awaitable<absl::Status> run(ServerContext& ctx, RpcKind kind,
+                                    const MethodHandler& handler) const;
+
+  std::vector<std::shared_ptr<ServerInterceptor>> interceptors_;
+};
+
+}  // namespace ferry::detail

@@ -1,0 +1,401 @@
+// Loopback tests of server and client interceptors (ferry/interceptor.h) on all four call
+// kinds: the order of the hooks, rejection before the handler (token authentication), metadata
+// added by interceptors, and the outcome they observe (status, message counts).
+#include "ferry/interceptor.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "ferry/channel.h"
+#include "ferry/server.h"
+#include "ferry/testing/echo.pb.h"
+#include "support/loopback.h"
+
+namespace ferry {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::EchoRequest;
+using testing::EchoResponse;
+using testing::Loopback;
+
+// What the hooks did, in order, from any thread.
+class Log {
+ public:
+  void add(std::string line) {
+    std::lock_guard lock(mutex_);
+    lines_.push_back(std::move(line));
+  }
+  std::vector<std::string> lines() const {
+    std::lock_guard lock(mutex_);
+    return lines_;
+  }
+  // The outcome the named interceptor last saw.
+  CallOutcome outcome(const std::string& name) const {
+    std::lock_guard lock(mutex_);
+    return outcomes_.at(name);
+  }
+  void set_outcome(const std::string& name, const CallOutcome& outcome) {
+    std::lock_guard lock(mutex_);
+    outcomes_[name] = outcome;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> lines_;
+  std::map<std::string, CallOutcome> outcomes_;
+};
+
+// Records its hooks; adds "x-<name>" to the response headers and "x-<name>-status" (the code
+// it observed) to the trailers.
+class RecordingServerInterceptor : public ServerInterceptor {
+ public:
+  RecordingServerInterceptor(std::string name, Log* log) : name_(std::move(name)), log_(log) {}
+  asio::awaitable<absl::Status> on_start(ServerContext& ctx, const CallInfo& call) override {
+    const bool loopback_peer = ctx.peer().rfind("ipv4:127.0.0.1:", 0) == 0;
+    log_->add(absl::StrCat(name_, ".start ", std::string(call.method),
+                           " kind=", static_cast<int>(call.kind),
+                           " peer=", loopback_peer ? "ok" : "?"));
+    ctx.add_initial_metadata("x-" + name_, "seen");
+    co_return absl::OkStatus();
+  }
+  void on_finish(ServerContext& ctx, const CallInfo&, const CallOutcome& outcome) override {
+    log_->add(name_ + ".finish");
+    log_->set_outcome(name_, outcome);
+    ctx.add_trailing_metadata("x-" + name_ + "-status",
+                              std::to_string(static_cast<int>(outcome.status.code())));
+  }
+
+ private:
+  std::string name_;
+  Log* log_;
+};
+
+// Token authentication: UNAUTHENTICATED unless "authorization: Bearer secret".
+class TokenAuthInterceptor : public ServerInterceptor {
+ public:
+  explicit TokenAuthInterceptor(Log* log) : log_(log) {}
+  asio::awaitable<absl::Status> on_start(ServerContext& ctx, const CallInfo&) override {
+    log_->add("auth.start");
+    if (ctx.client_metadata().get("authorization") != "Bearer secret") {
+      co_return absl::UnauthenticatedError("missing or wrong token");
+    }
+    co_return absl::OkStatus();
+  }
+  void on_finish(ServerContext&, const CallInfo&, const CallOutcome& outcome) override {
+    log_->add(absl::StrCat("auth.finish ", static_cast<int>(outcome.status.code())));
+  }
+
+ private:
+  Log* log_;
+};
+
+class RecordingClientInterceptor : public ClientInterceptor {
+ public:
+  RecordingClientInterceptor(std::string name, Log* log) : name_(std::move(name)), log_(log) {}
+  asio::awaitable<absl::Status> on_start(ClientContext& ctx, const CallInfo& call) override {
+    log_->add(absl::StrCat(name_, ".start ", std::string(call.method)));
+    ctx.add_metadata("x-client-" + name_, "1");
+    co_return absl::OkStatus();
+  }
+  void on_finish(ClientContext&, const CallInfo&, const CallOutcome& outcome) override {
+    log_->add(name_ + ".finish");
+    log_->set_outcome(name_, outcome);
+  }
+
+ private:
+  std::string name_;
+  Log* log_;
+};
+
+// Adds the token when the application set none.
+class ClientTokenInterceptor : public ClientInterceptor {
+ public:
+  asio::awaitable<absl::Status> on_start(ClientContext& ctx, const CallInfo&) override {
+    if (!ctx.metadata().get("authorization")) ctx.add_metadata("authorization", "Bearer secret");
+    co_return absl::OkStatus();
+  }
+};
+
+// One call of the given kind, ending with status_code (0: OK) when non-zero. Requests carry
+// ctx's metadata; returns the call's status.
+struct CallResult {
+  absl::Status status;
+  int responses = 0;
+};
+
+CallResult make_call(Loopback& loop, RpcKind kind, ClientContext& ctx, int status_code = 0) {
+  return loop.run([&]() -> asio::awaitable<CallResult> {
+    CallResult result;
+    EchoRequest request;
+    request.set_payload("hi");
+    EchoResponse response;
+    switch (kind) {
+      case RpcKind::kUnary:
+        request.set_status_code(status_code);
+        result.status = co_await loop.stub().Echo(ctx, request, response);
+        result.responses = result.status.ok() ? 1 : 0;
+        break;
+      case RpcKind::kClientStreaming: {
+        ClientWriter<EchoRequest> writer = co_await loop.stub().Collect(ctx);
+        for (int i = 0; i < 3; ++i) {
+          if (i == 2) request.set_status_code(status_code);
+          (void)co_await writer.write(request);
+        }
+        result.status = co_await writer.finish(response);
+        result.responses = result.status.ok() ? 1 : 0;
+        break;
+      }
+      case RpcKind::kServerStreaming: {
+        request.set_response_count(4);
+        request.set_status_code(status_code);
+        ClientReader<EchoResponse> reader = co_await loop.stub().Expand(ctx, request);
+        while (co_await reader.read(response)) ++result.responses;
+        result.status = co_await reader.finish();
+        break;
+      }
+      case RpcKind::kBidiStreaming: {
+        ClientReaderWriter<EchoRequest, EchoResponse> stream = co_await loop.stub().Chat(ctx);
+        for (int i = 0; i < 2; ++i) {
+          if (!(co_await stream.write(request)).ok()) break;
+          if (co_await stream.read(response)) ++result.responses;
+        }
+        if (status_code != 0) {
+          request.set_status_code(status_code);
+          (void)co_await stream.write(request);
+        }
+        co_await stream.writes_done();
+        while (co_await stream.read(response)) ++result.responses;
+        result.status = co_await stream.finish();
+        break;
+      }
+    }
+    co_return result;
+  });
+}
+
+// Messages each side sends and receives in make_call's OK calls: {client sent, server sent}.
+std::pair<std::size_t, std::size_t> expected_counts(RpcKind kind) {
+  switch (kind) {
+    case RpcKind::kUnary: return {1, 1};
+    case RpcKind::kClientStreaming: return {3, 1};
+    case RpcKind::kServerStreaming: return {1, 4};
+    case RpcKind::kBidiStreaming: return {2, 2};
+  }
+  return {0, 0};
+}
+
+std::string path_of(RpcKind kind) {
+  switch (kind) {
+    case RpcKind::kUnary: return "/ferry.testing.Echo/Echo";
+    case RpcKind::kClientStreaming: return "/ferry.testing.Echo/Collect";
+    case RpcKind::kServerStreaming: return "/ferry.testing.Echo/Expand";
+    case RpcKind::kBidiStreaming: return "/ferry.testing.Echo/Chat";
+  }
+  return "";
+}
+
+class InterceptorKinds : public ::testing::TestWithParam<RpcKind> {};
+
+TEST_P(InterceptorKinds, ServerHooksRunInOrderAroundTheHandlerAndSeeTheOutcome) {
+  const RpcKind kind = GetParam();
+  Log log;
+  ServerOptions options;
+  options.interceptors = {std::make_shared<RecordingServerInterceptor>("a", &log),
+                          std::make_shared<RecordingServerInterceptor>("b", &log)};
+  Loopback loop(options);
+  ClientContext ctx;
+  CallResult result = make_call(loop, kind, ctx);
+  ASSERT_TRUE(result.status.ok()) << result.status;
+
+  const std::string start_suffix = absl::StrCat(" ", path_of(kind), " kind=",
+                                                static_cast<int>(kind), " peer=ok");
+  EXPECT_EQ(log.lines(), (std::vector<std::string>{"a.start" + start_suffix,
+                                                   "b.start" + start_suffix, "b.finish",
+                                                   "a.finish"}));
+  const CallOutcome outcome = log.outcome("a");
+  EXPECT_TRUE(outcome.status.ok()) << outcome.status;
+  const auto [client_sent, server_sent] = expected_counts(kind);
+  EXPECT_EQ(outcome.messages_received, client_sent);
+  EXPECT_EQ(outcome.messages_sent, server_sent);
+  EXPECT_GT(outcome.duration.count(), 0);
+  // Metadata the interceptors added: headers from on_start, trailers from on_finish.
+  EXPECT_EQ(ctx.initial_metadata().get("x-a"), "seen");
+  EXPECT_EQ(ctx.initial_metadata().get("x-b"), "seen");
+  EXPECT_EQ(ctx.trailing_metadata().get("x-a-status"), "0");
+  EXPECT_EQ(ctx.trailing_metadata().get("x-b-status"), "0");
+}
+
+TEST_P(InterceptorKinds, ServerRejectionStopsTheChainBeforeTheHandler) {
+  const RpcKind kind = GetParam();
+  Log log;
+  ServerOptions options;
+  options.interceptors = {std::make_shared<TokenAuthInterceptor>(&log),
+                          std::make_shared<RecordingServerInterceptor>("after", &log)};
+  Loopback loop(options);
+
+  ClientContext no_token;
+  CallResult rejected = make_call(loop, kind, no_token);
+  EXPECT_EQ(rejected.status.code(), absl::StatusCode::kUnauthenticated) << rejected.status;
+  EXPECT_EQ(rejected.status.message(), "missing or wrong token");
+  EXPECT_EQ(rejected.responses, 0);
+  EXPECT_EQ(loop.probe().started.load(), 0);  // the handler never ran
+  EXPECT_EQ(log.lines(), (std::vector<std::string>{"auth.start", "auth.finish 16"}));
+
+  ClientContext with_token;
+  with_token.add_metadata("authorization", "Bearer secret");
+  CallResult accepted = make_call(loop, kind, with_token);
+  EXPECT_TRUE(accepted.status.ok()) << accepted.status;
+  EXPECT_EQ(loop.probe().started.load(), 1);
+}
+
+TEST_P(InterceptorKinds, ServerObservesTheHandlersStatus) {
+  const RpcKind kind = GetParam();
+  Log log;
+  ServerOptions options;
+  options.interceptors = {std::make_shared<RecordingServerInterceptor>("a", &log)};
+  Loopback loop(options);
+  ClientContext ctx;
+  CallResult result = make_call(loop, kind, ctx, /*status_code=*/5);
+  EXPECT_EQ(result.status.code(), absl::StatusCode::kNotFound) << result.status;
+  EXPECT_EQ(log.outcome("a").status.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(ctx.trailing_metadata().get("x-a-status"), "5");
+}
+
+TEST_P(InterceptorKinds, ClientHooksRunInOrderAddMetadataAndSeeTheOutcome) {
+  const RpcKind kind = GetParam();
+  Log server_log;
+  Log client_log;
+  ServerOptions server_options;
+  // The server admits only calls carrying the token the client interceptor adds.
+  server_options.interceptors = {std::make_shared<TokenAuthInterceptor>(&server_log)};
+  ChannelOptions channel_options;
+  channel_options.interceptors = {std::make_shared<RecordingClientInterceptor>("a", &client_log),
+                                  std::make_shared<ClientTokenInterceptor>(),
+                                  std::make_shared<RecordingClientInterceptor>("b", &client_log)};
+  Loopback loop(server_options, channel_options);
+  ClientContext ctx;
+  ctx.add_metadata("initial-echo", "back");  // the Echo handlers copy initial-* to the headers
+  CallResult result = make_call(loop, kind, ctx);
+  ASSERT_TRUE(result.status.ok()) << result.status;
+  EXPECT_EQ(client_log.lines(),
+            (std::vector<std::string>{"a.start " + path_of(kind), "b.start " + path_of(kind),
+                                      "b.finish", "a.finish"}));
+  const CallOutcome outcome = client_log.outcome("b");
+  EXPECT_TRUE(outcome.status.ok()) << outcome.status;
+  const auto [client_sent, server_sent] = expected_counts(kind);
+  EXPECT_EQ(outcome.messages_sent, client_sent);
+  EXPECT_EQ(outcome.messages_received, server_sent);
+  EXPECT_EQ(ctx.initial_metadata().get("initial-echo"), "back");
+  EXPECT_EQ(ctx.metadata().get("x-client-a"), "1");
+}
+
+TEST_P(InterceptorKinds, ClientObservesTheServersStatus) {
+  const RpcKind kind = GetParam();
+  Log log;
+  ChannelOptions channel_options;
+  channel_options.interceptors = {std::make_shared<RecordingClientInterceptor>("a", &log)};
+  Loopback loop({}, channel_options);
+  ClientContext ctx;
+  CallResult result = make_call(loop, kind, ctx, /*status_code=*/5);
+  EXPECT_EQ(result.status.code(), absl::StatusCode::kNotFound) << result.status;
+  EXPECT_EQ(log.outcome("a").status.code(), absl::StatusCode::kNotFound);
+}
+
+TEST_P(InterceptorKinds, ClientRejectionSendsNothing) {
+  const RpcKind kind = GetParam();
+  // Refuses calls whose context carries "refuse".
+  class Refuse : public ClientInterceptor {
+    asio::awaitable<absl::Status> on_start(ClientContext& ctx, const CallInfo&) override {
+      if (ctx.metadata().get("refuse")) co_return absl::PermissionDeniedError("refused");
+      co_return absl::OkStatus();
+    }
+  };
+  Log log;
+  ChannelOptions channel_options;
+  channel_options.interceptors = {std::make_shared<RecordingClientInterceptor>("a", &log),
+                                  std::make_shared<Refuse>(),
+                                  std::make_shared<RecordingClientInterceptor>("never", &log)};
+  Loopback loop({}, channel_options);
+  ClientContext ctx;
+  ctx.add_metadata("refuse", "1");
+  CallResult result = make_call(loop, kind, ctx);
+  EXPECT_EQ(result.status.code(), absl::StatusCode::kPermissionDenied) << result.status;
+  EXPECT_EQ(result.responses, 0);
+  EXPECT_EQ(log.lines(), (std::vector<std::string>{"a.start " + path_of(kind), "a.finish"}));
+  EXPECT_EQ(log.outcome("a").status.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(log.outcome("a").messages_sent, 0u);
+  // Nothing reached the server.
+  EXPECT_EQ(loop.probe().started.load(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllKinds, InterceptorKinds,
+                         ::testing::Values(RpcKind::kUnary, RpcKind::kClientStreaming,
+                                           RpcKind::kServerStreaming, RpcKind::kBidiStreaming),
+                         [](const ::testing::TestParamInfo<RpcKind>& info) {
+                           switch (info.param) {
+                             case RpcKind::kUnary: return std::string("Unary");
+                             case RpcKind::kClientStreaming: return std::string("ClientStreaming");
+                             case RpcKind::kServerStreaming: return std::string("ServerStreaming");
+                             case RpcKind::kBidiStreaming: return std::string("Bidi");
+                           }
+                           return std::string("?");
+                         });
+
+// The deadline ends the call while the handler waits: the interceptor sees DEADLINE_EXCEEDED,
+// not what the handler returned afterwards. The client's loop is frozen past the deadline, so
+// that only the server's timer can end the call (the client's would race it with a CANCEL).
+TEST(Interceptors, ServerSeesTheDeadlineAsTheOutcome) {
+  Log log;
+  ServerOptions options;
+  options.interceptors = {std::make_shared<RecordingServerInterceptor>("a", &log)};
+  Loopback loop(options);
+  ClientContext ctx;
+  ctx.set_timeout(100ms);
+  EchoRequest request;
+  request.set_delay_ms(5000);
+  EchoResponse response;
+  absl::Status status;
+  bool done = false;
+  loop.channel().call(testing::echo_methods::kEcho, ctx, request, response,
+                      [&](absl::Status s) {
+                        status = s;
+                        done = true;
+                      });
+  ASSERT_TRUE(loop.wait_until([&] { return loop.probe().started.load() == 1; }));
+  std::this_thread::sleep_for(300ms);  // the client's loop does not run
+  ASSERT_EQ(log.lines().size(), 2u);   // the server ended the call meanwhile
+  EXPECT_EQ(log.outcome("a").status.code(), absl::StatusCode::kDeadlineExceeded)
+      << log.outcome("a").status;
+  EXPECT_GT(log.outcome("a").duration, 50ms);
+  ASSERT_TRUE(loop.wait_until([&] { return done; }));
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+}
+
+// An interceptor that throws ends the call with UNKNOWN; the handler does not run.
+TEST(Interceptors, ServerInterceptorThatThrowsFailsTheCall) {
+  class Throws : public ServerInterceptor {
+    asio::awaitable<absl::Status> on_start(ServerContext&, const CallInfo&) override {
+      throw std::runtime_error("boom");
+      co_return absl::OkStatus();
+    }
+  };
+  ServerOptions options;
+  options.interceptors = {std::make_shared<Throws>()};
+  Loopback loop(options);
+  ClientContext ctx;
+  CallResult result = make_call(loop, RpcKind::kUnary, ctx);
+  EXPECT_EQ(result.status.code(), absl::StatusCode::kUnknown) << result.status;
+  EXPECT_EQ(loop.probe().started.load(), 0);
+}
+
+}  // namespace
+}  // namespace ferry
