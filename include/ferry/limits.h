@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "ferry/frame.h"
+#include "ferry/write_policy.h"
 
 namespace ferry {
 
@@ -31,6 +32,8 @@ struct ConnectionLimits {
   // Largest header block accepted (SETTINGS_MAX_HEADER_LIST_SIZE; names + values + 32 per
   // field, as HPACK counts); a larger one resets the stream.
   std::uint32_t max_header_list_size = 16u << 10;
+  // When what the connection produces is written (ferry/write_policy.h).
+  WritePolicy write_policy;
 };
 
 }  // namespace ferry
