@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "ferry/frame.h"
+#include "ferry/write_policy.h"
 
 namespace ferry {
 
@@ -38,6 +39,8 @@ struct ConnectionLimits {
   // stream alone may queue 256 KiB and a message. A stream the peer reads empties its queue and
   // goes on, so unread streams cannot starve it. Unary answers are not held.
   std::size_t max_queued_send_bytes = std::size_t{32} << 20;
+  // When what the connection produces is written (ferry/write_policy.h).
+  WritePolicy write_policy;
 };
 
 }  // namespace ferry

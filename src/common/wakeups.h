@@ -35,6 +35,7 @@ class WakeupQueue {
   }
 
   void push(Wakeup* w) { pending_.push_back(w); }
+  bool empty() const { return pending_.empty(); }
 
   // Runs the wake-ups collected so far, in order. Those raised meanwhile (a resumed coroutine
   // wakes another) are posted as usual, since current() is no longer this queue.

@@ -26,7 +26,8 @@ Stream* stream_of(nghttp2_session* session, std::int32_t id) {
 Connection::Connection(std::unique_ptr<ByteStream> stream, Role role,
                        const ConnectionLimits& settings, ConnectionObserver* observer)
     : executor_(stream->executor()), stream_(std::move(stream)), role_(role),
-      observer_(observer), max_queued_(settings.max_queued_send_bytes) {
+      observer_(observer), parts_(settings.write_policy.calls_per_write),
+      max_queued_(settings.max_queued_send_bytes) {
   nghttp2_session_callbacks* const callbacks = Callbacks::table();
   nghttp2_option* option;
   nghttp2_option_new(&option);
@@ -281,10 +282,38 @@ void Connection::on_read(const asio::error_code& ec, std::size_t n) {
   ++reads_;
   read_block_->used = static_cast<std::uint32_t>(n);
   receiving_ = true;  // until the flush below: nothing needs to post one
+  // The read is parsed in parts (http2/read_parts.h): when a part's calls are parsed and more
+  // of the read remains, their answers leave before parsing goes on, so that the peer works on
+  // them while this end parses the rest. A read of few calls is one part.
   ssize_t rv;
-  {
-    detail::CollectWakeups collect(wakeups_);
-    rv = nghttp2_session_mem_recv(session_, read_block_->data(), n);
+  std::size_t parsed = 0;
+  for (;;) {
+    parts_.start_part();
+    {
+      detail::CollectWakeups collect(wakeups_);
+      rv = nghttp2_session_mem_recv(session_, read_block_->data() + parsed, n - parsed);
+    }
+    if (rv < 0) break;
+    parsed += static_cast<std::size_t>(rv);
+    if (parsed >= n) break;
+    // Paused with the part full: answer it now. The wake-ups the part's own raise (a server's
+    // handler runner calling another to take the rest) run here too, not posted: a posted one
+    // per part would hold the calls of the next part until this read is done, and take the
+    // thread's recycled operation memory, so that the next read's operation is a malloc.
+    for (int round = 0; round < 4 && !wakeups_.empty(); ++round) {
+      detail::CollectWakeups collect(wakeups_);
+      wakeups_.run_all();
+    }
+    wakeups_.run_all();
+    if (closed_) {
+      receiving_ = false;
+      return;
+    }
+    flush();
+    if (closed_) {
+      receiving_ = false;
+      return;
+    }
   }
   // A read that filled the block says more is waiting (a stream of large messages): the next
   // read is then under way before the woken coroutines run, which may take a while (say,

@@ -22,6 +22,7 @@
 #include "http2/header_block.h"
 #include "http2/lifecycle.h"
 #include "http2/peer_stream_ledger.h"
+#include "http2/read_parts.h"
 #include "http2/stream.h"
 
 struct nghttp2_session;
@@ -153,6 +154,7 @@ class Connection : public std::enable_shared_from_this<Connection>, public ByteS
   // posts a flush meanwhile.
   bool receiving_ = false;
   detail::WakeupQueue wakeups_;  // raised while parsing a read, run when it is parsed
+  ReadParts parts_;              // where a read's parse pauses to send what it answered
   bool closed_ = false;
   bool goaway_received_ = false;
   Stream* streams_ = nullptr;            // open streams, for close()

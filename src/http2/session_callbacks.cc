@@ -182,7 +182,10 @@ int Connection::Callbacks::frame_recv(nghttp2_session*, const nghttp2_frame* fra
   Stream* stream = c.find_stream(frame->hd.stream_id);
   if (stream == nullptr) return 0;
   if (frame->hd.type == NGHTTP2_HEADERS) stream->on_headers_done();
-  if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) stream->on_remote_end();
+  if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) {
+    c.parts_.on_call_ended();
+    stream->on_remote_end();
+  }
   return 0;
 }
 
@@ -200,7 +203,8 @@ int Connection::Callbacks::data_chunk(nghttp2_session* session, std::uint8_t, st
   } else {
     stream->on_data(Slice::copy_of(data, len));
   }
-  return 0;
+  // Enough calls of this read are parsed: stop here, so that their answers leave first.
+  return c.parts_.full() ? NGHTTP2_ERR_PAUSE : 0;
 }
 
 int Connection::Callbacks::stream_close(nghttp2_session* session, std::int32_t stream_id, std::uint32_t error,

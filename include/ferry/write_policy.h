@@ -1,0 +1,29 @@
+// ferry/write_policy.h: when a connection writes what it has produced (public). A field of
+// ConnectionLimits (ferry/limits.h), so ServerOptions and ChannelOptions carry it and the HTTP/2
+// layer takes it as it is. README.md, "Write policy", has the measurements behind the default.
+#pragma once
+
+#include <cstdint>
+
+namespace ferry {
+
+// A connection answers what one read delivered with one gathered write: one syscall however
+// many calls the read held. With many calls in flight on one connection that alone makes the
+// two ends take turns: the peer's next batch comes only once it has read and worked through the
+// whole previous answer, and each end idles while the other works. So a read holding more calls
+// than calls_per_write is answered in parts: once that many calls (streams the peer ended:
+// requests on a server, responses on a client) are parsed and more of the read remains, their
+// answers are written before the rest is parsed, and the peer works on them meanwhile. A read
+// holding fewer calls (one call in flight, small batches spread over many connections) is still
+// answered by one write, and costs nothing more.
+struct WritePolicy {
+  // Calls parsed from one read before what they produced is written; 0 keeps one write per
+  // read. The default, 32, halves the reads of a peer with 64 calls in flight (h2load's and
+  // ferry's own benchmark client): on one connection, server pinned to one core, it served
+  // 1.3-1.9x the calls/s of one write per read (h2load and ferry's channel) for one write and
+  // ~0.4 recv more per 64 calls; 24 was as fast with a third write, 16 slower (four parts).
+  // Under 2x this many calls in flight a read does not split evenly and the overlap is small.
+  std::uint32_t calls_per_write = 32;
+};
+
+}  // namespace ferry
