@@ -104,6 +104,7 @@ void ClientCall::start(std::string_view path, std::string_view authority,
     closed_ = true;
     connection_ = nullptr;
     unref();
+    never_processed_ = true;
     complete(absl::UnavailableError("the connection cannot take a new stream"));
     abort(status_);
     return;
@@ -183,6 +184,7 @@ void ClientCall::on_remote_end() {
 
 void ClientCall::on_stream_closed(http2::ErrorCode h2_error) {
   if (!done_) {
+    never_processed_ = h2_error == http2::ErrorCode::kRefusedStream && header_blocks_ == 0;
     if (h2_error == http2::ErrorCode::kCancel &&
         context_->deadline() <= ClientContext::Clock::now()) {
       // A server enforcing the same deadline resets the stream when it passes; that reset may

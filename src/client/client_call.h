@@ -52,6 +52,10 @@ class ClientCall final : public CallStream {
   const absl::Status& status() const { return status_; }
   void cancel(absl::Status why);
   bool done() const { return done_; }
+  // The server never saw the call: it could not be sent (the connection took no new stream) or
+  // was refused before any response (REFUSED_STREAM, or above a GOAWAY's last stream id). gRPC's
+  // retry design lets such a call be retried transparently.
+  bool never_processed() const { return never_processed_; }
 
  private:
   bool on_header(std::string_view name, std::string_view value) override;
@@ -78,6 +82,7 @@ class ClientCall final : public CallStream {
   bool initial_done_ = false;
   int header_blocks_ = 0;
   bool done_ = false;
+  bool never_processed_ = false;
   int http_status_ = 0;
   bool has_grpc_status_ = false;
   absl::StatusCode grpc_status_ = absl::StatusCode::kUnknown;
