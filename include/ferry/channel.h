@@ -19,6 +19,8 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -37,6 +39,7 @@
 #include "ferry/connectivity.h"
 #include "ferry/limits.h"
 #include "ferry/resolver.h"
+#include "ferry/retry.h"
 #include "ferry/tls.h"
 
 namespace google::protobuf {
@@ -60,6 +63,12 @@ struct ChannelOptions : MessageLimits, ConnectionLimits {
   // Re-resolution (after a connection was lost or every address failed) comes at most this
   // often.
   std::chrono::milliseconds min_resolve_interval = std::chrono::seconds(30);
+  // Retries of failed unary calls (ferry/retry.h): per method, keyed "/package.Service/Method"
+  // or "/package.Service/" for a whole service; methods without an entry use retry_policy
+  // (off by default).
+  std::map<std::string, RetryPolicy, std::less<>> method_retry_policies;
+  RetryPolicy retry_policy;
+  RetryThrottling retry_throttling;
   // :authority; empty means the target's host:port.
   std::string authority;
   std::string user_agent = "ferry/0.1";

@@ -2,6 +2,7 @@
 #include "client/channel_core.h"
 
 #include <algorithm>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "asio/co_spawn.hpp"
@@ -21,6 +22,7 @@ ChannelCore::ChannelCore(asio::io_context::executor_type executor, std::string t
       options_(std::move(options)),
       resolve_backoff_(options_.backoff),
       resolve_timer_(executor),
+      throttle_(options_.retry_throttling),
       changed_(executor) {
   absl::StatusOr<ResolvedTarget> resolved = resolver_for_target(target_string_);
   auto settings = std::make_shared<SubchannelSettings>();
@@ -168,8 +170,9 @@ asio::awaitable<void> ChannelCore::wait_for_change(std::chrono::steady_clock::ti
 }
 
 asio::awaitable<ClientCall*> ChannelCore::start_call(std::string_view method,
-                                                     ClientContext& context) {
-  if (ClientCall* call = try_start_call(method, context)) co_return call;
+                                                     ClientContext& context,
+                                                     int previous_attempts) {
+  if (ClientCall* call = try_start_call(method, context, previous_attempts)) co_return call;
   auto self = shared_from_this();
   ++waiting_calls_;
   absl::Status failure;
@@ -185,7 +188,7 @@ asio::awaitable<ClientCall*> ChannelCore::start_call(std::string_view method,
     if (const std::shared_ptr<ChannelConnection>* conn = picker_.pick()) {
       if ((*conn)->connection->accepts_new_streams()) {
         --waiting_calls_;
-        co_return start_call_on(*conn, method, context);
+        co_return start_call_on(*conn, method, context, previous_attempts);
       }
       if ((*conn)->owner != nullptr) (*conn)->owner->drop_connection();
       continue;
@@ -210,11 +213,29 @@ asio::awaitable<ClientCall*> ChannelCore::start_call(std::string_view method,
 }
 
 ClientCall* ChannelCore::start_call_on(const std::shared_ptr<ChannelConnection>& conn,
-                                       std::string_view method, ClientContext& context) {
+                                       std::string_view method, ClientContext& context,
+                                       int previous_attempts) {
   auto* call = new ClientCall(conn, conn->connection.get(), &conn->deadlines, &context, options_,
                               options_.max_header_list_size);
-  call->start(method, options_.authority, options_.user_agent);
+  call->start(method, options_.authority, options_.user_agent, previous_attempts);
   return call;
+}
+
+std::optional<std::chrono::milliseconds> ChannelCore::retry_after(
+    std::string_view method, const absl::Status& status, bool committed, int attempts_made,
+    std::chrono::steady_clock::time_point deadline) {
+  const RetryPolicy* policy =
+      find_retry_policy(options_.method_retry_policies, options_.retry_policy, method);
+  if (policy == nullptr || !should_retry(*policy, status, committed, attempts_made)) {
+    return std::nullopt;
+  }
+  if (throttle_.enabled() && !throttle_.on_retryable_failure()) return std::nullopt;
+  thread_local std::mt19937 engine(static_cast<unsigned>(
+      std::chrono::steady_clock::now().time_since_epoch().count()));
+  const double draw = std::uniform_real_distribution<double>(0.0, 1.0)(engine);
+  const std::chrono::milliseconds wait = retry_delay(*policy, attempts_made, draw);
+  if (std::chrono::steady_clock::now() + wait >= deadline) return std::nullopt;
+  return wait;
 }
 
 asio::awaitable<bool> ChannelCore::wait_for_state_change(

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "call/event.h"
 #include "client/backoff.h"
 #include "client/load_balancer.h"
+#include "client/retry.h"
 #include "client/subchannel.h"
 #include "ferry/channel.h"
 
@@ -39,14 +41,29 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   // Starts a call: the returned ClientCall holds one reference for the caller. A call that
   // cannot get a connection is returned over, with its status (UNAVAILABLE, DEADLINE_EXCEEDED,
   // CANCELLED once the channel is closed).
-  asio::awaitable<ClientCall*> start_call(std::string_view method, ClientContext& context);
+  // previous_attempts: a retry's count of earlier attempts (client/retry.h).
+  asio::awaitable<ClientCall*> start_call(std::string_view method, ClientContext& context,
+                                          int previous_attempts = 0);
   // start_call without suspending, when the picker has a connection (the usual case); else
   // null. Spares a call the frame of start_call.
-  ClientCall* try_start_call(std::string_view method, ClientContext& context) {
+  ClientCall* try_start_call(std::string_view method, ClientContext& context,
+                             int previous_attempts = 0) {
     if (closed_) return nullptr;
     const std::shared_ptr<ChannelConnection>* conn = picker_.pick();
     if (conn == nullptr || !(*conn)->connection->accepts_new_streams()) return nullptr;
-    return start_call_on(*conn, method, context);
+    return start_call_on(*conn, method, context, previous_attempts);
+  }
+
+  // After an attempt of method failed with status (attempts_made so far, this one included):
+  // how long to wait before the next attempt, or nullopt when the call ends with this status
+  // (no policy, not retryable, committed, throttled, or the deadline would pass first).
+  std::optional<std::chrono::milliseconds> retry_after(std::string_view method,
+                                                       const absl::Status& status, bool committed,
+                                                       int attempts_made,
+                                                       std::chrono::steady_clock::time_point deadline);
+  // A call succeeded: refills the retry throttle when there is one.
+  void on_call_succeeded() {
+    if (throttle_.enabled()) throttle_.on_success();
   }
 
   // The channel's state; from any thread.
@@ -65,7 +82,8 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   void update_picker(Picker picker, ConnectivityState state, absl::Status error) override;
 
   ClientCall* start_call_on(const std::shared_ptr<ChannelConnection>& conn,
-                            std::string_view method, ClientContext& context);
+                            std::string_view method, ClientContext& context,
+                            int previous_attempts);
   // Suspends until the picker or state changes, or deadline passes (spurious wake-ups allowed).
   asio::awaitable<void> wait_for_change(std::chrono::steady_clock::time_point deadline);
   // Resolves now, or as soon as min_resolve_interval allows; one resolution at a time.
@@ -95,6 +113,7 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   int waiting_calls_ = 0;
   bool connect_requested_ = false;  // exit_idle() before the first resolution
   bool closed_ = false;
+  RetryThrottle throttle_;
   Signal changed_;  // the picker or the state changed: waiting calls and watchers re-check
 };
 

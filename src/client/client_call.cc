@@ -49,7 +49,7 @@ void ClientCall::on_operation_cancelled() {
 }
 
 void ClientCall::start(std::string_view path, std::string_view authority,
-                       std::string_view user_agent) {
+                       std::string_view user_agent, int previous_attempts) {
   const auto deadline = context_->deadline();
   const auto now = ClientContext::Clock::now();
   if (deadline <= now) {
@@ -64,6 +64,12 @@ void ClientCall::start(std::string_view path, std::string_view authority,
   // passed as they lie in the context's metadata (the connection copies them during the submit).
   absl::InlinedVector<std::string, 2> encoded;
   std::string timeout;
+  std::string attempts;
+  if (previous_attempts > 0) {
+    attempts = std::to_string(previous_attempts);
+    context_->initial_metadata_.clear();
+    context_->trailing_metadata_.clear();
+  }
   if (deadline != ClientContext::Clock::time_point::max()) {
     timeout = format_grpc_timeout(deadline - now);
   }
@@ -88,6 +94,7 @@ void ClientCall::start(std::string_view path, std::string_view authority,
   fields.push_back(HeaderField::literal("te", "trailers"));
   fields.push_back({"user-agent", user_agent});
   if (!timeout.empty()) fields.push_back({"grpc-timeout", timeout});
+  if (!attempts.empty()) fields.push_back({"grpc-previous-rpc-attempts", attempts});
   set_send_compression(context_->compression());
   if (send_compression() != Compression::kIdentity) {
     fields.push_back(HeaderField::literal("grpc-encoding", compression_name(send_compression())));
@@ -158,6 +165,7 @@ void ClientCall::on_headers_done() {
 void ClientCall::on_remote_end() {
   CallStream::on_remote_end();
   if (header_blocks_ == 1) {
+    trailers_only_ = true;
     // Trailers-Only: the one HEADERS block was the trailers, so its metadata is trailing
     // metadata (as grpc++ and grpc-go file it).
     for (const auto& [key, value] : context_->initial_metadata_) {
