@@ -4,8 +4,10 @@
 // one connection, the server's CPU time and heap allocations per call (read on the server's own
 // I/O thread), unary throughput with 1 MiB messages (2 in flight) and server-streaming throughput
 // with 64 KiB and 1 MiB messages; then the small-call and 64 KiB figures over TLS (test/certs,
-// TLS 1.3 with AES-GCM) beside cleartext, and the small-call figures with one no-op interceptor on
-// the server and the channel (ferry/interceptor.h) beside none. Prints tables of medians.
+// TLS 1.3 with AES-GCM) beside cleartext; the small-call figures with one no-op interceptor on
+// the server and the channel (ferry/interceptor.h) beside none; then a channel with round_robin
+// over two servers beside one connection (client calls/s and CPU per call, 64 in flight) and the
+// picker's own cost. Prints tables of medians.
 #include <pthread.h>
 
 #include <algorithm>
@@ -31,6 +33,7 @@
 #include "ferry/interceptor.h"
 #include "ferry/server.h"
 #include "ferry/tls.h"
+#include "client/load_balancer.h"
 #include "ferry/testing/echo.pb.h"
 #include "support/echo_service.h"
 
@@ -297,6 +300,86 @@ EchoResult measure_tcp_echo(int latency_msgs, int throughput_msgs) {
 
 double median(std::vector<double> v) { return percentile(std::move(v), 0.5); }
 
+struct BalancedResult {
+  double calls_per_s, client_cpu_us_per_call;
+};
+
+// Client side of `calls` unary calls, 64 in flight, on a channel over `servers` Echo servers
+// (each on its own I/O thread): one server means one connection (pick_first), two round_robin.
+// The client's loop runs on this thread, so its CPU time is this thread's.
+BalancedResult measure_balanced(int servers, int calls) {
+  ServerOptions options;
+  options.num_threads = 1;
+  testing::EchoService echo;
+  std::vector<std::unique_ptr<Server>> running;
+  std::string target = "ipv4:";
+  for (int i = 0; i < servers; ++i) {
+    running.push_back(std::make_unique<Server>(options));
+    running.back()->add_service(echo);
+    const int port = running.back()->start("127.0.0.1", 0).value();
+    target += (i == 0 ? "" : ",") + std::string("127.0.0.1:") + std::to_string(port);
+  }
+  ChannelOptions channel_options;
+  channel_options.load_balancing =
+      servers > 1 ? LoadBalancingPolicy::kRoundRobin : LoadBalancingPolicy::kPickFirst;
+  asio::io_context io(1);
+  Channel channel(io, target, channel_options);
+  testing::Echo::Stub stub(channel);
+  auto worker = [&](int n) -> asio::awaitable<void> {
+    EchoRequest request;
+    request.set_payload(std::string(kPayload, 'p'));
+    EchoResponse response;
+    for (int i = 0; i < n; ++i) {
+      ClientContext ctx;
+      absl::Status s = co_await stub.Echo(ctx, request, response);
+      if (!s.ok()) {
+        std::fprintf(stderr, "rpc_bench: balanced call failed: %s\n", s.ToString().c_str());
+        std::exit(1);
+      }
+    }
+  };
+  auto round = [&](int n) {
+    std::vector<std::future<void>> done;
+    for (int i = 0; i < kInFlight; ++i) {
+      done.push_back(asio::co_spawn(io, worker(n / kInFlight), asio::use_future));
+    }
+    for (auto& f : done) {
+      while (f.wait_for(std::chrono::seconds(0)) != std::future_status::ready) io.run_one();
+    }
+    return n / kInFlight * kInFlight;
+  };
+  round(4 * kInFlight);  // connects every server (round_robin starts with the first ready one)
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  round(2000);  // warm-up, now over every connection
+  const std::int64_t cpu_before = thread_cpu_ns();
+  const auto start = Clock::now();
+  const int n = round(calls);
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  BalancedResult r{};
+  r.calls_per_s = n / seconds;
+  r.client_cpu_us_per_call = static_cast<double>(thread_cpu_ns() - cpu_before) / 1000.0 / n;
+  return r;
+}
+
+// ns per Picker::pick() over `ready` connections (the call's hot-path share of load balancing).
+double picker_ns(int ready) {
+  asio::io_context io(1);
+  std::vector<std::shared_ptr<detail::ChannelConnection>> conns;
+  for (int i = 0; i < ready; ++i) {
+    conns.push_back(std::make_shared<detail::ChannelConnection>(io.get_executor()));
+  }
+  detail::Picker picker(std::move(conns));
+  constexpr int kPicks = 10'000'000;
+  std::uintptr_t sink = 0;
+  const auto start = Clock::now();
+  for (int i = 0; i < kPicks; ++i) {
+    const auto* c = picker.pick();
+    sink += reinterpret_cast<std::uintptr_t>(c->get());
+    asm volatile("" : "+r"(sink));
+  }
+  return std::chrono::duration<double, std::nano>(Clock::now() - start).count() / kPicks;
+}
+
 }  // namespace
 }  // namespace ferry::bench
 
@@ -309,12 +392,18 @@ int main(int argc, char** argv) {
 
   std::vector<FerryResult> ferry, tls, intercepted;
   std::vector<EchoResult> echo;
+  std::vector<BalancedResult> one_conn, balanced;
+  std::vector<double> pick1, pick2;
   for (int i = 0; i < repetitions; ++i) {
     ferry.push_back(measure_ferry(latency_calls, throughput_calls, stream_messages));
     echo.push_back(measure_tcp_echo(latency_calls, throughput_calls));
     tls.push_back(measure_ferry(latency_calls, throughput_calls, stream_messages, true));
     intercepted.push_back(
         measure_ferry(latency_calls, throughput_calls, stream_messages, false, true));
+    one_conn.push_back(measure_balanced(1, throughput_calls));
+    balanced.push_back(measure_balanced(2, throughput_calls));
+    pick1.push_back(picker_ns(1));
+    pick2.push_back(picker_ns(2));
   }
   auto m = [](auto& v, auto field) {
     std::vector<double> x;
@@ -362,5 +451,16 @@ int main(int argc, char** argv) {
   std::printf("| server CPU per call, %d in flight (µs) | %.2f | %.2f | %+.3f | %.2f× |\n", kInFlight, f_cpu, i_cpu, i_cpu - f_cpu, i_cpu / f_cpu);
   std::printf("| server heap allocations per call | %.2f | %.2f | | |\n", m(ferry, &FerryResult::allocs_per_call), m(intercepted, &FerryResult::allocs_per_call));
   std::printf("| the same, %zu-byte payloads | %.2f | %.2f | | |\n", kSmallPayload, m(ferry, &FerryResult::small_allocs_per_call), m(intercepted, &FerryResult::small_allocs_per_call));
+
+  const double o_qps = m(one_conn, &BalancedResult::calls_per_s);
+  const double b_qps = m(balanced, &BalancedResult::calls_per_s);
+  const double o_cpu = m(one_conn, &BalancedResult::client_cpu_us_per_call);
+  const double b_cpu = m(balanced, &BalancedResult::client_cpu_us_per_call);
+  std::printf("\nround_robin over 2 servers beside 1 connection (pick_first, 1 server), %d in flight, "
+              "client on 1 thread, same run\n\n", kInFlight);
+  std::printf("| measure | 1 connection | round_robin, 2 servers | ratio |\n|---|---:|---:|---:|\n");
+  std::printf("| unary calls/s | %.0f | %.0f | %.2f× |\n", o_qps, b_qps, b_qps / o_qps);
+  std::printf("| client CPU per call (µs) | %.2f | %.2f | %.2f× |\n", o_cpu, b_cpu, b_cpu / o_cpu);
+  std::printf("| picker, per pick (ns) | %.1f | %.1f | |\n", median(pick1), median(pick2));
   return 0;
 }

@@ -345,7 +345,11 @@ TEST(UnaryCall, ServerReconnectsAfterTheConnectionIsLost) {
   Server second(options);
   second.add_service(echo);
   ASSERT_TRUE(second.start("127.0.0.1", *port).ok());
+  // The failed attempt left the channel in TRANSIENT_FAILURE until its back-off passes (gRPC's
+  // connection back-off): a call that should ride that out waits for ready.
   ClientContext ctx3;
+  ctx3.set_wait_for_ready(true);
+  ctx3.set_timeout(10s);
   absl::Status s = echo_stub.Echo(ctx3, request, response);
   EXPECT_TRUE(s.ok()) << s;
   second.shutdown(100ms);

@@ -1,7 +1,9 @@
-// ferry/channel.h: a client's connection to one gRPC server (client layer, public). It connects
-// lazily on the first call, multiplexes every call over one HTTP/2 connection, and reconnects on
-// a later call once that connection is lost or draining (GOAWAY). A call that cannot connect
-// fails with UNAVAILABLE.
+// ferry/channel.h: a client's channel to a gRPC service (client layer, public). It resolves its
+// target lazily on the first call (ferry/resolver.h) into addresses, keeps one HTTP/2 connection
+// per address it uses (a subchannel), and spreads calls over them by its load-balancing policy
+// (pick_first or round_robin, ferry/connectivity.h). A lost or draining (GOAWAY) connection stops
+// taking calls at once and is reconnected with gRPC's back-off. A call that finds no connection
+// fails with UNAVAILABLE once every address failed, or waits (ClientContext::wait_for_ready).
 //
 //   asio::io_context io;
 //   ferry::Channel channel(io, "127.0.0.1:50051");
@@ -17,6 +19,8 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -33,7 +37,10 @@
 #include "ferry/client_stream.h"
 #include "ferry/completion.h"
 #include "ferry/connection_policy.h"
+#include "ferry/connectivity.h"
 #include "ferry/limits.h"
+#include "ferry/resolver.h"
+#include "ferry/retry.h"
 #include "ferry/tls.h"
 
 namespace google::protobuf {
@@ -46,8 +53,25 @@ class ClientInterceptor;  // ferry/interceptor.h
 
 // Limits (MessageLimits, ConnectionLimits: ferry/limits.h) are on by default.
 struct ChannelOptions : MessageLimits, ConnectionLimits {
-  // How long establishing a connection may take before calls fail with UNAVAILABLE.
+  // How long establishing a connection may take at least (gRPC's minimum connect timeout; an
+  // attempt may take the current back-off delay when that is longer).
   std::chrono::milliseconds connect_timeout = std::chrono::seconds(20);
+  // The delays between failed connection attempts to one address.
+  BackoffOptions backoff;
+  // pick_first or round_robin.
+  LoadBalancingPolicy load_balancing = LoadBalancingPolicy::kPickFirst;
+  // The resolver; null uses the built-in one the target's scheme names (then the target only
+  // provides the default :authority).
+  std::shared_ptr<Resolver> resolver;
+  // Re-resolution (after a connection was lost or every address failed) comes at most this
+  // often.
+  std::chrono::milliseconds min_resolve_interval = std::chrono::seconds(30);
+  // Retries of failed unary calls (ferry/retry.h): per method, keyed "/package.Service/Method"
+  // or "/package.Service/" for a whole service; methods without an entry use retry_policy
+  // (off by default).
+  std::map<std::string, RetryPolicy, std::less<>> method_retry_policies;
+  RetryPolicy retry_policy;
+  RetryThrottling retry_throttling;
   // :authority; empty means the target's host:port.
   std::string authority;
   std::string user_agent = "ferry/0.1";
@@ -80,6 +104,23 @@ class Channel {
   Channel& operator=(const Channel&) = delete;
 
   asio::io_context::executor_type executor() const;
+
+  // The channel's connectivity state, from any thread. try_to_connect: an IDLE channel starts
+  // resolving and connecting (as a call would).
+  ConnectivityState state(bool try_to_connect = false);
+  // Completes when the state is no longer last_observed (true) or at deadline (false).
+  // Completion signature: void(bool).
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto wait_for_state_change(ConnectivityState last_observed,
+                             std::chrono::steady_clock::time_point deadline,
+                             Token&& token = asio::use_awaitable) {
+    return detail::initiate_on<bool>(
+        executor(),
+        [core = core_, last_observed, deadline] {
+          return wait_for_state_change_on(core, last_observed, deadline);
+        },
+        std::forward<Token>(token));
+  }
 
   // The asynchronous operations below are asio initiating functions (ferry/completion.h): the
   // last argument is a completion token, asio::use_awaitable by default. The method name, the
@@ -165,6 +206,10 @@ class Channel {
   static asio::awaitable<ClientStream> open_on(std::shared_ptr<detail::ChannelCore> core,
                                                std::string_view method, ClientContext& context,
                                                const google::protobuf::MessageLite* request);
+
+  static asio::awaitable<bool> wait_for_state_change_on(
+      std::shared_ptr<detail::ChannelCore> core, ConnectivityState last_observed,
+      std::chrono::steady_clock::time_point deadline);
 
   std::unique_ptr<asio::io_context> own_io_;
   std::shared_ptr<detail::ChannelCore> core_;

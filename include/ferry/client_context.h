@@ -37,6 +37,12 @@ class ClientContext {
   void set_timeout(Clock::duration timeout) { deadline_ = Clock::now() + timeout; }
   Clock::time_point deadline() const { return deadline_; }
 
+  // wait_for_ready (gRPC's name): while the channel has no READY connection the call waits for
+  // one until its deadline, instead of failing at once with UNAVAILABLE when the channel is in
+  // TRANSIENT_FAILURE. Set it before the call starts. Default: false (fail fast).
+  void set_wait_for_ready(bool wait) { wait_for_ready_ = wait; }
+  bool wait_for_ready() const { return wait_for_ready_; }
+
   // Custom metadata to send (see metadata.h for what keys and values may hold).
   void add_metadata(std::string_view key, std::string_view value) { metadata_.add(key, value); }
   const Metadata& metadata() const { return metadata_; }
@@ -61,6 +67,7 @@ class ClientContext {
   Clock::time_point deadline_ = Clock::time_point::max();
   Compression compression_ = Compression::kIdentity;
   bool response_compressed_ = false;
+  bool wait_for_ready_ = false;
   Metadata metadata_;
   Metadata initial_metadata_;
   Metadata trailing_metadata_;

@@ -66,6 +66,20 @@ Channel::~Channel() {
 
 asio::io_context::executor_type Channel::executor() const { return core_->executor(); }
 
+ConnectivityState Channel::state(bool try_to_connect) {
+  const ConnectivityState s = core_->state();
+  if (try_to_connect && s == ConnectivityState::kIdle) {
+    asio::post(core_->executor(), [core = core_] { core->exit_idle(); });
+  }
+  return s;
+}
+
+asio::awaitable<bool> Channel::wait_for_state_change_on(std::shared_ptr<detail::ChannelCore> core,
+                                                        ConnectivityState last_observed,
+                                                        std::chrono::steady_clock::time_point deadline) {
+  co_return co_await core->wait_for_state_change(last_observed, deadline);
+}
+
 // Not a coroutine itself: every coroutine frame a call holds while it waits is an allocation
 // once more calls are in flight than asio's per-thread frame cache holds (two). On the channel's
 // thread a unary call holds one frame, unary_call's.

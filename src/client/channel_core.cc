@@ -1,9 +1,17 @@
 // Implementation of src/client/channel_core.h.
 #include "client/channel_core.h"
 
+#include <algorithm>
+#include <random>
+
 #include "absl/strings/str_cat.h"
+#include "asio/co_spawn.hpp"
+#include "asio/detached.hpp"
+#include "asio/redirect_error.hpp"
+#include "asio/use_awaitable.hpp"
 #include "client/client_call.h"
-#include "client/connector.h"
+#include "client/target_resolver.h"
+#include "common/strings.h"
 
 namespace ferry::detail {
 
@@ -11,69 +19,243 @@ ChannelCore::ChannelCore(asio::io_context::executor_type executor, std::string t
                          ChannelOptions options)
     : executor_(executor),
       target_string_(std::move(target)),
-      target_(parse_target(target_string_)),
       options_(std::move(options)),
-      connected_(executor) {
-  if (options_.authority.empty() && target_.ok()) options_.authority = target_->authority;
-}
-
-asio::awaitable<absl::StatusOr<std::shared_ptr<ChannelConnection>>> ChannelCore::connection() {
-  auto self = shared_from_this();
-  while (true) {
-    if (closed_) co_return absl::CancelledError("the channel is closed");
-    if (usable()) co_return current_;
-    if (!connecting_) break;
-    co_await connected_.wait();  // another call is connecting: share its outcome
-    if (!connecting_ && !usable()) co_return connect_error_;
+      resolve_backoff_(options_.backoff),
+      resolve_timer_(executor),
+      throttle_(options_.retry_throttling),
+      changed_(executor) {
+  absl::StatusOr<ResolvedTarget> resolved = resolver_for_target(target_string_);
+  auto settings = std::make_shared<SubchannelSettings>();
+  if (resolved.ok()) {
+    if (options_.authority.empty()) options_.authority = resolved->authority;
+    settings->tls_host = resolved->tls_host;
+    resolver_ = std::move(resolved->resolver);
+  } else if (options_.resolver == nullptr) {
+    target_error_ = absl::UnavailableError(resolved.status().message());
   }
-  connecting_ = true;
-  absl::Status status = co_await connect();
-  connecting_ = false;
-  connect_error_ = status;
-  connected_.notify_all();
-  if (!status.ok()) co_return status;
-  co_return current_;
+  if (options_.resolver != nullptr) {
+    // A user's resolver: the target only names the service (the default :authority).
+    resolver_ = options_.resolver;
+    if (options_.authority.empty()) options_.authority = target_string_;
+    if (settings->tls_host.empty()) settings->tls_host = options_.authority;
+  }
+  settings->options = options_;
+  settings_ = std::move(settings);
+  policy_ = options_.load_balancing == LoadBalancingPolicy::kRoundRobin ? make_round_robin(*this)
+                                                                       : make_pick_first(*this);
 }
 
-asio::awaitable<absl::Status> ChannelCore::connect() {
-  if (!target_.ok()) co_return absl::UnavailableError(target_.status().message());
-  absl::StatusOr<std::unique_ptr<http2::ByteStream>> stream =
-      co_await connect_stream(executor_, *target_, target_string_, options_);
-  if (!stream.ok()) co_return stream.status();
-  if (closed_) co_return absl::CancelledError("the channel is closed");
-  auto conn = std::make_shared<ChannelConnection>(executor_);
-  conn->connection = std::make_shared<http2::Connection>(
-      *std::move(stream), http2::Role::kClient, options_, conn.get());
-  http2::LifecyclePolicy lifecycle;
-  lifecycle.keepalive = options_.keepalive;
-  conn->connection->set_lifecycle(lifecycle);
-  conn->connection->start();
-  // A draining predecessor (GOAWAY received) stays alive through its calls' references.
-  current_ = std::move(conn);
-  co_return absl::OkStatus();
+ChannelCore::~ChannelCore() {
+  for (const auto& s : subchannels_) s->shutdown(/*graceful=*/false);
+}
+
+void ChannelCore::set_state(ConnectivityState state) {
+  if (state_.load(std::memory_order_relaxed) == ConnectivityState::kShutdown) return;
+  state_.store(state, std::memory_order_release);
+}
+
+void ChannelCore::update_picker(Picker picker, ConnectivityState state, absl::Status error) {
+  if (closed_) return;
+  picker_ = std::move(picker);
+  if (state == ConnectivityState::kTransientFailure) error_ = std::move(error);
+  set_state(state);
+  changed_.notify_all();
+}
+
+void ChannelCore::on_subchannel_state(Subchannel* subchannel, ConnectivityState state) {
+  if (closed_) return;
+  // A lost or failing connection may mean the addresses changed: ask the resolver again (at a
+  // bounded rate).
+  if (state == ConnectivityState::kIdle || state == ConnectivityState::kTransientFailure) {
+    request_resolution();
+  }
+  policy_->on_subchannel_state(subchannel, state);
+  // A waiting call may now find an address to try (pick_first went IDLE).
+  if (waiting_calls_ > 0 && state_.load(std::memory_order_relaxed) == ConnectivityState::kIdle) {
+    policy_->exit_idle();
+  }
+}
+
+void ChannelCore::exit_idle() {
+  if (closed_ || !target_error_.ok()) return;
+  if (!resolved_once_) {
+    if (state() == ConnectivityState::kIdle) {
+      set_state(ConnectivityState::kConnecting);
+      changed_.notify_all();
+    }
+    connect_requested_ = true;
+    request_resolution();
+    return;
+  }
+  policy_->exit_idle();
+}
+
+void ChannelCore::request_resolution() {
+  if (closed_ || resolver_ == nullptr) return;
+  if (resolving_) {
+    resolve_again_ = resolved_once_;
+    return;
+  }
+  resolving_ = true;
+  const auto not_before = resolved_once_ ? last_resolution_ + options_.min_resolve_interval
+                                         : std::chrono::steady_clock::time_point{};
+  asio::co_spawn(executor_, resolve(shared_from_this(), not_before), asio::detached);
+}
+
+asio::awaitable<void> ChannelCore::resolve(std::shared_ptr<ChannelCore> /*keeps it alive*/,
+                                           std::chrono::steady_clock::time_point not_before) {
+  while (true) {
+    if (std::chrono::steady_clock::now() < not_before) {
+      resolve_timer_.expires_at(not_before);
+      asio::error_code ec;
+      co_await resolve_timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+    if (closed_) break;
+    resolve_again_ = false;
+    absl::StatusOr<std::vector<Address>> addresses = co_await resolver_->resolve(executor_);
+    if (closed_) break;
+    last_resolution_ = std::chrono::steady_clock::now();
+    if (addresses.ok() && addresses->empty()) {
+      addresses = absl::UnavailableError("the resolver returned no address");
+    }
+    if (addresses.ok()) {
+      resolve_backoff_.reset();
+      resolved_once_ = true;
+      apply_addresses(*std::move(addresses));
+      if (!resolve_again_) break;
+      not_before = last_resolution_ + options_.min_resolve_interval;
+      continue;
+    }
+    // Failed: with no address yet, the channel is in TRANSIENT_FAILURE; retry with back-off.
+    if (subchannels_.empty()) {
+      error_ = addresses.status();
+      set_state(ConnectivityState::kTransientFailure);
+      changed_.notify_all();
+    }
+    not_before = last_resolution_ + resolve_backoff_.next();
+  }
+  resolving_ = false;
+}
+
+void ChannelCore::apply_addresses(std::vector<Address> addresses) {
+  std::vector<std::shared_ptr<Subchannel>> next;
+  next.reserve(addresses.size());
+  for (Address& a : addresses) {
+    auto same = [&a](const std::shared_ptr<Subchannel>& s) { return s->address() == a; };
+    if (std::any_of(next.begin(), next.end(), same)) continue;  // listed twice
+    auto kept = std::find_if(subchannels_.begin(), subchannels_.end(), same);
+    if (kept != subchannels_.end()) {
+      next.push_back(std::move(*kept));
+      subchannels_.erase(kept);
+    } else {
+      next.push_back(std::make_shared<Subchannel>(executor_, std::move(a), settings_, this));
+    }
+  }
+  std::vector<std::shared_ptr<Subchannel>> gone = std::exchange(subchannels_, std::move(next));
+  policy_->update(subchannels_);
+  for (const auto& s : gone) s->shutdown(/*graceful=*/true);  // its calls finish
+  if (waiting_calls_ > 0 || std::exchange(connect_requested_, false)) policy_->exit_idle();
+}
+
+asio::awaitable<void> ChannelCore::wait_for_change(std::chrono::steady_clock::time_point deadline) {
+  if (deadline == std::chrono::steady_clock::time_point::max()) {
+    co_await changed_.wait();
+    co_return;
+  }
+  asio::steady_timer timer(executor_, deadline);
+  timer.async_wait([self = shared_from_this()](const asio::error_code& ec) {
+    if (!ec) self->changed_.notify_all();
+  });
+  co_await changed_.wait();
 }
 
 asio::awaitable<ClientCall*> ChannelCore::start_call(std::string_view method,
-                                                     ClientContext& context) {
-  if (ClientCall* call = try_start_call(method, context)) co_return call;
-  absl::StatusOr<std::shared_ptr<ChannelConnection>> conn = co_await connection();
-  if (!conn.ok()) co_return new ClientCall(executor_, &context, conn.status());
-  co_return start_call_on(*conn, method, context);
+                                                     ClientContext& context,
+                                                     int previous_attempts) {
+  if (ClientCall* call = try_start_call(method, context, previous_attempts)) co_return call;
+  auto self = shared_from_this();
+  ++waiting_calls_;
+  absl::Status failure;
+  while (true) {
+    if (closed_) {
+      failure = absl::CancelledError("the channel is closed");
+      break;
+    }
+    if (!target_error_.ok()) {
+      failure = target_error_;
+      break;
+    }
+    if (const std::shared_ptr<ChannelConnection>* conn = picker_.pick()) {
+      if ((*conn)->connection->accepts_new_streams()) {
+        --waiting_calls_;
+        co_return start_call_on(*conn, method, context, previous_attempts);
+      }
+      if ((*conn)->owner != nullptr) (*conn)->owner->drop_connection();
+      continue;
+    }
+    const ConnectivityState s = state();
+    if (s == ConnectivityState::kTransientFailure && !context.wait_for_ready()) {
+      failure = error_.ok() ? absl::UnavailableError("no connection") : error_;
+      break;
+    }
+    if (context.deadline() <= std::chrono::steady_clock::now()) {
+      failure = absl::DeadlineExceededError(
+          absl::StrCat("deadline exceeded while waiting for a connection (channel ",
+                       to_absl(connectivity_state_name(s)), error_.ok() ? "" : ": ",
+                       error_.message(), ")"));
+      break;
+    }
+    if (s == ConnectivityState::kIdle || !resolved_once_) exit_idle();
+    co_await wait_for_change(context.deadline());
+  }
+  --waiting_calls_;
+  co_return new ClientCall(executor_, &context, std::move(failure));
 }
 
 ClientCall* ChannelCore::start_call_on(const std::shared_ptr<ChannelConnection>& conn,
-                                       std::string_view method, ClientContext& context) {
+                                       std::string_view method, ClientContext& context,
+                                       int previous_attempts) {
   auto* call = new ClientCall(conn, conn->connection.get(), &conn->deadlines, &context, options_,
                               options_.max_header_list_size);
-  call->start(method, options_.authority, options_.user_agent);
+  call->start(method, options_.authority, options_.user_agent, previous_attempts);
   return call;
+}
+
+std::optional<std::chrono::milliseconds> ChannelCore::retry_after(
+    std::string_view method, const absl::Status& status, bool committed, int attempts_made,
+    std::chrono::steady_clock::time_point deadline) {
+  const RetryPolicy* policy =
+      find_retry_policy(options_.method_retry_policies, options_.retry_policy, method);
+  if (policy == nullptr || !should_retry(*policy, status, committed, attempts_made)) {
+    return std::nullopt;
+  }
+  if (throttle_.enabled() && !throttle_.on_retryable_failure()) return std::nullopt;
+  thread_local std::mt19937 engine(static_cast<unsigned>(
+      std::chrono::steady_clock::now().time_since_epoch().count()));
+  const double draw = std::uniform_real_distribution<double>(0.0, 1.0)(engine);
+  const std::chrono::milliseconds wait = retry_delay(*policy, attempts_made, draw);
+  if (std::chrono::steady_clock::now() + wait >= deadline) return std::nullopt;
+  return wait;
+}
+
+asio::awaitable<bool> ChannelCore::wait_for_state_change(
+    ConnectivityState last_observed, std::chrono::steady_clock::time_point deadline) {
+  auto self = shared_from_this();
+  while (state() == last_observed) {
+    if (std::chrono::steady_clock::now() >= deadline) co_return false;
+    co_await wait_for_change(deadline);
+  }
+  co_return true;
 }
 
 void ChannelCore::close() {
   closed_ = true;
-  if (current_ != nullptr) current_->connection->close();
-  current_.reset();
-  connected_.notify_all();
+  picker_ = Picker();
+  state_.store(ConnectivityState::kShutdown, std::memory_order_release);
+  for (const auto& s : subchannels_) s->shutdown(/*graceful=*/false);
+  subchannels_.clear();
+  resolve_timer_.cancel();
+  changed_.notify_all();
 }
 
 }  // namespace ferry::detail

@@ -1,53 +1,57 @@
-// A channel's connection management (client layer, private): the parsed target, the current
-// HTTP/2 connection, connecting it (lazily, shared by every call waiting for it) and replacing
-// it once it is lost or draining (GOAWAY). Calls start here. Everything runs on the channel's
-// executor.
+// A channel's connection management (client layer, private): the resolver that turns the target
+// into addresses, one subchannel per address (client/subchannel.h), the load-balancing policy
+// over them (client/load_balancer.h) and the picker it publishes. Calls start here: on the hot
+// path a pick from the READY connections; when none is READY they wait for one (resolving and
+// connecting as the policy says), or fail fast in TRANSIENT_FAILURE unless wait_for_ready.
+// Everything runs on the channel's executor but state(), which any thread may read.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/status/statusor.h"
 #include "asio/awaitable.hpp"
 #include "asio/io_context.hpp"
-#include "call/deadline_queue.h"
+#include "asio/steady_timer.hpp"
 #include "call/event.h"
-#include "client/target.h"
+#include "client/backoff.h"
+#include "client/load_balancer.h"
+#include "client/retry.h"
+#include "client/subchannel.h"
 #include "ferry/channel.h"
-#include "http2/connection.h"
 
 namespace ferry::detail {
 
 class ClientCall;
 
-// One HTTP/2 connection of a channel, and its observer.
-struct ChannelConnection final : http2::ConnectionObserver {
-  explicit ChannelConnection(const asio::any_io_executor& executor) : deadlines(executor) {}
-  std::shared_ptr<http2::Connection> connection;
-  DeadlineQueue deadlines;  // its calls' deadlines, on one timer
-  http2::Stream* on_stream_open(std::int32_t) override { return nullptr; }  // no server push
-  void on_goaway(std::int32_t, http2::ErrorCode) override {}
-  void on_connection_closed() override {}
-};
-
-class ChannelCore : public std::enable_shared_from_this<ChannelCore> {
+class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
+                    public SubchannelListener,
+                    public LoadBalancerHelper {
  public:
   ChannelCore(asio::io_context::executor_type executor, std::string target,
               ChannelOptions options);
+  ~ChannelCore() override;
 
   const asio::io_context::executor_type& executor() const { return executor_; }
 
   // Starts a call: the returned ClientCall holds one reference for the caller. A call that
-  // cannot connect is returned over, with UNAVAILABLE.
-  asio::awaitable<ClientCall*> start_call(std::string_view method, ClientContext& context);
-  // start_call without suspending, when a connection is ready (the usual case); else null.
-  // Spares a call the frames of start_call and connection().
-  ClientCall* try_start_call(std::string_view method, ClientContext& context) {
-    if (closed_ || !usable()) return nullptr;
-    return start_call_on(current_, method, context);
+  // cannot get a connection is returned over, with its status (UNAVAILABLE, DEADLINE_EXCEEDED,
+  // CANCELLED once the channel is closed).
+  // previous_attempts: a retry's count of earlier attempts (client/retry.h).
+  asio::awaitable<ClientCall*> start_call(std::string_view method, ClientContext& context,
+                                          int previous_attempts = 0);
+  // start_call without suspending, when the picker has a connection (the usual case); else
+  // null. Spares a call the frame of start_call.
+  ClientCall* try_start_call(std::string_view method, ClientContext& context,
+                             int previous_attempts = 0) {
+    if (closed_) return nullptr;
+    const std::shared_ptr<ChannelConnection>* conn = picker_.pick();
+    if (conn == nullptr || !(*conn)->connection->accepts_new_streams()) return nullptr;
+    return start_call_on(*conn, method, context, previous_attempts);
   }
 
   // The channel's client interceptors (ChannelOptions::interceptors); usually none.
@@ -55,28 +59,67 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore> {
     return options_.interceptors;
   }
 
-  // Closes the connection; calls still running fail, later ones fail with CANCELLED.
+  // After an attempt of method failed with status (attempts_made so far, this one included):
+  // how long to wait before the next attempt, or nullopt when the call ends with this status
+  // (no policy, not retryable, committed, throttled, or the deadline would pass first).
+  std::optional<std::chrono::milliseconds> retry_after(std::string_view method,
+                                                       const absl::Status& status, bool committed,
+                                                       int attempts_made,
+                                                       std::chrono::steady_clock::time_point deadline);
+  // A call succeeded: refills the retry throttle when there is one.
+  void on_call_succeeded() {
+    if (throttle_.enabled()) throttle_.on_success();
+  }
+
+  // The channel's state; from any thread.
+  ConnectivityState state() const { return state_.load(std::memory_order_acquire); }
+  // An IDLE channel starts resolving and connecting.
+  void exit_idle();
+  // Waits until the state is not last_observed (true) or deadline passes (false).
+  asio::awaitable<bool> wait_for_state_change(ConnectivityState last_observed,
+                                              std::chrono::steady_clock::time_point deadline);
+
+  // Closes every connection; calls still running fail, later ones fail with CANCELLED.
   void close();
 
  private:
-  bool usable() const {
-    return current_ != nullptr && current_->connection->accepts_new_streams();
-  }
-  // The connection to start a call on: the current one, or a new one.
-  asio::awaitable<absl::StatusOr<std::shared_ptr<ChannelConnection>>> connection();
-  asio::awaitable<absl::Status> connect();
+  void on_subchannel_state(Subchannel* subchannel, ConnectivityState state) override;
+  void update_picker(Picker picker, ConnectivityState state, absl::Status error) override;
+
   ClientCall* start_call_on(const std::shared_ptr<ChannelConnection>& conn,
-                            std::string_view method, ClientContext& context);
+                            std::string_view method, ClientContext& context,
+                            int previous_attempts);
+  // Suspends until the picker or state changes, or deadline passes (spurious wake-ups allowed).
+  asio::awaitable<void> wait_for_change(std::chrono::steady_clock::time_point deadline);
+  // Resolves now, or as soon as min_resolve_interval allows; one resolution at a time.
+  void request_resolution();
+  asio::awaitable<void> resolve(std::shared_ptr<ChannelCore> self,
+                                std::chrono::steady_clock::time_point not_before);
+  void apply_addresses(std::vector<Address> addresses);
+  void set_state(ConnectivityState state);
 
   asio::io_context::executor_type executor_;
   std::string target_string_;
-  absl::StatusOr<Target> target_;
   ChannelOptions options_;
-  std::shared_ptr<ChannelConnection> current_;
-  bool connecting_ = false;
+  absl::Status target_error_;  // the target does not parse: every call fails with it
+  std::shared_ptr<Resolver> resolver_;
+  std::shared_ptr<const SubchannelSettings> settings_;
+  std::unique_ptr<LoadBalancer> policy_;
+  std::vector<std::shared_ptr<Subchannel>> subchannels_;
+  Picker picker_;
+  std::atomic<ConnectivityState> state_{ConnectivityState::kIdle};
+  absl::Status error_;  // why the channel is in TRANSIENT_FAILURE
+  bool resolved_once_ = false;
+  bool resolving_ = false;
+  bool resolve_again_ = false;  // a request came during a resolution
+  std::chrono::steady_clock::time_point last_resolution_{};
+  Backoff resolve_backoff_;  // between failed resolutions
+  asio::steady_timer resolve_timer_;  // the wait before the next resolution
+  int waiting_calls_ = 0;
+  bool connect_requested_ = false;  // exit_idle() before the first resolution
   bool closed_ = false;
-  absl::Status connect_error_;
-  Signal connected_;  // any number of calls may wait for one connection attempt
+  RetryThrottle throttle_;
+  Signal changed_;  // the picker or the state changed: waiting calls and watchers re-check
 };
 
 }  // namespace ferry::detail

@@ -51,7 +51,7 @@ void ClientCall::on_operation_cancelled() {
 }
 
 void ClientCall::start(std::string_view path, std::string_view authority,
-                       std::string_view user_agent) {
+                       std::string_view user_agent, int previous_attempts) {
   const auto deadline = context_->deadline();
   const auto now = ClientContext::Clock::now();
   if (deadline <= now) {
@@ -66,6 +66,12 @@ void ClientCall::start(std::string_view path, std::string_view authority,
   // passed as they lie in the context's metadata (the connection copies them during the submit).
   absl::InlinedVector<std::string, 2> encoded;
   std::string timeout;
+  std::string attempts;
+  if (previous_attempts > 0) {
+    attempts = std::to_string(previous_attempts);
+    context_->initial_metadata_.clear();
+    context_->trailing_metadata_.clear();
+  }
   if (deadline != ClientContext::Clock::time_point::max()) {
     timeout = format_grpc_timeout(deadline - now);
   }
@@ -90,6 +96,7 @@ void ClientCall::start(std::string_view path, std::string_view authority,
   fields.push_back(HeaderField::literal("te", "trailers"));
   fields.push_back({"user-agent", user_agent});
   if (!timeout.empty()) fields.push_back({"grpc-timeout", timeout});
+  if (!attempts.empty()) fields.push_back({"grpc-previous-rpc-attempts", attempts});
   set_send_compression(context_->compression());
   if (send_compression() != Compression::kIdentity) {
     fields.push_back(HeaderField::literal("grpc-encoding", compression_name(send_compression())));
@@ -106,6 +113,7 @@ void ClientCall::start(std::string_view path, std::string_view authority,
     closed_ = true;
     connection_ = nullptr;
     unref();
+    never_processed_ = true;
     complete(absl::UnavailableError("the connection cannot take a new stream"));
     abort(status_);
     return;
@@ -182,6 +190,7 @@ void ClientCall::on_headers_done() {
 void ClientCall::on_remote_end() {
   CallStream::on_remote_end();
   if (header_blocks_ == 1) {
+    trailers_only_ = true;
     // Trailers-Only: the one HEADERS block was the trailers, so its metadata is trailing
     // metadata (as grpc++ and grpc-go file it).
     for (const auto& [key, value] : context_->initial_metadata_) {
@@ -210,6 +219,7 @@ void ClientCall::on_remote_end() {
 
 void ClientCall::on_stream_closed(http2::ErrorCode h2_error) {
   if (!done_) {
+    never_processed_ = h2_error == http2::ErrorCode::kRefusedStream && header_blocks_ == 0;
     if (h2_error == http2::ErrorCode::kCancel &&
         context_->deadline() <= ClientContext::Clock::now()) {
       // A server enforcing the same deadline resets the stream when it passes; that reset may

@@ -42,7 +42,10 @@ class ClientCall final : public CallStream {
   static void operator delete(void* p, std::size_t size) noexcept;
 
   // Submits the request headers. On failure the call is over with UNAVAILABLE.
-  void start(std::string_view path, std::string_view authority, std::string_view user_agent);
+  // previous_attempts: a retry's count of earlier attempts (grpc-previous-rpc-attempts); the
+  // context's received metadata is cleared for it.
+  void start(std::string_view path, std::string_view authority, std::string_view user_agent,
+             int previous_attempts = 0);
 
   asio::awaitable<absl::Status> write(const google::protobuf::MessageLite& msg, bool last,
                                       WriteOptions options);
@@ -66,6 +69,12 @@ class ClientCall final : public CallStream {
   // Observer told when the call is done (at once if it is); the call owns it. Only calls with
   // interceptors have one.
   void set_observer(std::unique_ptr<ClientCallObserver> observer);
+  // The server never saw the call: it could not be sent (the connection took no new stream) or
+  // was refused before any response (REFUSED_STREAM, or above a GOAWAY's last stream id). gRPC's
+  // retry design lets such a call be retried transparently.
+  bool never_processed() const { return never_processed_; }
+  // Response headers came (not a Trailers-Only response): the retry design's commit point.
+  bool committed() const { return header_blocks_ > 0 && !trailers_only_; }
 
  private:
   bool on_header(std::string_view name, std::string_view value) override;
@@ -94,6 +103,8 @@ class ClientCall final : public CallStream {
   bool initial_done_ = false;
   int header_blocks_ = 0;
   bool done_ = false;
+  bool never_processed_ = false;
+  bool trailers_only_ = false;
   int http_status_ = 0;
   bool has_grpc_status_ = false;
   absl::StatusCode grpc_status_ = absl::StatusCode::kUnknown;

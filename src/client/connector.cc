@@ -2,7 +2,6 @@
 #include "client/connector.h"
 
 #include "absl/strings/str_cat.h"
-#include "asio/connect.hpp"
 #include "asio/ip/tcp.hpp"
 #include "asio/local/stream_protocol.hpp"
 #include "asio/redirect_error.hpp"
@@ -42,47 +41,36 @@ asio::awaitable<absl::Status> connect_within(Socket& socket, Connect connect,
 
 }  // namespace
 
-asio::awaitable<absl::StatusOr<std::unique_ptr<http2::ByteStream>>> connect_stream(
-    asio::io_context::executor_type executor, const Target& target,
-    const std::string& target_string, const ChannelOptions& options) {
-  const auto deadline = std::chrono::steady_clock::now() + options.connect_timeout;
+asio::awaitable<absl::StatusOr<std::unique_ptr<http2::ByteStream>>> connect_address(
+    asio::io_context::executor_type executor, const Address& address, const std::string& tls_host,
+    std::chrono::steady_clock::time_point deadline, const ChannelOptions& options) {
+  const std::string name = address.to_string();
   std::unique_ptr<http2::ByteStream> stream;
-  if (!target.unix_path.empty()) {
+  if (!address.unix_path.empty()) {
     asio::local::stream_protocol::socket socket(executor);
-    const asio::local::stream_protocol::endpoint endpoint(target.unix_path);
+    const asio::local::stream_protocol::endpoint endpoint(address.unix_path);
     absl::Status s = co_await connect_within(
         socket,
         [&](asio::error_code& ec) {
           return socket.async_connect(endpoint, asio::redirect_error(asio::use_awaitable, ec));
         },
-        deadline, target_string);
+        deadline, name);
     if (!s.ok()) co_return s;
     stream = http2::make_unix_stream(std::move(socket));
   } else {
-    asio::error_code ec;
-    asio::ip::tcp::resolver resolver(executor);
-    auto endpoints = co_await resolver.async_resolve(
-        target.host, target.port, asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) {
-      co_return absl::UnavailableError(
-          absl::StrCat("cannot resolve ", target_string, ": ", ec.message()));
-    }
     asio::ip::tcp::socket socket(executor);
     absl::Status s = co_await connect_within(
         socket,
-        [&](asio::error_code& e) -> asio::awaitable<void> {
-          co_await asio::async_connect(socket, endpoints,
-                                       asio::redirect_error(asio::use_awaitable, e));
+        [&](asio::error_code& e) {
+          return socket.async_connect(address.tcp, asio::redirect_error(asio::use_awaitable, e));
         },
-        deadline, target_string);
+        deadline, name);
     if (!s.ok()) co_return s;
     stream = http2::make_tcp_stream(std::move(socket));
   }
   if (options.credentials == nullptr) co_return stream;
-  // The name the certificate must carry: the target's host (for a Unix socket, the authority).
-  co_return co_await tls::client_handshake(
-      std::move(stream), *options.credentials,
-      target.unix_path.empty() ? target.host : target.authority, deadline);
+  co_return co_await tls::client_handshake(std::move(stream), *options.credentials, tls_host,
+                                           deadline);
 }
 
 }  // namespace ferry::detail

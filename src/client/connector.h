@@ -1,7 +1,7 @@
-// Establishing a channel's transport (client layer, private): resolves and connects the target
+// Establishing a subchannel's transport (client layer, private): connects one resolved address
 // (TCP, or a Unix domain socket), then, when the channel has TLS credentials, runs the TLS
-// handshake over it (src/tls/handshake.h), all within the connect timeout. The result is the
-// byte stream the HTTP/2 connection runs over, whatever the transport.
+// handshake over it (src/tls/handshake.h), all before a deadline. The result is the byte stream
+// the HTTP/2 connection runs over, whatever the transport.
 #pragma once
 
 #include <memory>
@@ -10,15 +10,15 @@
 #include "absl/status/statusor.h"
 #include "asio/awaitable.hpp"
 #include "asio/io_context.hpp"
-#include "client/target.h"
 #include "ferry/channel.h"
+#include "ferry/resolver.h"
 #include "http2/byte_stream.h"
 
 namespace ferry::detail {
 
-// UNAVAILABLE saying why (target_string names the target in the message).
-asio::awaitable<absl::StatusOr<std::unique_ptr<http2::ByteStream>>> connect_stream(
-    asio::io_context::executor_type executor, const Target& target,
-    const std::string& target_string, const ChannelOptions& options);
+// UNAVAILABLE saying why. tls_host: the name the server's certificate must carry.
+asio::awaitable<absl::StatusOr<std::unique_ptr<http2::ByteStream>>> connect_address(
+    asio::io_context::executor_type executor, const Address& address, const std::string& tls_host,
+    std::chrono::steady_clock::time_point deadline, const ChannelOptions& options);
 
 }  // namespace ferry::detail

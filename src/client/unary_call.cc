@@ -1,6 +1,11 @@
 // Implementation of src/client/unary_call.h.
 #include "client/unary_call.h"
 
+#include <optional>
+
+#include "asio/redirect_error.hpp"
+#include "asio/steady_timer.hpp"
+#include "asio/use_awaitable.hpp"
 #include "client/channel_core.h"
 #include "client/client_call.h"
 
@@ -24,33 +29,69 @@ asio::awaitable<ClientCall*> start_with_request(std::shared_ptr<ChannelCore> cor
   co_return call;
 }
 
+namespace {
+
+// A retry's wait: its own coroutine, so that the unary call's frame (the hot path's, recycled
+// per thread by size) does not carry a timer.
+asio::awaitable<void> retry_wait(asio::any_io_executor executor, std::chrono::milliseconds wait) {
+  asio::steady_timer timer(executor, wait);
+  asio::error_code ignored;
+  co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+}
+
+}  // namespace
+
 asio::awaitable<absl::Status> unary_call(std::shared_ptr<ChannelCore> core, std::string_view method,
                                          ClientContext& context,
                                          const google::protobuf::MessageLite& request,
                                          google::protobuf::MessageLite& response) {
-  // start_with_request inlined: a unary call is the hot path, and a nested coroutine would cost
-  // it one more frame per call.
-  ClientCall* call = core->try_start_call(method, context);
-  if (call == nullptr) call = co_await core->start_call(method, context);
-  call->expect_single_message();
-  if (!call->done()) {
-    absl::Status written = call->send_request(request);
-    if (!written.ok()) call->cancel(written);  // e.g. over the send limit: the status is the write's
+  // Two kinds of retry, neither of which buffers anything: the request stays the caller's until
+  // the call completes. A call the server never processed (refused, or above a GOAWAY's last
+  // stream id) is sent again at once on whatever connection the picker gives next (gRPC's
+  // transparent retry; bounded, should a server refuse everything). A failed attempt is retried
+  // as the method's RetryPolicy says (client/retry.h), with grpc-previous-rpc-attempts.
+  constexpr int kTransparentRetries = 8;
+  int transparent = 0;
+  int attempts = 0;  // completed attempts that count for the retry policy
+  while (true) {
+    // start_with_request inlined: a unary call is the hot path, and a nested coroutine would
+    // cost it one more frame per call.
+    ClientCall* call = core->try_start_call(method, context, attempts);
+    if (call == nullptr) call = co_await core->start_call(method, context, attempts);
+    call->expect_single_message();
+    if (!call->done()) {
+      absl::Status written = call->send_request(request);
+      if (!written.ok()) call->cancel(written);  // e.g. over the send limit: the write's status
+    }
+    // call->read(response) inlined too: its frame would stay alive while the call waits for
+    // the response, a third frame per call in flight where asio's per-thread cache recycles two.
+    std::optional<bool> got = false;
+    if (!call->done()) {  // done already: it failed to start or to send, and nothing will come
+      while (!(got = call->next_message(response))) co_await call->inbound_progress();
+    }
+    // call->finish() inlined as well: once this coroutine is cancelled (say the losing side of
+    // `||`), asio throws on awaiting a nested coroutine, and the call would never be released.
+    while (!call->done()) co_await call->done_progress();
+    absl::Status status = call->status();
+    const bool never_processed = call->never_processed();
+    const bool committed = call->committed() || *got;
+    // This coroutine runs on the call's executor, resumed from its queue: nothing of the
+    // call's is below it on the stack, so the last reference may delete the call at once.
+    call->unref_inline();
+    if (status.ok()) {
+      core->on_call_succeeded();
+      co_return single_response_status(std::move(status), *got);
+    }
+    if (never_processed && transparent < kTransparentRetries) {
+      ++transparent;
+      continue;
+    }
+    ++attempts;
+    std::optional<std::chrono::milliseconds> wait =
+        core->retry_after(method, status, committed, attempts, context.deadline());
+    if (!wait) co_return single_response_status(std::move(status), *got);
+    if (wait->count() > 0) co_await retry_wait(core->executor(), *wait);
   }
-  // call->read(response) inlined too: its frame would stay alive while the call waits for the
-  // response, a third frame per call in flight where asio's per-thread cache recycles two.
-  std::optional<bool> got = false;
-  if (!call->done()) {  // done already: it failed to start or to send, and nothing will come
-    while (!(got = call->next_message(response))) co_await call->inbound_progress();
-  }
-  // call->finish() inlined as well: once this coroutine is cancelled (say the losing side of
-  // `||`), asio throws on awaiting a nested coroutine, and the call would never be released.
-  while (!call->done()) co_await call->done_progress();
-  absl::Status status = call->status();
-  // This coroutine runs on the call's executor, resumed from its queue: nothing of the call's
-  // is below it on the stack, so the last reference may delete the call at once.
-  call->unref_inline();
-  co_return single_response_status(std::move(status), *got);
 }
 
 }  // namespace ferry::detail

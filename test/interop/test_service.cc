@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "asio/steady_timer.hpp"
 #include "asio/this_coro.hpp"
 #include "asio/use_awaitable.hpp"
@@ -129,6 +131,11 @@ asio::awaitable<absl::Status> TestServiceImpl::UnaryCall(ServerContext& ctx,
   }
   if (request.response_compressed().value()) ctx.set_compression(Compression::kGzip);
   if (absl::Status s = echo_status(request.response_status()); !s.ok()) co_return s;
+  if (request.fill_server_id()) {
+    // One id per server process: the pick_first_unary case checks every call reached one server.
+    static const std::string id = "ferry-interop-" + std::to_string(::getpid());
+    response.set_server_id(id);
+  }
   co_return fill_payload(request.response_type(), request.response_size(),
                          *response.mutable_payload());
 }

@@ -1,0 +1,40 @@
+// ferry/retry.h: retries of failed calls (client layer, public), after gRPC's retry design (A6):
+// a policy per method says how many attempts a call may make, which statuses are worth another
+// attempt and how long to wait between them; a channel-wide throttle stops retries while most
+// calls fail. Independent of these, a call the server never processed (REFUSED_STREAM, or above
+// a GOAWAY's last stream id) is always retried transparently.
+#pragma once
+
+#include <chrono>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace ferry {
+
+// A method's retry policy (service config's retryPolicy). Applies to unary calls: their request
+// is the caller's until the call completes, so retrying buffers nothing. An attempt is retried
+// only while the call is not committed: no response headers came (a Trailers-Only response does
+// not commit), and the deadline leaves room for the wait.
+struct RetryPolicy {
+  // Attempts in all, the first included: 1 (the default) turns retries off; at most 5 (gRPC's
+  // cap; more is treated as 5).
+  int max_attempts = 1;
+  // The n-th retry waits a random time in [0, min(initial_backoff * multiplier^(n-1),
+  // max_backoff)).
+  std::chrono::milliseconds initial_backoff = std::chrono::milliseconds(100);
+  std::chrono::milliseconds max_backoff = std::chrono::seconds(1);
+  double backoff_multiplier = 2.0;
+  // The statuses an attempt may end with to be retried.
+  std::vector<absl::StatusCode> retryable_status_codes = {absl::StatusCode::kUnavailable};
+};
+
+// Retry throttling (service config's retryThrottling): the channel holds max_tokens tokens; every
+// attempt that fails with a retryable status takes one, every success gives back token_ratio;
+// retries are made only while more than half remain. max_tokens 0 (the default) turns it off.
+struct RetryThrottling {
+  int max_tokens = 0;
+  double token_ratio = 0.1;
+};
+
+}  // namespace ferry

@@ -1,0 +1,28 @@
+// ferry/service_config.h: gRPC service configs (client layer, public): the JSON document of
+// gRPC's service-config design, applied to a channel's options. The parts ferry implements are
+// read: the load-balancing policy, retry policies per method and retry throttling.
+#pragma once
+
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "ferry/channel.h"
+
+namespace ferry {
+
+// Applies json to options:
+//   "loadBalancingConfig": [{"round_robin": {}}, ...]  the first policy ferry knows
+//                                                      (pick_first, round_robin) wins
+//   "loadBalancingPolicy": "round_robin"               the older form, when the above is absent
+//   "methodConfig": [{"name": [{"service": "pkg.Svc", "method": "M"}],
+//                     "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.1s",
+//                                     "maxBackoff": "1s", "backoffMultiplier": 2,
+//                                     "retryableStatusCodes": ["UNAVAILABLE"]}}]
+//       a name without method applies to the service, an empty name ({}) to every method
+//   "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}
+// Other fields (timeout, waitForReady, message sizes) are ignored. INVALID_ARGUMENT, saying
+// why, for text that is not strict JSON or a field of the wrong shape or range (as gRPC
+// validates them); options are then left as they were. Any thread; not the hot path.
+[[nodiscard]] absl::Status apply_service_config(std::string_view json, ChannelOptions& options);
+
+}  // namespace ferry

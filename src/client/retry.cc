@@ -1,0 +1,40 @@
+// Implementation of src/client/retry.h.
+#include "client/retry.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ferry::detail {
+
+const RetryPolicy* find_retry_policy(
+    const std::map<std::string, RetryPolicy, std::less<>>& per_method,
+    const RetryPolicy& fallback, std::string_view method) {
+  const RetryPolicy* found = &fallback;
+  if (!per_method.empty()) {
+    if (auto it = per_method.find(method); it != per_method.end()) {
+      found = &it->second;
+    } else if (const std::size_t slash = method.rfind('/'); slash != std::string_view::npos) {
+      if (auto svc = per_method.find(method.substr(0, slash + 1)); svc != per_method.end()) {
+        found = &svc->second;
+      }
+    }
+  }
+  return found->max_attempts > 1 ? found : nullptr;
+}
+
+bool should_retry(const RetryPolicy& policy, const absl::Status& status, bool committed,
+                  int attempts_made) {
+  if (status.ok() || committed) return false;
+  if (attempts_made >= std::min(policy.max_attempts, 5)) return false;
+  const auto& codes = policy.retryable_status_codes;
+  return std::find(codes.begin(), codes.end(), status.code()) != codes.end();
+}
+
+std::chrono::milliseconds retry_delay(const RetryPolicy& policy, int n, double uniform) {
+  const double initial = static_cast<double>(policy.initial_backoff.count());
+  const double cap = static_cast<double>(policy.max_backoff.count());
+  const double ceiling = std::min(initial * std::pow(policy.backoff_multiplier, n - 1), cap);
+  return std::chrono::milliseconds(static_cast<std::int64_t>(std::max(0.0, ceiling * uniform)));
+}
+
+}  // namespace ferry::detail

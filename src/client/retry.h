@@ -1,0 +1,54 @@
+// Retry decisions for calls (client layer, private; the policies are ferry/retry.h's): which
+// policy a method has, whether a finished attempt is retried, how long to wait first, and the
+// channel's retry throttle. Only consulted once an attempt failed: a successful call pays at most
+// the throttle's token refill, and only when throttling is on.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "ferry/retry.h"
+
+namespace ferry::detail {
+
+// The policy for method ("/package.Service/Method"): its own entry in per_method, else its
+// service's ("/package.Service/"), else fallback. Null when retries are off for it.
+const RetryPolicy* find_retry_policy(
+    const std::map<std::string, RetryPolicy, std::less<>>& per_method,
+    const RetryPolicy& fallback, std::string_view method);
+
+// Whether an attempt that ended with status may be followed by another: a retryable status, a call
+// not committed, attempts made (so far, the failed one included) below the policy's maximum.
+bool should_retry(const RetryPolicy& policy, const absl::Status& status, bool committed,
+                  int attempts_made);
+
+// The wait before retry n (n >= 1): uniform in [0, min(initial * multiplier^(n-1), max)).
+// uniform: draws from [0, 1).
+std::chrono::milliseconds retry_delay(const RetryPolicy& policy, int n, double uniform);
+
+// The channel's token bucket (RetryThrottling). On the channel's executor.
+class RetryThrottle {
+ public:
+  explicit RetryThrottle(const RetryThrottling& options)
+      : max_(options.max_tokens * 1000), ratio_(static_cast<int>(options.token_ratio * 1000)),
+        tokens_(max_) {}
+  bool enabled() const { return max_ > 0; }
+  // An attempt failed with a retryable status; true when a retry is still allowed.
+  bool on_retryable_failure() {
+    tokens_ = tokens_ >= 1000 ? tokens_ - 1000 : 0;
+    return tokens_ > max_ / 2;
+  }
+  void on_success() { tokens_ = tokens_ + ratio_ > max_ ? max_ : tokens_ + ratio_; }
+
+ private:
+  // In thousandths of a token, as gRPC keeps them (the ratio has three decimals).
+  int max_;
+  int ratio_;
+  int tokens_;
+};
+
+}  // namespace ferry::detail

@@ -1,0 +1,106 @@
+// Implementation of src/client/subchannel.h.
+#include "client/subchannel.h"
+
+#include <algorithm>
+
+#include "asio/co_spawn.hpp"
+#include "asio/detached.hpp"
+#include "asio/redirect_error.hpp"
+#include "asio/use_awaitable.hpp"
+#include "client/connector.h"
+
+namespace ferry::detail {
+
+void ChannelConnection::on_goaway(std::int32_t, http2::ErrorCode) {
+  if (owner != nullptr) owner->lose(this);
+}
+
+void ChannelConnection::on_connection_closed() {
+  if (owner != nullptr) owner->lose(this);
+}
+
+Subchannel::Subchannel(asio::io_context::executor_type executor, Address address,
+                       std::shared_ptr<const SubchannelSettings> settings,
+                       SubchannelListener* listener)
+    : executor_(executor),
+      address_(std::move(address)),
+      settings_(std::move(settings)),
+      listener_(listener),
+      backoff_(settings_->options.backoff),
+      retry_timer_(executor) {}
+
+Subchannel::~Subchannel() {
+  if (current_ != nullptr) current_->owner = nullptr;
+}
+
+void Subchannel::set_state(ConnectivityState state) {
+  if (state_ == state || state_ == ConnectivityState::kShutdown) return;
+  state_ = state;
+  if (listener_ != nullptr) listener_->on_subchannel_state(this, state);
+}
+
+void Subchannel::connect() {
+  if (state_ != ConnectivityState::kIdle) return;
+  set_state(ConnectivityState::kConnecting);
+  asio::co_spawn(executor_, attempt_loop(shared_from_this()), asio::detached);
+}
+
+asio::awaitable<void> Subchannel::attempt_loop(std::shared_ptr<Subchannel> /*keeps it alive*/) {
+  const ChannelOptions& options = settings_->options;
+  while (state_ == ConnectivityState::kConnecting) {
+    const auto started = std::chrono::steady_clock::now();
+    const std::chrono::milliseconds delay = backoff_.next();
+    // connection-backoff.md: an attempt may take the longer of the minimum connect timeout and
+    // the current back-off.
+    const auto deadline = started + std::max(options.connect_timeout, delay);
+    absl::StatusOr<std::unique_ptr<http2::ByteStream>> stream =
+        co_await connect_address(executor_, address_, settings_->tls_host, deadline, options);
+    if (state_ != ConnectivityState::kConnecting) co_return;  // shut down meanwhile
+    if (stream.ok()) {
+      backoff_.reset();
+      auto conn = std::make_shared<ChannelConnection>(executor_);
+      conn->connection = std::make_shared<http2::Connection>(
+          *std::move(stream), http2::Role::kClient, options, conn.get());
+      http2::LifecyclePolicy lifecycle;
+      lifecycle.keepalive = options.keepalive;
+      conn->connection->set_lifecycle(lifecycle);
+      conn->owner = this;
+      current_ = conn;
+      conn->connection->start();
+      if (current_ == conn) set_state(ConnectivityState::kReady);
+      co_return;
+    }
+    last_error_ = stream.status();
+    set_state(ConnectivityState::kTransientFailure);
+    retry_timer_.expires_at(started + delay);
+    asio::error_code ec;
+    co_await retry_timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (state_ != ConnectivityState::kTransientFailure) co_return;
+    set_state(reconnect_ ? ConnectivityState::kConnecting : ConnectivityState::kIdle);
+  }
+}
+
+void Subchannel::lose(ChannelConnection* conn) {
+  if (conn == nullptr || conn != current_.get()) return;
+  auto self = shared_from_this();
+  conn->owner = nullptr;
+  current_.reset();
+  set_state(ConnectivityState::kIdle);
+}
+
+void Subchannel::shutdown(bool graceful) {
+  if (state_ == ConnectivityState::kShutdown) return;
+  state_ = ConnectivityState::kShutdown;
+  listener_ = nullptr;
+  retry_timer_.cancel();
+  if (std::shared_ptr<ChannelConnection> conn = std::move(current_)) {
+    conn->owner = nullptr;
+    if (graceful) {
+      conn->connection->shutdown();
+    } else {
+      conn->connection->close();
+    }
+  }
+}
+
+}  // namespace ferry::detail

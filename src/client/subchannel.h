@@ -1,0 +1,97 @@
+// One connection of a channel to one resolved address (client layer, private): its connectivity
+// state (IDLE, CONNECTING, READY, TRANSIENT_FAILURE, SHUTDOWN), the connection attempts with
+// gRPC's back-off between them, and the HTTP/2 connection while READY. A GOAWAY or a lost
+// connection takes it out of READY at once (the draining connection lives on through its calls'
+// references). Everything runs on the channel's executor.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "asio/io_context.hpp"
+#include "asio/steady_timer.hpp"
+#include "call/deadline_queue.h"
+#include "client/backoff.h"
+#include "ferry/channel.h"
+#include "ferry/connectivity.h"
+#include "ferry/resolver.h"
+#include "http2/connection.h"
+
+namespace ferry::detail {
+
+class Subchannel;
+
+// One HTTP/2 connection of a channel, and its observer (reports to its subchannel, if it still
+// has one).
+struct ChannelConnection final : http2::ConnectionObserver {
+  explicit ChannelConnection(const asio::any_io_executor& executor) : deadlines(executor) {}
+  std::shared_ptr<http2::Connection> connection;
+  DeadlineQueue deadlines;  // its calls' deadlines, on one timer
+  Subchannel* owner = nullptr;  // cleared when the subchannel lets go of it
+  http2::Stream* on_stream_open(std::int32_t) override { return nullptr; }  // no server push
+  void on_goaway(std::int32_t, http2::ErrorCode) override;
+  void on_connection_closed() override;
+};
+
+// Told of every state change of the subchannels it created (the channel, for its policy).
+class SubchannelListener {
+ public:
+  virtual ~SubchannelListener() = default;
+  // May create, connect or shut down subchannels, this one too.
+  virtual void on_subchannel_state(Subchannel* subchannel, ConnectivityState state) = 0;
+};
+
+// What the subchannels of one channel share; owned by the channel, outlives them.
+struct SubchannelSettings {
+  ChannelOptions options;
+  std::string tls_host;
+};
+
+class Subchannel : public std::enable_shared_from_this<Subchannel> {
+ public:
+  Subchannel(asio::io_context::executor_type executor, Address address,
+             std::shared_ptr<const SubchannelSettings> settings, SubchannelListener* listener);
+  ~Subchannel();
+  Subchannel(const Subchannel&) = delete;
+  Subchannel& operator=(const Subchannel&) = delete;
+
+  const Address& address() const { return address_; }
+  ConnectivityState state() const { return state_; }
+  // Why the last attempt failed (OK before any failure).
+  const absl::Status& last_error() const { return last_error_; }
+  // The connection while READY, else null.
+  const std::shared_ptr<ChannelConnection>& connection() const { return current_; }
+
+  // IDLE: starts connecting (CONNECTING). Other states: nothing.
+  void connect();
+  // Whether a failed attempt is followed, after the back-off, by the next (the policy wants this
+  // address connected), or by IDLE. Default true.
+  void set_reconnect(bool reconnect) { reconnect_ = reconnect; }
+  // The READY connection cannot take new streams (ids exhausted): treated as a GOAWAY.
+  void drop_connection() { lose(current_.get()); }
+  // SHUTDOWN: stops attempts; graceful lets the connection's calls finish (GOAWAY to the
+  // server), else closes it (its calls fail). No more state reports.
+  void shutdown(bool graceful);
+
+  // From its connection's observer: GOAWAY received or the connection closed.
+  void lose(ChannelConnection* conn);
+
+ private:
+  asio::awaitable<void> attempt_loop(std::shared_ptr<Subchannel> self);
+  void set_state(ConnectivityState state);
+
+  asio::io_context::executor_type executor_;
+  Address address_;
+  std::shared_ptr<const SubchannelSettings> settings_;
+  SubchannelListener* listener_;
+  ConnectivityState state_ = ConnectivityState::kIdle;
+  absl::Status last_error_;
+  Backoff backoff_;
+  bool reconnect_ = true;
+  asio::steady_timer retry_timer_;
+  std::shared_ptr<ChannelConnection> current_;
+};
+
+}  // namespace ferry::detail

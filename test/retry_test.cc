@@ -1,0 +1,117 @@
+// Retry decisions (src/client/retry.h) as units: which policy applies to a method, when an
+// attempt is retried, the delays' bounds with an injected draw, and the throttle's token bucket;
+// then end to end: a unary call is retried by its method's policy, up to its maximum.
+#include "client/retry.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+
+#include "ferry/channel.h"
+#include "ferry/server.h"
+#include "ferry/service.h"
+#include "ferry/testing/echo.pb.h"
+
+namespace ferry {
+namespace {
+
+using namespace std::chrono_literals;
+using detail::find_retry_policy;
+using detail::retry_delay;
+using detail::should_retry;
+
+RetryPolicy retries(int attempts) {
+  RetryPolicy p;
+  p.max_attempts = attempts;
+  return p;
+}
+
+TEST(Retry, PolicyLookupPrefersTheMethodThenTheService) {
+  std::map<std::string, RetryPolicy, std::less<>> per_method;
+  EXPECT_EQ(find_retry_policy(per_method, RetryPolicy{}, "/a.S/M"), nullptr);  // off by default
+  const RetryPolicy fallback = retries(2);
+  EXPECT_EQ(find_retry_policy(per_method, fallback, "/a.S/M"), &fallback);
+  per_method["/a.S/"] = retries(3);
+  per_method["/a.S/M"] = retries(4);
+  per_method["/b.T/M"] = retries(1);  // explicitly off
+  EXPECT_EQ(find_retry_policy(per_method, fallback, "/a.S/M")->max_attempts, 4);
+  EXPECT_EQ(find_retry_policy(per_method, fallback, "/a.S/Other")->max_attempts, 3);
+  EXPECT_EQ(find_retry_policy(per_method, fallback, "/b.T/M"), nullptr);
+  EXPECT_EQ(find_retry_policy(per_method, fallback, "/c.U/M"), &fallback);
+}
+
+TEST(Retry, OnlyRetryableUncommittedAttemptsWithinTheMaximum) {
+  const RetryPolicy p = retries(3);
+  const absl::Status unavailable = absl::UnavailableError("x");
+  EXPECT_TRUE(should_retry(p, unavailable, false, 1));
+  EXPECT_TRUE(should_retry(p, unavailable, false, 2));
+  EXPECT_FALSE(should_retry(p, unavailable, false, 3));
+  EXPECT_FALSE(should_retry(p, unavailable, /*committed=*/true, 1));
+  EXPECT_FALSE(should_retry(p, absl::InternalError("x"), false, 1));
+  EXPECT_FALSE(should_retry(p, absl::OkStatus(), false, 1));
+  EXPECT_FALSE(should_retry(retries(9), unavailable, false, 5));  // gRPC's cap of 5
+}
+
+TEST(Retry, DelaysStayBelowTheExponentialCeiling) {
+  RetryPolicy p = retries(5);
+  p.initial_backoff = 100ms;
+  p.backoff_multiplier = 2;
+  p.max_backoff = 350ms;
+  EXPECT_EQ(retry_delay(p, 1, 0.0), 0ms);
+  EXPECT_EQ(retry_delay(p, 1, 0.5), 50ms);
+  EXPECT_EQ(retry_delay(p, 2, 0.5), 100ms);
+  EXPECT_EQ(retry_delay(p, 3, 0.999), 349ms);  // min(400, 350)
+  EXPECT_EQ(retry_delay(p, 4, 0.5), 175ms);
+}
+
+TEST(Retry, ThrottleStopsRetriesBelowHalfTheTokens) {
+  detail::RetryThrottle throttle(RetryThrottling{.max_tokens = 10, .token_ratio = 0.5});
+  ASSERT_TRUE(throttle.enabled());
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(throttle.on_retryable_failure()) << i;  // 9..6 left
+  EXPECT_FALSE(throttle.on_retryable_failure());  // 5: not more than half
+  throttle.on_success();                           // 5.5
+  EXPECT_FALSE(throttle.on_retryable_failure());  // 4.5
+  for (int i = 0; i < 4; ++i) throttle.on_success();  // 6.5
+  EXPECT_TRUE(throttle.on_retryable_failure());       // 5.5
+  EXPECT_FALSE(detail::RetryThrottle(RetryThrottling{}).enabled());
+}
+
+// A method that fails with UNAVAILABLE until its third attempt, recording the attempt header.
+TEST(Retry, UnaryCallIsRetriedByItsPolicy) {
+  std::atomic<int> calls{0};
+  Service flaky("ferry.testing.Flaky");
+  flaky.add_unary<testing::EchoRequest, testing::EchoResponse>(
+      "Call", [&](ServerContext&, const testing::EchoRequest&, testing::EchoResponse&)
+                  -> asio::awaitable<absl::Status> {
+        if (calls.fetch_add(1) < 2) co_return absl::UnavailableError("not yet");
+        co_return absl::OkStatus();
+      });
+  ServerOptions server_options;
+  server_options.num_threads = 1;
+  Server server(server_options);
+  server.add_service(flaky);
+  const int port = server.start("127.0.0.1", 0).value();
+  ChannelOptions options;
+  options.method_retry_policies["/ferry.testing.Flaky/"] = retries(3);
+  options.method_retry_policies["/ferry.testing.Flaky/"].initial_backoff = 10ms;
+  Channel channel("127.0.0.1:" + std::to_string(port), options);
+  testing::EchoRequest request;
+  testing::EchoResponse response;
+  ClientContext ctx;
+  ctx.set_timeout(5s);
+  EXPECT_TRUE(channel.call_blocking("/ferry.testing.Flaky/Call", ctx, request, response).ok());
+  EXPECT_EQ(calls.load(), 3);
+
+  calls = 0;  // two attempts allowed: the second failure is the call's
+  options.method_retry_policies["/ferry.testing.Flaky/"].max_attempts = 2;
+  Channel two("127.0.0.1:" + std::to_string(port), options);
+  ClientContext ctx2;
+  ctx2.set_timeout(5s);
+  EXPECT_EQ(two.call_blocking("/ferry.testing.Flaky/Call", ctx2, request, response).code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(calls.load(), 2);
+  server.shutdown(100ms);
+}
+
+}  // namespace
+}  // namespace ferry

@@ -1,0 +1,101 @@
+// Service configs (ferry/service_config.h) and the strict JSON reader under them
+// (src/client/json.h): the fields ferry applies land in ChannelOptions, malformed JSON and
+// fields of the wrong shape are refused with INVALID_ARGUMENT and leave the options alone.
+#include "ferry/service_config.h"
+
+#include <gtest/gtest.h>
+
+#include "client/json.h"
+
+namespace ferry {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(Json, ReadsTheGrammarStrictly) {
+  auto v = detail::parse_json(R"( {"a": [1, -2.5e1, true, false, null, "x\u00e9\ud83d\ude00\n"]} )");
+  ASSERT_TRUE(v.ok()) << v.status();
+  const detail::JsonValue* a = v->find("a");
+  ASSERT_NE(a, nullptr);
+  ASSERT_EQ(a->array.size(), 6u);
+  EXPECT_EQ(a->array[1].number, -25);
+  EXPECT_EQ(a->array[5].string, "x\xC3\xA9\xF0\x9F\x98\x80\n");
+  for (const char* bad :
+       {"", "{", "[1,]", "{\"a\":1,}", "{\"a\":1 \"b\":2}", "01", "1.", "-", "\"\\x\"",
+        "\"a\nb\"", "{\"a\":1,\"a\":2}", "// c\n{}", "{} x", "\"\\ud800\"", "tru", "[1 2]"}) {
+    EXPECT_FALSE(detail::parse_json(bad).ok()) << bad;
+  }
+  EXPECT_FALSE(detail::parse_json(std::string(100, '[') + std::string(100, ']')).ok());
+  EXPECT_TRUE(detail::parse_json(std::string(20, '[') + std::string(20, ']')).ok());
+}
+
+TEST(ServiceConfig, AppliesPolicyRetriesAndThrottling) {
+  ChannelOptions options;
+  ASSERT_TRUE(apply_service_config(R"({
+    "loadBalancingConfig": [{"grpclb": {}}, {"round_robin": {}}, {"pick_first": {}}],
+    "methodConfig": [
+      {"name": [{"service": "pkg.Echo", "method": "Call"}, {"service": "pkg.Other"}],
+       "timeout": "1s",
+       "retryPolicy": {"maxAttempts": 4, "initialBackoff": "0.25s", "maxBackoff": "2s",
+                       "backoffMultiplier": 1.5,
+                       "retryableStatusCodes": ["UNAVAILABLE", "RESOURCE_EXHAUSTED", 10]}},
+      {"name": [{}],
+       "retryPolicy": {"maxAttempts": 9, "initialBackoff": "1s", "maxBackoff": "1s",
+                       "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}],
+    "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}
+  })", options).ok());
+  EXPECT_EQ(options.load_balancing, LoadBalancingPolicy::kRoundRobin);
+  ASSERT_EQ(options.method_retry_policies.count("/pkg.Echo/Call"), 1u);
+  ASSERT_EQ(options.method_retry_policies.count("/pkg.Other/"), 1u);
+  const RetryPolicy& p = options.method_retry_policies["/pkg.Echo/Call"];
+  EXPECT_EQ(p.max_attempts, 4);
+  EXPECT_EQ(p.initial_backoff, 250ms);
+  EXPECT_EQ(p.max_backoff, 2000ms);
+  EXPECT_EQ(p.backoff_multiplier, 1.5);
+  EXPECT_EQ(p.retryable_status_codes,
+            (std::vector<absl::StatusCode>{absl::StatusCode::kUnavailable,
+                                           absl::StatusCode::kResourceExhausted,
+                                           absl::StatusCode::kAborted}));
+  EXPECT_EQ(options.retry_policy.max_attempts, 5);  // gRPC's cap
+  EXPECT_EQ(options.retry_throttling.max_tokens, 10);
+
+  ChannelOptions older;
+  ASSERT_TRUE(apply_service_config(R"({"loadBalancingPolicy": "round_robin"})", older).ok());
+  EXPECT_EQ(older.load_balancing, LoadBalancingPolicy::kRoundRobin);
+}
+
+TEST(ServiceConfig, RefusesWrongShapesAndLeavesOptionsAlone) {
+  for (const char* bad : {
+           R"([])",
+           R"({"loadBalancingConfig": {"round_robin": {}}})",
+           R"({"loadBalancingConfig": [{"weird": {}}]})",
+           R"({"loadBalancingPolicy": "weird"})",
+           R"({"methodConfig": [{"name": [{"method": "M"}], "retryPolicy": {"maxAttempts": 2,
+               "initialBackoff": "1s", "maxBackoff": "1s", "backoffMultiplier": 2,
+               "retryableStatusCodes": ["UNAVAILABLE"]}}]})",
+           R"({"methodConfig": [{"name": [{}], "retryPolicy": {"maxAttempts": 1,
+               "initialBackoff": "1s", "maxBackoff": "1s", "backoffMultiplier": 2,
+               "retryableStatusCodes": ["UNAVAILABLE"]}}]})",
+           R"({"methodConfig": [{"name": [{}], "retryPolicy": {"maxAttempts": 2,
+               "initialBackoff": "1", "maxBackoff": "1s", "backoffMultiplier": 2,
+               "retryableStatusCodes": ["UNAVAILABLE"]}}]})",
+           R"({"methodConfig": [{"name": [{}], "retryPolicy": {"maxAttempts": 2,
+               "initialBackoff": "1s", "maxBackoff": "1s", "backoffMultiplier": 2,
+               "retryableStatusCodes": []}}]})",
+           R"({"methodConfig": [{"name": [{}], "retryPolicy": {"maxAttempts": 2,
+               "initialBackoff": "1s", "maxBackoff": "1s", "backoffMultiplier": 2,
+               "retryableStatusCodes": ["NOPE"]}}]})",
+           R"({"retryThrottling": {"maxTokens": 0, "tokenRatio": 0.1}})",
+           R"({"retryThrottling": {"maxTokens": 10}})",
+       }) {
+    ChannelOptions options;
+    const absl::Status s = apply_service_config(bad, options);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(options.load_balancing, LoadBalancingPolicy::kPickFirst) << bad;
+    EXPECT_TRUE(options.method_retry_policies.empty()) << bad;
+    EXPECT_EQ(options.retry_throttling.max_tokens, 0) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace ferry
