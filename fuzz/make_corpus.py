@@ -83,3 +83,47 @@ write(WF, "status", b"\x0516")
 write(WF, "status_big", b"\x0599999999999999999999")
 write(WF, "accept", b"\x06identity, deflate,gzip")
 write(WF, "all", b"\x07gzip")
+
+# --- server_connection_fuzzer: chunk byte (n + 1 bytes per delivery), then what a client sends
+# after the preface: frames. Header blocks are HPACK literals with new names (no table state).
+SC = "server_connection_fuzzer"
+
+
+def h2(ftype, flags, stream, payload=b""):
+    return struct.pack(">I", len(payload))[1:] + bytes([ftype, flags]) + struct.pack(">I", stream) + payload
+
+
+def hpack(fields):
+    out = b""
+    for name, value in fields:
+        out += b"\x00" + bytes([len(name)]) + name + bytes([len(value)]) + value
+    return out
+
+
+REQUEST = hpack([(b":method", b"POST"), (b":scheme", b"http"), (b":path", b"/pkg.Svc/Method"),
+                 (b":authority", b"fuzz"), (b"content-type", b"application/grpc"),
+                 (b"grpc-timeout", b"1S")])
+SETTINGS = h2(4, 0, 0, struct.pack(">HI", 4, 65535)) + h2(4, 1, 0)
+MESSAGE = frame(hello)
+
+
+def unary(stream, end_headers=True):
+    return h2(1, 4 if end_headers else 0, stream, REQUEST) + h2(0, 1, stream, MESSAGE)
+
+
+write(SC, "unary", b"\xff" + SETTINGS + unary(1))
+write(SC, "unary_bytewise", b"\x00" + SETTINGS + unary(1))
+write(SC, "many_calls", b"\x3f" + SETTINGS + b"".join(unary(i) for i in range(1, 80, 2)))
+write(SC, "reset_then_frames", b"\xff" + SETTINGS + h2(1, 4, 1, REQUEST) + h2(3, 0, 1, struct.pack(">I", 8))
+      + h2(0, 1, 1, MESSAGE) + h2(1, 5, 1, hpack([(b"x-trailer", b"1")])))
+write(SC, "closed_then_headers", b"\xff" + SETTINGS + unary(1) + h2(1, 5, 1, REQUEST))
+write(SC, "lower_id", b"\xff" + SETTINGS + unary(5) + unary(3))
+write(SC, "refused_and_rejected", b"\xff" + SETTINGS + unary(7)
+      + h2(1, 5, 9, REQUEST + hpack([(b"x-reject", b"1")])))
+write(SC, "continuation", b"\xff" + SETTINGS + h2(1, 0, 1, REQUEST[:20]) + h2(9, 4, 1, REQUEST[20:])
+      + h2(0, 1, 1, MESSAGE))
+write(SC, "ping_window_goaway", b"\x10" + SETTINGS + h2(6, 0, 0, b"12345678") + unary(1)
+      + h2(8, 0, 0, struct.pack(">I", 1 << 20)) + h2(8, 0, 1, struct.pack(">I", 100))
+      + h2(7, 0, 0, struct.pack(">II", 1, 0)))
+write(SC, "big_body", b"\xff" + SETTINGS + h2(1, 4, 1, REQUEST)
+      + b"".join(h2(0, 0, 1, b"\x00" * 16384) for _ in range(5)) + h2(0, 1, 1, b""))
