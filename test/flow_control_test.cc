@@ -342,6 +342,45 @@ TEST(FlowControl, QueuedBytesOfAConnectionStayUnderItsBound) {
   EXPECT_TRUE(s.ok()) << s;
 }
 
+// The same with a client that reads nothing at all (its 64 KiB connection window used up): then
+// every writer waits at the bound, not only those with bytes already queued, so the connection
+// holds the bound plus the message that crossed it.
+TEST(FlowControl, AClientThatReadsNothingGetsTheBoundAndNoMore) {
+  constexpr int kStreams = 16;
+  constexpr int kSize = 32 * 1024;
+  ServerOptions server_options;
+  server_options.max_queued_send_bytes = kMiB;
+  ChannelOptions options;
+  options.stream_window = 64 * 1024;
+  options.connection_window = 64 * 1024;
+  Loopback loop(server_options, options);
+  std::vector<ClientStream> streams;
+  absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
+    for (int i = 0; i < kStreams; ++i) {
+      ClientContext ctx;
+      ctx.set_timeout(20s);
+      EchoRequest request;
+      request.set_response_size(kSize);
+      request.set_response_count(64);
+      streams.push_back(co_await loop.channel().open(kExpand, ctx));
+      if (absl::Status w = co_await streams.back().write_last(request); !w.ok()) co_return w;
+      co_await sleep_for(30ms);  // the server answers and the window closes before the next
+    }
+    co_return absl::OkStatus();
+  });
+  ASSERT_TRUE(s.ok()) << s;
+  long written = -1;
+  for (int i = 0; i < 100 && (loop.probe().started < kStreams ||
+                              written != loop.probe().messages_written.load()); ++i) {
+    written = loop.probe().messages_written.load();
+    loop.wait_until([] { return false; }, 50ms);
+  }
+  // The bound, the 64 KiB window's two messages and the message that crossed the bound; the
+  // streams opened later queue nothing (each queued one without the window rule: 43).
+  EXPECT_LE(written, kMiB / kSize + 4);
+  EXPECT_GT(written, 0);
+}
+
 TEST(FlowControl, UnreadResponsesOfFinishedCallsDoNotLeakTheConnectionWindow) {
   ChannelOptions options;
   options.connection_window = 2 * kMiB;

@@ -37,7 +37,8 @@ struct ConnectionLimits {
   // on a stream that still has bytes queued waits until they are taken before queuing its
   // message: the connection then holds at most this plus one message per stream, where each
   // stream alone may queue 256 KiB and a message. A stream the peer reads empties its queue and
-  // goes on, so unread streams cannot starve it. Unary answers are not held.
+  // goes on, so unread streams cannot starve it. A peer that reads nothing at all (connection
+  // window used up) holds every streaming writer at the bound. Unary answers are not held.
   std::size_t max_queued_send_bytes = std::size_t{32} << 20;
   // When what the connection produces is written (ferry/write_policy.h).
   WritePolicy write_policy;

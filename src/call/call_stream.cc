@@ -270,16 +270,21 @@ absl::Status CallStream::queue_message(const google::protobuf::MessageLite& msg,
   return absl::OkStatus();
 }
 
+bool CallStream::must_wait_for_send_room() const {
+  return !outbound.empty() || connection_->peer_window_closed();
+}
+
 asio::awaitable<absl::Status> CallStream::write_message(const google::protobuf::MessageLite& msg,
                                                         bool last, WriteOptions options) {
   // The connection's bound on queued bytes (ConnectionLimits::max_queued_send_bytes): over it, a
   // stream that still has bytes queued waits until they are taken before queuing more. One whose
   // queue is empty (its peer reads it) goes on, so streams the peer does not read cannot starve
-  // those it does.
-  if (connection_ != nullptr && connection_->send_queue_full() && !outbound.empty()) {
+  // those it does; unless the peer reads nothing at all (its connection window is used up), when
+  // every writer waits.
+  if (connection_ != nullptr && connection_->send_queue_full() && must_wait_for_send_room()) {
     ref();
     while (abort_.ok() && connection_ != nullptr && connection_->send_queue_full() &&
-           !outbound.empty()) {
+           must_wait_for_send_room()) {
       connection_->wait_for_send_room();
       co_await write_event_.wait();
     }

@@ -166,6 +166,9 @@ class CallStream : public http2::Stream, private Deadline {
   absl::Status abort_;
 
  private:
+  // Over the connection's bound on queued bytes: whether this stream's writer waits
+  // (write_message).
+  bool must_wait_for_send_room() const;
   void acknowledge(std::size_t n);
   // Gives the connection window back for DATA not read yet (the messages stay readable).
   void release_window();

@@ -205,13 +205,19 @@ void Connection::on_queued_taken(Stream* stream, std::size_t n) {
   n = std::min(n, stream->queued_counted_);
   stream->queued_counted_ -= n;
   queued_ -= n;
-  if (send_waiters_ && queued_ < max_queued_) {
-    // Rare: writers wait on their own streams, so each open stream is told (a stream that does
-    // not wait ignores it).
-    send_waiters_ = false;
-    for (Stream* s = streams_; s != nullptr; s = s->next_) {
-      if (s != stream) s->on_outbound_taken();
-    }
+  if (send_waiters_ && queued_ < max_queued_) wake_send_waiters(stream);
+}
+
+bool Connection::peer_window_closed() const {
+  return nghttp2_session_get_remote_window_size(session_) <= 0;
+}
+
+void Connection::wake_send_waiters(const Stream* except) {
+  // Rare: writers wait on their own streams, so each open stream is told (a stream that does
+  // not wait ignores it).
+  send_waiters_ = false;
+  for (Stream* s = streams_; s != nullptr; s = s->next_) {
+    if (s != except) s->on_outbound_taken();
   }
 }
 

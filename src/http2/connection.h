@@ -74,8 +74,14 @@ class Connection : public std::enable_shared_from_this<Connection>, public ByteS
   // max_queued_send_bytes: a streaming writer then waits (its Stream::on_outbound_taken is
   // called once they fall below it again).
   bool send_queue_full() const { return queued_ >= max_queued_; }
+  // Whether the peer's connection-level window is used up: it reads nothing at all, so no
+  // stream can send (a writer may then wait even with its own queue empty, starving nobody).
+  bool peer_window_closed() const;
   // The caller found the queue full and waits for on_outbound_taken.
   void wait_for_send_room() { send_waiters_ = true; }
+  // Writers waiting for room are told to look again (room was made, or the peer's window
+  // opened): each open stream but `except` gets on_outbound_taken.
+  void wake_send_waiters(const Stream* except = nullptr);
   // RST_STREAM with the given code.
   void reset(Stream* stream, ErrorCode error);
   // The application took n bytes of the stream's DATA: WINDOW_UPDATE them.

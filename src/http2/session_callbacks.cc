@@ -159,6 +159,9 @@ int Connection::Callbacks::frame_recv(nghttp2_session*, const nghttp2_frame* fra
       c.peer_streams_.on_remote_end(frame->hd.stream_id);
     }
   }
+  if (frame->hd.type == NGHTTP2_WINDOW_UPDATE && frame->hd.stream_id == 0 && c.send_waiters_) {
+    c.wake_send_waiters();  // writers held because the peer read nothing may go on
+  }
   if (frame->hd.type == NGHTTP2_GOAWAY) {
     c.goaway_received_ = true;
     c.observer_->on_goaway(frame->goaway.last_stream_id,
