@@ -107,9 +107,10 @@ TEST(DeadlinePropagation, TheSecondHopInheritsTheDeadline) {
   EXPECT_TRUE(loop.wait_until([&] { return hops.sink_saw_cancellation.load(); }));
   std::lock_guard lock(hops.mutex);
   ASSERT_NE(hops.sink_deadline, Clock::time_point::max());
-  // The same deadline, give or take grpc-timeout's rounding and the hop's latency.
+  // The same deadline, give or take grpc-timeout's rounding and the hop's latency (tens of ms
+  // on a loaded 2-core machine).
   const auto skew = hops.sink_deadline - hops.forward_deadline;
-  EXPECT_LT(std::chrono::abs(skew), 50ms)
+  EXPECT_LT(std::chrono::abs(skew), 250ms)
       << std::chrono::duration_cast<std::chrono::microseconds>(skew).count() << " us";
   EXPECT_LE(hops.forward_deadline, ctx.deadline() + 5ms);
   EXPECT_EQ(hops.downstream_status.code(), absl::StatusCode::kDeadlineExceeded)

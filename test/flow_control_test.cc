@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -301,10 +302,11 @@ TEST(FlowControl, QueuedBytesOfAConnectionStayUnderItsBound) {
   ChannelOptions options;
   options.stream_window = 64 * 1024;  // the connection window stays large: streams read later
   Loopback loop(server_options, options);
+  std::vector<std::unique_ptr<ClientContext>> contexts;  // a call's context outlives it
   std::vector<ClientStream> streams;
   absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
     for (int i = 0; i < kStreams; ++i) {
-      ClientContext ctx;
+      ClientContext& ctx = *contexts.emplace_back(std::make_unique<ClientContext>());
       ctx.set_timeout(20s);
       EchoRequest request;
       request.set_response_size(kSize);
@@ -354,10 +356,11 @@ TEST(FlowControl, AClientThatReadsNothingGetsTheBoundAndNoMore) {
   options.stream_window = 64 * 1024;
   options.connection_window = 64 * 1024;
   Loopback loop(server_options, options);
+  std::vector<std::unique_ptr<ClientContext>> contexts;  // a call's context outlives it
   std::vector<ClientStream> streams;
   absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
     for (int i = 0; i < kStreams; ++i) {
-      ClientContext ctx;
+      ClientContext& ctx = *contexts.emplace_back(std::make_unique<ClientContext>());
       ctx.set_timeout(20s);
       EchoRequest request;
       request.set_response_size(kSize);

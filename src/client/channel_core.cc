@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "asio/co_spawn.hpp"
 #include "asio/detached.hpp"
+#include "asio/post.hpp"
 #include "asio/redirect_error.hpp"
 #include "asio/use_awaitable.hpp"
 #include "client/client_call.h"
@@ -56,7 +57,10 @@ void ChannelCore::set_state(ConnectivityState state) {
 
 void ChannelCore::update_picker(Picker picker, ConnectivityState state, absl::Status error) {
   if (closed_) return;
-  picker_ = std::move(picker);
+  // The old picker may hold the last reference to a connection whose close is what brought us
+  // here (a stream's on_closed inside Connection::close): it goes once this stack has unwound.
+  std::swap(picker_, picker);
+  asio::post(executor_, [old = std::move(picker)] {});
   if (state == ConnectivityState::kTransientFailure) error_ = std::move(error);
   set_state(state);
   changed_.notify_all();

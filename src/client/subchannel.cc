@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "asio/co_spawn.hpp"
+#include "asio/post.hpp"
 #include "asio/detached.hpp"
 #include "asio/redirect_error.hpp"
 #include "asio/use_awaitable.hpp"
@@ -17,6 +18,8 @@ void ChannelConnection::on_goaway(std::int32_t, http2::ErrorCode) {
 
 void ChannelConnection::on_connection_closed() {
   if (owner != nullptr) owner->lose(this);
+  // Let go once Connection::close() has returned.
+  asio::post(connection->executor(), [self = std::move(self_while_open)] {});
 }
 
 Subchannel::Subchannel(asio::io_context::executor_type executor, Address address,
@@ -65,6 +68,7 @@ asio::awaitable<void> Subchannel::attempt_loop(std::shared_ptr<Subchannel> /*kee
       lifecycle.keepalive = options.keepalive;
       conn->connection->set_lifecycle(lifecycle);
       conn->owner = this;
+      conn->self_while_open = conn;
       current_ = conn;
       conn->connection->start();
       if (current_ == conn) set_state(ConnectivityState::kReady);

@@ -30,6 +30,9 @@ struct ChannelConnection final : http2::ConnectionObserver {
   std::shared_ptr<http2::Connection> connection;
   DeadlineQueue deadlines;  // its calls' deadlines, on one timer
   Subchannel* owner = nullptr;  // cleared when the subchannel lets go of it
+  // Itself while the connection is open: the connection reports to this object up to the end
+  // of its close(), even when the last call or picker holding it goes during that close.
+  std::shared_ptr<ChannelConnection> self_while_open;
   http2::Stream* on_stream_open(std::int32_t) override { return nullptr; }  // no server push
   void on_goaway(std::int32_t, http2::ErrorCode) override;
   void on_connection_closed() override;
