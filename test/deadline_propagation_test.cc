@@ -113,7 +113,11 @@ TEST(DeadlinePropagation, TheSecondHopInheritsTheDeadline) {
   EXPECT_LT(std::chrono::abs(skew), 250ms)
       << std::chrono::duration_cast<std::chrono::microseconds>(skew).count() << " us";
   EXPECT_LE(hops.forward_deadline, ctx.deadline() + 5ms);
-  EXPECT_EQ(hops.downstream_status.code(), absl::StatusCode::kDeadlineExceeded)
+  // The outgoing call ends by its own copy of the deadline, or, when the incoming call's timer
+  // fired first (a loaded machine), by that call's cancellation reaching it: both are the
+  // propagated deadline.
+  EXPECT_TRUE(hops.downstream_status.code() == absl::StatusCode::kDeadlineExceeded ||
+              hops.downstream_status.code() == absl::StatusCode::kCancelled)
       << hops.downstream_status;
 }
 
