@@ -290,6 +290,37 @@ absl::Status failed_call(int call, const absl::Status& s) {
 
 // Calls that end with responses the client never read: their bytes must be given back to the
 // connection window, or the connection (its window shrunk to 2 MiB here) soon stalls for good.
+// Opens `count` server streams of 64 responses of `size` bytes that the client does not read
+// (pausing `between` after each), then waits until the server's writers stop: every stream
+// started and the count of writes that returned holds still. Returns that count, or -1 when a
+// stream could not be opened. Each call's context lives in contexts, as long as the call.
+long open_unread_streams(Loopback& loop, int count, int size, std::chrono::milliseconds between,
+                         std::vector<std::unique_ptr<ClientContext>>& contexts,
+                         std::vector<ClientStream>& streams) {
+  absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
+    for (int i = 0; i < count; ++i) {
+      ClientContext& ctx = *contexts.emplace_back(std::make_unique<ClientContext>());
+      ctx.set_timeout(20s);
+      EchoRequest request;
+      request.set_response_size(size);
+      request.set_response_count(64);
+      streams.push_back(co_await loop.channel().open(kExpand, ctx));
+      if (absl::Status w = co_await streams.back().write_last(request); !w.ok()) co_return w;
+      if (between > 0ms) co_await sleep_for(between);
+    }
+    co_return absl::OkStatus();
+  });
+  EXPECT_TRUE(s.ok()) << s;
+  if (!s.ok()) return -1;
+  long written = -1;
+  for (int i = 0; i < 100 && (loop.probe().started < count ||
+                              written != loop.probe().messages_written.load()); ++i) {
+    written = loop.probe().messages_written.load();
+    loop.wait_until([] { return false; }, 50ms);
+  }
+  return written;
+}
+
 // 16 server streams to a client that reads none of them: what the server queues for them on the
 // connection stays under ServerOptions::max_queued_send_bytes (plus a message per stream), where
 // each stream alone would queue up to its own 256 KiB high-water mark (16 x 288 KiB here); and
@@ -304,26 +335,8 @@ TEST(FlowControl, QueuedBytesOfAConnectionStayUnderItsBound) {
   Loopback loop(server_options, options);
   std::vector<std::unique_ptr<ClientContext>> contexts;  // a call's context outlives it
   std::vector<ClientStream> streams;
-  absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    for (int i = 0; i < kStreams; ++i) {
-      ClientContext& ctx = *contexts.emplace_back(std::make_unique<ClientContext>());
-      ctx.set_timeout(20s);
-      EchoRequest request;
-      request.set_response_size(kSize);
-      request.set_response_count(64);
-      streams.push_back(co_await loop.channel().open(kExpand, ctx));
-      if (absl::Status w = co_await streams.back().write_last(request); !w.ok()) co_return w;
-    }
-    co_return absl::OkStatus();
-  });
-  ASSERT_TRUE(s.ok()) << s;
-  // Until the writers stop: every stream started and the count holds still for a while.
-  long written = -1;
-  for (int i = 0; i < 100 && (loop.probe().started < kStreams ||
-                              written != loop.probe().messages_written.load()); ++i) {
-    written = loop.probe().messages_written.load();
-    loop.wait_until([] { return false; }, 50ms);
-  }
+  const long written = open_unread_streams(loop, kStreams, kSize, 0ms, contexts, streams);
+  ASSERT_GE(written, 0);
   // Writes that returned: what is queued, what each stream's 64 KiB window let through (two
   // messages), and per stream the message queued when its queue was empty and the one that
   // waits.
@@ -331,7 +344,7 @@ TEST(FlowControl, QueuedBytesOfAConnectionStayUnderItsBound) {
   EXPECT_LE(written, bound);
   EXPECT_GT(written, 0);
   // The client reads everything: every stream completes.
-  s = loop.run([&]() -> asio::awaitable<absl::Status> {
+  absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
     for (ClientStream& stream : streams) {
       EchoResponse response;
       int n = 0;
@@ -358,26 +371,9 @@ TEST(FlowControl, AClientThatReadsNothingGetsTheBoundAndNoMore) {
   Loopback loop(server_options, options);
   std::vector<std::unique_ptr<ClientContext>> contexts;  // a call's context outlives it
   std::vector<ClientStream> streams;
-  absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    for (int i = 0; i < kStreams; ++i) {
-      ClientContext& ctx = *contexts.emplace_back(std::make_unique<ClientContext>());
-      ctx.set_timeout(20s);
-      EchoRequest request;
-      request.set_response_size(kSize);
-      request.set_response_count(64);
-      streams.push_back(co_await loop.channel().open(kExpand, ctx));
-      if (absl::Status w = co_await streams.back().write_last(request); !w.ok()) co_return w;
-      co_await sleep_for(30ms);  // the server answers and the window closes before the next
-    }
-    co_return absl::OkStatus();
-  });
-  ASSERT_TRUE(s.ok()) << s;
-  long written = -1;
-  for (int i = 0; i < 100 && (loop.probe().started < kStreams ||
-                              written != loop.probe().messages_written.load()); ++i) {
-    written = loop.probe().messages_written.load();
-    loop.wait_until([] { return false; }, 50ms);
-  }
+  // A pause after each stream: the server answers and the window closes before the next.
+  const long written = open_unread_streams(loop, kStreams, kSize, 30ms, contexts, streams);
+  ASSERT_GE(written, 0);
   // The bound, the 64 KiB window's two messages and the message that crossed the bound; the
   // streams opened later queue nothing (each queued one without the window rule: 43).
   EXPECT_LE(written, kMiB / kSize + 4);
