@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string_view>
 #include <utility>
 
@@ -34,6 +35,16 @@ class Slice {
     s.size_ = size;
     return s;
   }
+
+  // A view of memory ferry does not own, kept alive by owner (a shared_ptr to whatever holds
+  // the bytes: a string, a vector, a file mapping) until the last Slice over them is gone:
+  // copies of the Slice share one reference count, as for pooled blocks, and the owner is
+  // released on the thread that drops the last one (for a sent message, the connection's I/O
+  // thread once the bytes are written). This is how a large body is sent by reference
+  // (ServerContext::write_raw, ClientStream::write_raw): any size, one allocation here and none
+  // per copy, per send or per DATA frame (each frame takes up to 16 KiB of it by reference).
+  // The bytes must not change while a Slice over them lives.
+  static Slice external(const void* data, std::size_t size, std::shared_ptr<const void> owner);
 
   // Copies bytes into a new pooled block; size must be at most BufferPool::kBlockSize.
   static Slice copy_of(const void* data, std::size_t size);

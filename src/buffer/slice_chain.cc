@@ -127,7 +127,7 @@ namespace {
 inline void drop_refs(detail::Block* b, std::uint32_t n) noexcept {
   if (b->refs.load(std::memory_order_acquire) == n ||
       b->refs.fetch_sub(n, std::memory_order_acq_rel) == n) {
-    detail::release_block(b);
+    detail::release_shared_block(b);
   }
 }
 

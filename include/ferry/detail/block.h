@@ -11,6 +11,10 @@ namespace detail {
 
 // A pooled block: this header, then BufferPool::kBlockSize bytes of data. Reference-counted by the
 // Slices that point into it; returned to the pool when the count drops to zero.
+//
+// The same header also counts the references to memory ferry does not own (Slice::external):
+// such a "block" has no data of its own and a non-null release, which frees it instead of the
+// pool taking it back.
 struct Block {
   static constexpr std::size_t kHeaderSize = 64;  // keeps data() cache-line aligned
 
@@ -18,11 +22,14 @@ struct Block {
   // Bytes handed out to the block's single writer (a SliceChain); data past it is free.
   std::uint32_t used = 0;
   Block* next_free = nullptr;
+  // Null for pooled blocks. For an external one: what frees it (and lets go of its owner).
+  void (*release)(Block*) = nullptr;
 
   std::uint8_t* data() { return reinterpret_cast<std::uint8_t*>(this) + kHeaderSize; }
 };
 
-// Returns b to the pool of the calling thread. Call only when no reference is left.
+// Returns b to the pool of the calling thread. Call only when no reference is left, and only for
+// a pooled block (one this code acquired itself); release_shared_block takes any block.
 inline void release_block(Block* b) noexcept;
 // BufferPool::instance().acquire() without the singleton's guard: the hot path's way in.
 inline Block* acquire_block();
@@ -37,11 +44,21 @@ inline void block_ref(Block* b) noexcept {
   }
 }
 
+// Frees b, whose last reference is gone: back to the pool, or through its own release when it
+// counts references to external memory.
+inline void release_shared_block(Block* b) noexcept {
+  if (b->release != nullptr) [[unlikely]] {
+    b->release(b);
+    return;
+  }
+  release_block(b);
+}
+
 inline void block_unref(Block* b) noexcept {
   // A count of one is ours alone: nobody else can add a reference, so skip the atomic decrement.
   if (b->refs.load(std::memory_order_acquire) == 1 ||
       b->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    release_block(b);
+    release_shared_block(b);
   }
 }
 
