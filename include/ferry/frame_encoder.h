@@ -68,5 +68,12 @@ namespace detail {
 // Appends a prefix, then payload by reference (no copy): for payloads already in pooled blocks.
 [[nodiscard]] absl::Status encode_chain(SliceChain&& payload, bool compressed, SliceChain& out,
                                         std::size_t max_size = kMaxFramePayloadSize);
+// The same, sharing payload's slices (one reference each) rather than taking them: a message
+// sent by reference, whose bytes the caller keeps (ServerContext::write_raw). The cost is the
+// prefix and one reference per slice, whatever the size: a body of one external slice
+// (Slice::external) frames in constant time.
+[[nodiscard]] absl::Status encode_chain(const SliceChain& payload, bool compressed,
+                                        SliceChain& out,
+                                        std::size_t max_size = kMaxFramePayloadSize);
 
 }  // namespace ferry

@@ -153,4 +153,14 @@ absl::Status encode_chain(SliceChain&& payload, bool compressed, SliceChain& out
   return absl::OkStatus();
 }
 
+absl::Status encode_chain(const SliceChain& payload, bool compressed, SliceChain& out,
+                          std::size_t max_size) {
+  if (absl::Status s = check_size(payload.size(), max_size); !s.ok()) return s;
+  write_frame_prefix(out.reserve(kFramePrefixSize), compressed,
+                     static_cast<std::uint32_t>(payload.size()));
+  out.commit(kFramePrefixSize);
+  for (const Slice& s : payload) out.append(s);
+  return absl::OkStatus();
+}
+
 }  // namespace ferry
