@@ -23,6 +23,8 @@ class MessageLite;
 
 namespace ferry {
 
+class SliceChain;
+
 namespace detail {
 class ClientCall;
 }
@@ -104,6 +106,31 @@ class ClientStream {
           std::forward<Token>(token));
     }
   }
+  // Raw messages, by reference, as ServerContext::read_raw / write_raw say (ferry/bytes_field.h
+  // for a large `bytes` field): write_raw shares message's slices with the connection until
+  // they are written (never copied, never compressed); read_raw replaces message's bytes with
+  // the next response's, as slices of the blocks it arrived in.
+  // Completion signatures: void(absl::Status) and void(bool).
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto write_raw(const SliceChain& message, Token&& token = asio::use_awaitable) {
+    if constexpr (detail::is_use_awaitable_v<Token>) {
+      return write_raw_awaitable(message);
+    } else {
+      return detail::initiate_on<absl::Status>(
+          executor_for_ops(), [call = call_, &message] { return write_raw_on(call, message); },
+          std::forward<Token>(token));
+    }
+  }
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto read_raw(SliceChain& message, Token&& token = asio::use_awaitable) {
+    if constexpr (detail::is_use_awaitable_v<Token>) {
+      return read_raw_awaitable(message);
+    } else {
+      return detail::initiate_on<bool>(
+          executor_for_ops(), [call = call_, &message] { return read_raw_on(call, message); },
+          std::forward<Token>(token));
+    }
+  }
   // Whether the response most recently returned by read() arrived compressed (flag 1). Read it
   // after that read() returned, from the coroutine that awaited it.
   bool last_message_compressed() const;
@@ -147,6 +174,8 @@ class ClientStream {
   asio::awaitable<absl::Status> write_awaitable(const google::protobuf::MessageLite& msg,
                                                 bool last, WriteOptions options);
   asio::awaitable<void> writes_done_awaitable();
+  asio::awaitable<absl::Status> write_raw_awaitable(const SliceChain& message);
+  asio::awaitable<bool> read_raw_awaitable(SliceChain& message);
   asio::awaitable<bool> read_awaitable(google::protobuf::MessageLite& msg);
   asio::awaitable<absl::Status> finish_awaitable();
   asio::awaitable<absl::Status> finish_with_response_awaitable(
@@ -157,6 +186,9 @@ class ClientStream {
                                                 const google::protobuf::MessageLite& msg,
                                                 bool last, WriteOptions options);
   static asio::awaitable<void> writes_done_on(detail::ClientCall* call);
+  static asio::awaitable<absl::Status> write_raw_on(detail::ClientCall* call,
+                                                    const SliceChain& message);
+  static asio::awaitable<bool> read_raw_on(detail::ClientCall* call, SliceChain& message);
   static asio::awaitable<bool> read_on(detail::ClientCall* call,
                                        google::protobuf::MessageLite& msg);
   static asio::awaitable<absl::Status> finish_on(detail::ClientCall* call);
@@ -173,6 +205,10 @@ class ClientReader {
   template <class Token = const asio::use_awaitable_t<>&>
   auto read(Response& msg, Token&& token = asio::use_awaitable) {
     return stream_.read(msg, std::forward<Token>(token));
+  }
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto read_raw(SliceChain& message, Token&& token = asio::use_awaitable) {
+    return stream_.read_raw(message, std::forward<Token>(token));
   }
   bool last_message_compressed() const { return stream_.last_message_compressed(); }
   template <class Token = const asio::use_awaitable_t<>&>
@@ -194,6 +230,10 @@ class ClientWriter {
   template <class Token = const asio::use_awaitable_t<>&>
   auto write(const Request& msg, WriteOptions options = {}, Token&& token = asio::use_awaitable) {
     return stream_.write(msg, options, std::forward<Token>(token));
+  }
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto write_raw(const SliceChain& message, Token&& token = asio::use_awaitable) {
+    return stream_.write_raw(message, std::forward<Token>(token));
   }
   template <class Token = const asio::use_awaitable_t<>&>
   auto writes_done(Token&& token = asio::use_awaitable) {
@@ -220,12 +260,20 @@ class ClientReaderWriter {
     return stream_.write(msg, options, std::forward<Token>(token));
   }
   template <class Token = const asio::use_awaitable_t<>&>
+  auto write_raw(const SliceChain& message, Token&& token = asio::use_awaitable) {
+    return stream_.write_raw(message, std::forward<Token>(token));
+  }
+  template <class Token = const asio::use_awaitable_t<>&>
   auto writes_done(Token&& token = asio::use_awaitable) {
     return stream_.writes_done(std::forward<Token>(token));
   }
   template <class Token = const asio::use_awaitable_t<>&>
   auto read(Response& msg, Token&& token = asio::use_awaitable) {
     return stream_.read(msg, std::forward<Token>(token));
+  }
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto read_raw(SliceChain& message, Token&& token = asio::use_awaitable) {
+    return stream_.read_raw(message, std::forward<Token>(token));
   }
   bool last_message_compressed() const { return stream_.last_message_compressed(); }
   template <class Token = const asio::use_awaitable_t<>&>

@@ -30,6 +30,7 @@ class MessageLite;
 namespace ferry {
 
 class ClientContext;
+class SliceChain;
 
 namespace detail {
 class CancellationLink;
@@ -123,6 +124,34 @@ class ServerContext {
   auto write(const google::protobuf::MessageLite& msg, Token&& token) {
     return write(msg, WriteOptions{}, std::forward<Token>(token));
   }
+  // Raw messages, by reference: for large bodies that should not be copied into or out of a
+  // protobuf message (ferry/bytes_field.h builds and takes apart a message whose big `bytes`
+  // field travels this way). read_raw replaces message's bytes with the next request's
+  // serialized bytes, as slices of the blocks they arrived in (inflated into new blocks if
+  // compressed); holding them keeps those blocks. Completion signature: void(bool), as read.
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto read_raw(SliceChain& message, Token&& token = asio::use_awaitable) {
+    if constexpr (detail::is_use_awaitable_v<Token>) {
+      return read_raw_awaitable(message);
+    } else {
+      return detail::initiate_on<bool>(
+          executor(), [this, &message] { return read_raw_awaitable(message); },
+          std::forward<Token>(token));
+    }
+  }
+  // Sends message (a whole serialized response message) by reference: its slices are shared
+  // with the connection until written, never copied, and never compressed. Otherwise as write:
+  // headers first, backpressure, the send limit. Completion signature: void(absl::Status).
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto write_raw(const SliceChain& message, Token&& token = asio::use_awaitable) {
+    if constexpr (detail::is_use_awaitable_v<Token>) {
+      return write_raw_awaitable(message);
+    } else {
+      return detail::initiate_on<absl::Status>(
+          executor(), [this, &message] { return write_raw_awaitable(message); },
+          std::forward<Token>(token));
+    }
+  }
   // The single response of a unary or client-streaming call, encoded now (compressed as
   // set_compression settled) and sent with the status the handler returns, in one write (the
   // typed adapters call it when the handler returned OK). Errors: over the send limit
@@ -143,6 +172,8 @@ class ServerContext {
   asio::awaitable<bool> read_awaitable(google::protobuf::MessageLite& msg);
   asio::awaitable<absl::Status> write_awaitable(const google::protobuf::MessageLite& msg,
                                                 WriteOptions options);
+  asio::awaitable<bool> read_raw_awaitable(SliceChain& message);
+  asio::awaitable<absl::Status> write_raw_awaitable(const SliceChain& message);
   // The call's executor (its connection's).
   const asio::any_io_executor& executor() const;
   // The call's cancellation, shared with the client calls made on its behalf.

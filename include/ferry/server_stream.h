@@ -19,6 +19,11 @@ class ServerReader {
   auto read(Request& msg, Token&& token = asio::use_awaitable) {
     return context_.read(msg, std::forward<Token>(token));
   }
+  // The next request's serialized bytes, by reference (ServerContext::read_raw).
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto read_raw(SliceChain& message, Token&& token = asio::use_awaitable) {
+    return context_.read_raw(message, std::forward<Token>(token));
+  }
 
  private:
   ServerContext& context_;
@@ -35,6 +40,11 @@ class ServerWriter {
   auto write(const Response& msg, WriteOptions options = {}, Token&& token = asio::use_awaitable) {
     return context_.write(msg, options, std::forward<Token>(token));
   }
+  // Sends a serialized response by reference (ServerContext::write_raw).
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto write_raw(const SliceChain& message, Token&& token = asio::use_awaitable) {
+    return context_.write_raw(message, std::forward<Token>(token));
+  }
 
  private:
   ServerContext& context_;
@@ -48,9 +58,19 @@ class ServerReaderWriter {
   auto read(Request& msg, Token&& token = asio::use_awaitable) {
     return context_.read(msg, std::forward<Token>(token));
   }
+  // The next request's serialized bytes, by reference (ServerContext::read_raw).
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto read_raw(SliceChain& message, Token&& token = asio::use_awaitable) {
+    return context_.read_raw(message, std::forward<Token>(token));
+  }
   template <class Token = const asio::use_awaitable_t<>&>
   auto write(const Response& msg, WriteOptions options = {}, Token&& token = asio::use_awaitable) {
     return context_.write(msg, options, std::forward<Token>(token));
+  }
+  // Sends a serialized response by reference (ServerContext::write_raw).
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto write_raw(const SliceChain& message, Token&& token = asio::use_awaitable) {
+    return context_.write_raw(message, std::forward<Token>(token));
   }
 
  private:

@@ -234,15 +234,40 @@ int CallStream::take_message(google::protobuf::MessageLite& msg) {
   return 1;
 }
 
+int CallStream::take_message(SliceChain& out) {
+  if (!abort_.ok()) return -1;
+  DecodedMessage message;
+  if (!pop_ready(message)) return 0;
+  last_compressed_ = message.compressed;
+  on_message_taken(message.compressed);
+  if (!message.compressed) {
+    out = std::move(message.payload);
+    return 1;
+  }
+  out.clear();
+  if (absl::Status inflated = inflate(message.payload, out); !inflated.ok()) {
+    on_receive_error(std::move(inflated));
+    return -1;
+  }
+  return 1;
+}
+
 // One coroutine frame per read (not one per layer): frames are the bulk of a call's allocations
 // once asio's small per-thread recycling cache is exhausted by many calls in flight.
-asio::awaitable<bool> CallStream::read_message(google::protobuf::MessageLite& msg) {
+template <class Message>
+asio::awaitable<bool> CallStream::read_any(Message& out) {
   ref();  // the call outlives the wait even if every other holder lets go meanwhile
-  std::optional<bool> got;
-  while (!(got = next_message(msg))) co_await inbound_progress();
+  int taken;
+  while ((taken = take_message(out)) == 0 && !inbound_done()) co_await inbound_progress();
   unref();
-  co_return *got;
+  co_return taken > 0;
 }
+
+asio::awaitable<bool> CallStream::read_message(google::protobuf::MessageLite& msg) {
+  return read_any(msg);
+}
+
+asio::awaitable<bool> CallStream::read_message(SliceChain& out) { return read_any(out); }
 
 absl::Status CallStream::enqueue_message(const google::protobuf::MessageLite& msg,
                                          WriteOptions options) {
@@ -258,24 +283,43 @@ absl::Status CallStream::enqueue_message(const google::protobuf::MessageLite& ms
   return absl::OkStatus();
 }
 
-absl::Status CallStream::queue_message(const google::protobuf::MessageLite& msg, bool last,
-                                       WriteOptions options) {
+absl::Status CallStream::enqueue_message(const SliceChain& raw, WriteOptions) {
+  if (absl::Status s = encode_chain(raw, false, outbound, limits_.max_send_message_size);
+      !s.ok()) {
+    return s;
+  }
+  ++messages_sent_;
+  return absl::OkStatus();
+}
+
+template <class Message>
+absl::Status CallStream::queue_any(const Message& message, bool last, WriteOptions options) {
   if (!abort_.ok()) return abort_;
   if (!can_write() || connection_ == nullptr) {
     return absl::FailedPreconditionError("write after the call ended");
   }
-  if (absl::Status s = enqueue_message(msg, options); !s.ok()) return s;
+  if (absl::Status s = enqueue_message(message, options); !s.ok()) return s;
   if (last) outbound_end = true;
   connection_->resume(this);
   return absl::OkStatus();
+}
+
+absl::Status CallStream::queue_message(const google::protobuf::MessageLite& msg, bool last,
+                                       WriteOptions options) {
+  return queue_any(msg, last, options);
+}
+
+absl::Status CallStream::queue_message(const SliceChain& raw, bool last, WriteOptions options) {
+  return queue_any(raw, last, options);
 }
 
 bool CallStream::must_wait_for_send_room() const {
   return !outbound.empty() || connection_->peer_window_closed();
 }
 
-asio::awaitable<absl::Status> CallStream::write_message(const google::protobuf::MessageLite& msg,
-                                                        bool last, WriteOptions options) {
+template <class Message>
+asio::awaitable<absl::Status> CallStream::write_any(const Message& message, bool last,
+                                                   WriteOptions options) {
   // The connection's bound on queued bytes (ConnectionLimits::max_queued_send_bytes): over it, a
   // stream that still has bytes queued waits until they are taken before queuing more. One whose
   // queue is empty (its peer reads it) goes on, so streams the peer does not read cannot starve
@@ -290,7 +334,7 @@ asio::awaitable<absl::Status> CallStream::write_message(const google::protobuf::
     }
     unref();
   }
-  if (absl::Status s = queue_message(msg, last, options); !s.ok()) co_return s;
+  if (absl::Status s = queue_any(message, last, options); !s.ok()) co_return s;
   ref();
   while (abort_.ok() && connection_ != nullptr && outbound.size() >= kWriteHighWater) {
     co_await write_event_.wait();
@@ -298,6 +342,15 @@ asio::awaitable<absl::Status> CallStream::write_message(const google::protobuf::
   absl::Status result = abort_;
   unref();
   co_return result;
+}
+
+asio::awaitable<absl::Status> CallStream::write_message(const google::protobuf::MessageLite& msg,
+                                                        bool last, WriteOptions options) {
+  return write_any(msg, last, options);
+}
+
+asio::awaitable<absl::Status> CallStream::write_message(const SliceChain& raw, bool last) {
+  return write_any(raw, last, WriteOptions{});
 }
 
 }  // namespace ferry::detail

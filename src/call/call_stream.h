@@ -88,9 +88,14 @@ class CallStream : public http2::Stream, private Deadline {
   // Waits for the next message and parses it into msg. False at the end of the inbound stream
   // or once the call is aborted; a message that fails to parse aborts the call (INTERNAL).
   asio::awaitable<bool> read_message(google::protobuf::MessageLite& msg);
+  // The same for a message read raw: its serialized bytes (inflated if it arrived compressed)
+  // replace out's, by reference to the blocks they arrived in when not compressed.
+  asio::awaitable<bool> read_message(SliceChain& out);
   // Without waiting: parses the next queued message into msg. 1 when it did, 0 when none is
   // queued, -1 when the call is aborted or the message does not parse (which aborts it).
   int take_message(google::protobuf::MessageLite& msg);
+  // The same, raw (-1 only when the call is aborted or a compressed message does not inflate).
+  int take_message(SliceChain& out);
   // Whether a complete message is queued.
   bool has_message() const { return ready_head_ < ready_.size(); }
   // read_message's step, without the wait: true when it parsed the next message into msg, false
@@ -116,12 +121,17 @@ class CallStream : public http2::Stream, private Deadline {
   // The message is compressed with send_compression() unless options.no_compression.
   asio::awaitable<absl::Status> write_message(const google::protobuf::MessageLite& msg, bool last,
                                               WriteOptions options);
+  // The same for a message already serialized, sent by reference (its slices are shared, never
+  // copied, and never compressed: compressing would copy them). The send limit applies.
+  asio::awaitable<absl::Status> write_message(const SliceChain& raw, bool last);
   // write_message without the wait: queues msg (and the end, when last) and lets the connection
   // send it.
   absl::Status queue_message(const google::protobuf::MessageLite& msg, bool last,
                              WriteOptions options);
+  absl::Status queue_message(const SliceChain& raw, bool last, WriteOptions options);
   // The encode-and-queue half of write_message, without waiting.
   absl::Status enqueue_message(const google::protobuf::MessageLite& msg, WriteOptions options);
+  absl::Status enqueue_message(const SliceChain& raw, WriteOptions options);
 
   // Aborts the call: the first status wins; every waiting read and write wakes and fails.
   void abort(absl::Status status);
@@ -166,6 +176,15 @@ class CallStream : public http2::Stream, private Deadline {
   absl::Status abort_;
 
  private:
+  // write_message and read_message for either kind of message (a protobuf message or raw
+  // bytes): one coroutine frame per operation.
+  template <class Message>
+  asio::awaitable<absl::Status> write_any(const Message& message, bool last, WriteOptions options);
+  template <class Message>
+  asio::awaitable<bool> read_any(Message& out);
+  template <class Message>
+  absl::Status queue_any(const Message& message, bool last, WriteOptions options);
+
   // Over the connection's bound on queued bytes: whether this stream's writer waits
   // (write_message).
   bool must_wait_for_send_room() const;

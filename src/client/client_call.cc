@@ -280,6 +280,13 @@ asio::awaitable<absl::Status> ClientCall::write(const google::protobuf::MessageL
   co_return written;
 }
 
+asio::awaitable<absl::Status> ClientCall::write_raw(const SliceChain& message) {
+  if (done_) co_return status_.ok() ? absl::FailedPreconditionError("the call has ended") : status_;
+  absl::Status written = co_await write_message(message, /*last=*/false);
+  if (written.ok() && done_ && !status_.ok()) written = status_;
+  co_return written;
+}
+
 absl::Status ClientCall::send_request(const google::protobuf::MessageLite& msg) {
   if (done_) return status_.ok() ? absl::FailedPreconditionError("the call has ended") : status_;
   return queue_message(msg, /*last=*/true, WriteOptions{});

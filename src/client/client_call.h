@@ -54,6 +54,8 @@ class ClientCall final : public CallStream {
   absl::Status send_request(const google::protobuf::MessageLite& msg);
   void writes_done();
   asio::awaitable<bool> read(google::protobuf::MessageLite& msg) { return read_message(msg); }
+  asio::awaitable<bool> read_raw(SliceChain& message) { return read_message(message); }
+  asio::awaitable<absl::Status> write_raw(const SliceChain& message);
   // read()'s step and its wait, for a caller that loops itself (see CallStream::next_message).
   using CallStream::next_message;
   using CallStream::inbound_progress;

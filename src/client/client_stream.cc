@@ -91,6 +91,31 @@ asio::awaitable<absl::Status> ClientStream::write_on(detail::ClientCall* call,
   return call->write(msg, last, options);
 }
 
+asio::awaitable<absl::Status> ClientStream::write_raw_awaitable(const SliceChain& message) {
+  if (call_ == nullptr) co_return no_call();
+  detail::ClientCall* call = call_;
+  auto make = [call, &message] { return call->write_raw(message); };
+  co_return co_await detail::on_executor(call->executor(), std::move(make));
+}
+
+asio::awaitable<bool> ClientStream::read_raw_awaitable(SliceChain& message) {
+  if (call_ == nullptr) co_return false;
+  detail::ClientCall* call = call_;
+  auto make = [call, &message] { return call->read_raw(message); };
+  co_return co_await detail::on_executor(call->executor(), std::move(make));
+}
+
+asio::awaitable<absl::Status> ClientStream::write_raw_on(detail::ClientCall* call,
+                                                         const SliceChain& message) {
+  if (call == nullptr) return []() -> asio::awaitable<absl::Status> { co_return no_call(); }();
+  return call->write_raw(message);
+}
+
+asio::awaitable<bool> ClientStream::read_raw_on(detail::ClientCall* call, SliceChain& message) {
+  if (call == nullptr) return []() -> asio::awaitable<bool> { co_return false; }();
+  return call->read_raw(message);
+}
+
 asio::awaitable<void> ClientStream::writes_done_on(detail::ClientCall* call) {
   if (call != nullptr) call->writes_done();
   co_return;

@@ -237,6 +237,11 @@ asio::awaitable<absl::Status> ServerCall::write(const google::protobuf::MessageL
   co_return co_await write_message(msg, /*last=*/false, options);
 }
 
+asio::awaitable<absl::Status> ServerCall::write_raw(const SliceChain& message) {
+  if (!headers_sent_ && can_write() && connection_ != nullptr) send_headers();
+  co_return co_await write_message(message, /*last=*/false);
+}
+
 void ServerCall::finish(const absl::Status& status_in, const google::protobuf::MessageLite* msg) {
   if (finished_ || closed_ || connection_ == nullptr) return;
   absl::Status status = status_in;

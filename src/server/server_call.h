@@ -76,6 +76,8 @@ class ServerCall final : public CallStream {
   bool take_request(google::protobuf::MessageLite& msg) { return take_message(msg) > 0; }
   asio::awaitable<absl::Status> write(const google::protobuf::MessageLite& msg,
                                       WriteOptions options);
+  asio::awaitable<bool> read_raw(SliceChain& message) { return read_message(message); }
+  asio::awaitable<absl::Status> write_raw(const SliceChain& message);
   void finish(const absl::Status& status, const google::protobuf::MessageLite* msg);
   absl::Status queue_response(const google::protobuf::MessageLite& msg);
 

@@ -46,6 +46,14 @@ asio::awaitable<absl::Status> ServerContext::write_awaitable(
   return call_->write(msg, options);
 }
 
+asio::awaitable<bool> ServerContext::read_raw_awaitable(SliceChain& message) {
+  return call_->read_raw(message);
+}
+
+asio::awaitable<absl::Status> ServerContext::write_raw_awaitable(const SliceChain& message) {
+  return call_->write_raw(message);
+}
+
 absl::Status ServerContext::queue_response(const google::protobuf::MessageLite& msg) {
   return call_->queue_response(msg);
 }
