@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <new>
 #include <string>
 #include <string_view>
@@ -19,6 +20,7 @@
 
 #include "alloc_counter.h"
 #include "ferry/buffer_pool.h"
+#include "ferry/bytes_field.h"
 #include "ferry/compression.h"
 #include "ferry/frame.h"
 #include "ferry/frame_decoder.h"
@@ -88,6 +90,18 @@ std::vector<Slice> wire_chunks(const Input& in) {
   return chunks;
 }
 
+// The body of in as a shared external slice (Slice::external), for the by-reference rows: what a
+// user holding a large payload (a file chunk, a cached blob) sends without copying it.
+const SliceChain& shared_body(const Input& in) {
+  static std::map<const Input*, SliceChain> bodies;
+  auto [it, inserted] = bodies.try_emplace(&in);
+  if (inserted) {
+    auto owner = std::make_shared<std::string>(in.msg.body());
+    it->second.append(Slice::external(owner->data(), owner->size(), owner));
+  }
+  return it->second;
+}
+
 // Runs op once untimed, so that pools, caches and reused buffers are warm and only the steady
 // state is counted, then the timed loop.
 template <typename Op>
@@ -110,6 +124,24 @@ void encode_ferry(benchmark::State& state, const Input& in) {
   run(state, in, [&] {
     expect(encode_message(in.msg, out).ok(), "ferry::encode_message");
     benchmark::DoNotOptimize(out.slice(0).data());
+    out.clear();
+  });
+}
+
+// By reference (ServerContext::write_raw's path): the message is built around the shared body
+// (append_with_bytes_field: the empty rest, the field's tag and length, the body's one slice) and
+// framed (encode_chain: prefix, then the message's slices shared). No byte of the body is
+// touched, so the time should not grow with its size.
+void encode_ferry_ref(benchmark::State& state, const Input& in) {
+  const SliceChain& body = shared_body(in);
+  const Buffer rest;
+  SliceChain message;
+  SliceChain out;
+  run(state, in, [&] {
+    expect(append_with_bytes_field(rest, 1, body, message).ok(), "ferry::append_with_bytes_field");
+    expect(encode_chain(message, false, out).ok(), "ferry::encode_chain");
+    benchmark::DoNotOptimize(out.slice(0).data());
+    message.clear();
     out.clear();
   });
 }
@@ -183,6 +215,24 @@ void decode_ferry(benchmark::State& state, const Input& in) {
     expect(got.ok() && *got, "ferry::FrameDecoder::next");
     expect(parse_message(decoded.payload, msg).ok(), "ferry::parse_message");
     benchmark::DoNotOptimize(msg.body().data());
+  });
+}
+
+// By reference (read_raw's path): frame-decode, then cut the body out as slices of the read
+// blocks (take_bytes_field) and parse the rest; the body's bytes are never read.
+void decode_ferry_ref(benchmark::State& state, const Input& in) {
+  const std::vector<Slice> chunks = wire_chunks(in);
+  FrameDecoder decoder;
+  DecodedMessage decoded;
+  SliceChain body;
+  Buffer rest;
+  run(state, in, [&] {
+    for (const Slice& chunk : chunks) decoder.push(chunk);
+    absl::StatusOr<bool> got = decoder.next(decoded);
+    expect(got.ok() && *got, "ferry::FrameDecoder::next");
+    expect(take_bytes_field(decoded.payload, 1, body).ok(), "ferry::take_bytes_field");
+    expect(parse_message(decoded.payload, rest).ok(), "ferry::parse_message");
+    benchmark::DoNotOptimize(body.size());
   });
 }
 
@@ -275,6 +325,7 @@ struct Impl {
 
 constexpr Impl kImpls[] = {
     {"ferry", encode_ferry, decode_ferry},
+    {"ferry-ref", encode_ferry_ref, decode_ferry_ref},
     {"ferry-gzip", encode_ferry_gzip, decode_ferry_gzip},
     {"naive", encode_naive, decode_naive},
 #ifdef FERRY_HAVE_GRPCPP
@@ -340,6 +391,20 @@ bool codecs_agree() {
     if (!got.ok() || !*got || !parse_message(decoded.payload, msg).ok() ||
         msg.body() != in.msg.body()) {
       std::fprintf(stderr, "codec_bench: ferry decodes %zu bytes wrongly\n", body_size);
+      return false;
+    }
+    SliceChain message;
+    SliceChain by_reference;
+    if (!append_with_bytes_field(Buffer(), 1, shared_body(in), message).ok() ||
+        !encode_chain(message, false, by_reference).ok() || by_reference.to_string() != wire) {
+      std::fprintf(stderr, "codec_bench: ferry-ref encodes %zu bytes wrongly\n", body_size);
+      return false;
+    }
+    SliceChain body;
+    Buffer rest;
+    if (!take_bytes_field(decoded.payload, 1, body).ok() || body.to_string() != in.msg.body() ||
+        !parse_message(decoded.payload, rest).ok() || !rest.body().empty()) {
+      std::fprintf(stderr, "codec_bench: ferry-ref decodes %zu bytes wrongly\n", body_size);
       return false;
     }
 
