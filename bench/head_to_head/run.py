@@ -11,6 +11,13 @@ carries a copy of the request's `bytes payload = 1`), each on one core:
   grpc++ async   h2h_grpc_async_server: grpc++ async API, ONE completion queue drained by ONE
                  thread (grpc++ still keeps a few internal timer/executor threads).
 Each server process is pinned to core 0 (taskset -c 0, all its threads), h2load to core 1.
+Both run under the real-time round-robin policy (chrt -r 50) when the system allows it (root,
+chrt present; --priority normal turns it off): on a shared machine, a server with one thread
+otherwise gets a smaller share of a contended core than one with ten, and every wake-up waits
+behind whatever else runs there, so calls/s would measure the neighbours and the thread count
+as much as the servers. Real-time threads are woken at once and are not preempted by ordinary
+processes; among themselves they take turns, so a multi-threaded server's threads are scheduled
+as usual.
 
 For every scenario the servers take turns, round by round, so slow drift on a shared machine
 hits all of them alike. Per run: calls/s (h2load's req/s; every request must have succeeded
@@ -118,9 +125,10 @@ def children_cpu():
 class Server:
     """One server process, pinned to the server core, on a port it picked."""
 
-    def __init__(self, key, label, binary, pin):
+    def __init__(self, key, label, binary, pin, priority):
         self.key, self.label = key, label
-        command = ([binary, "0"] if not pin else ["taskset", "-c", SERVER_CORE, binary, "0"])
+        command = priority + ([binary, "0"] if not pin else
+                              ["taskset", "-c", SERVER_CORE, binary, "0"])
         # taskset execs the server, so the child's pid is the server's.
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
         line = self.process.stdout.readline()
@@ -160,13 +168,26 @@ def check_echo(server, request_file, expected):
     return problems
 
 
-def run_h2load(server, scenario, count, request_file, pin, run_timeout):
+def realtime_prefix():
+    """The command prefix that runs a process under SCHED_RR, or [] where that is refused."""
+    prefix = ["chrt", "-r", "50"]
+    if shutil.which("chrt") is None:
+        return []
+    try:
+        ok = subprocess.run(prefix + ["true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ok = False
+    return prefix if ok else []
+
+
+def run_h2load(server, scenario, count, request_file, pin, run_timeout, priority):
     """One measured run; returns a dict of figures, or a string saying what went wrong."""
     _, _, conns, streams, _ = scenario
     command = ["h2load", "-n", str(count), "-c", str(conns), "-m", str(streams), "-t", "1",
                "-d", request_file] + GRPC_HEADERS + [server.url]
     if pin:
         command = ["taskset", "-c", CLIENT_CORE] + command
+    command = priority + command
     if server.process.poll() is not None:
         return f"the server exited ({server.process.returncode})"
     tasks0 = task_cpu(server.process.pid)
@@ -251,6 +272,9 @@ def main():
     parser.add_argument("--out", default=None, help="default: <build-dir>/results/head_to_head.md")
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--run-timeout", type=float, default=60.0, help="seconds per h2load run")
+    parser.add_argument("--priority", choices=("realtime", "normal"), default="realtime",
+                        help="realtime (default): servers and h2load under chrt -r 50 when "
+                             "allowed; normal: as started")
     args = parser.parse_args()
     missing_code = 77 if args.smoke else 0
 
@@ -281,11 +305,16 @@ def main():
     if not pin:
         print("head_to_head: cores 0 and 1 are not both available; running unpinned")
 
+    priority = realtime_prefix() if args.priority == "realtime" else []
+    if args.priority == "realtime" and not priority:
+        print("head_to_head: real-time scheduling refused (needs root and chrt); "
+              "running at normal priority")
+
     servers, failures = [], []
     tmp = tempfile.TemporaryDirectory(prefix="ferry_h2h_")
     try:
         for key, label, binary in present:
-            servers.append(Server(key, label, os.path.join(bin_dir, binary), pin))
+            servers.append(Server(key, label, os.path.join(bin_dir, binary), pin, priority))
         request_files = {}
         for size in sorted({s[1] for s in scenarios}):
             path = os.path.join(tmp.name, f"request_{size}.bin")
@@ -314,7 +343,7 @@ def main():
                     counts[(scenario[0], server.key)] = most
                     continue
                 warm = run_h2load(server, scenario, max(in_flight(scenario), most // 10),
-                                  request_files[scenario[1]], pin, args.run_timeout)
+                                  request_files[scenario[1]], pin, args.run_timeout, priority)
                 fit = int(warm["calls_s"] * RUN_SECONDS * scale) if isinstance(warm, dict) else 0
                 counts[(scenario[0], server.key)] = max(in_flight(scenario) * 4, min(most, fit))
         results = {(s[0], server.key): [] for s in scenarios for server in servers}
@@ -322,7 +351,7 @@ def main():
             for scenario in scenarios:
                 for server in servers:
                     figures = run_h2load(server, scenario, counts[(scenario[0], server.key)],
-                                         request_files[scenario[1]], pin, args.run_timeout)
+                                         request_files[scenario[1]], pin, args.run_timeout, priority)
                     if isinstance(figures, str):
                         failures.append(f"{server.label}, {scenario[0]}, round "
                                         f"{round_index + 1}: {figures}")
@@ -338,7 +367,10 @@ def main():
     text = table(scenarios, servers, results)
     notes = (f"\nMedians of {rounds} round(s), servers interleaved per round; count scale "
              f"{scale:g}; {elapsed:.0f} s of load. Server on core {SERVER_CORE}, h2load on core "
-             f"{CLIENT_CORE}{'' if pin else ' (NOT pinned)'}. Server threads: {threads}.\n"
+             f"{CLIENT_CORE}{'' if pin else ' (NOT pinned)'}, "
+             f"{'real-time round-robin (chrt -r 50)' if priority else 'normal priority'}. "
+             f"Server threads: {threads}. Load average at the end: "
+             f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}.\n"
              "Ratios: medians of the per-round ferry/grpc++ ratios (calls/s: > 1 means ferry "
              "serves more; CPU: < 1 means ferry spends less per call).")
     notes += "\nCalls per run (" + " / ".join(s.label for s in servers) + "): " + "; ".join(
