@@ -53,7 +53,7 @@ class Server(h2h.Server):
     maxbody=BYTES (scenarios with larger bodies are skipped: grpcxx answers requests of ~99 KB
     and more with an empty message)."""
 
-    def __init__(self, label, spec):
+    def __init__(self, label, spec, priority):
         parts = spec.split(",")
         binary, opts = parts[0], dict(p.split("=", 1) for p in parts[1:])
         self.key = self.label = label
@@ -63,7 +63,7 @@ class Server(h2h.Server):
             with socket.socket() as s:
                 s.bind(("127.0.0.1", 0))
                 port = str(s.getsockname()[1])
-        command = ["taskset", "-c", h2h.SERVER_CORE, binary, port or "0"]
+        command = priority + ["taskset", "-c", h2h.SERVER_CORE, binary, port or "0"]
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
         line = self.process.stdout.readline()
         match = re.search(r"listening on (?:[\d.]+:)?(\d+)", line)
@@ -75,10 +75,10 @@ class Server(h2h.Server):
         self.url = f"http://127.0.0.1:{self.port}{opts.get('path', h2h.METHOD_PATH)}"
 
 
-def run_client(server, binary, scenario, scale):
+def run_client(server, binary, scenario, scale, priority):
     _, size, in_flight, calls = scenario
     calls = int(calls * scale)
-    command = ["taskset", "-c", h2h.CLIENT_CORE, binary, f"127.0.0.1:{server.port}", str(calls),
+    command = priority + ["taskset", "-c", h2h.CLIENT_CORE, binary, f"127.0.0.1:{server.port}", str(calls),
                str(in_flight), str(size)]
     tasks0 = h2h.task_cpu(server.process.pid)
     cpu0, faults0 = h2h.proc_stat(server.process.pid)
@@ -110,9 +110,12 @@ def main():
     parser.add_argument("--client", action="append", default=[], help="LABEL=BINARY")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", default="", help="run only scenarios whose label has this")
+    parser.add_argument("--priority", choices=("realtime", "normal"), default="realtime",
+                        help="as bench/head_to_head/run.py's --priority")
     args = parser.parse_args()
     scale = float(os.environ.get("FERRY_H2H_SCALE", "1"))
-    servers = [Server(*s.split("=", 1)) for s in args.server]
+    priority = h2h.realtime_prefix() if args.priority == "realtime" else []
+    servers = [Server(*s.split("=", 1), priority) for s in args.server]
     clients = dict(c.split("=", 1) for c in args.client)
     results, failures = {}, []
     tmp = tempfile.TemporaryDirectory(prefix="ferry_ab_")
@@ -129,14 +132,14 @@ def main():
                 if s[1] > server.maxbody:
                     continue
                 h2h.run_h2load(server, s, max(s[2] * s[3] * 4, int(s[4] * scale) // 10),
-                               files[s[1]], True, 120)
+                               files[s[1]], True, 120, priority)
         for r in range(args.rounds):
             for s in h2_scen:
                 for server in servers:
                     if s[1] > server.maxbody:
                         continue
                     fig = h2h.run_h2load(server, s, max(s[2] * s[3] * 4, int(s[4] * scale)),
-                                         files[s[1]], True, 120)
+                                         files[s[1]], True, 120, priority)
                     if isinstance(fig, str):
                         failures.append(f"{server.label} {s[0]} round {r + 1}: {fig}")
                         fig = None
@@ -145,7 +148,7 @@ def main():
                 for server in servers:
                     if server.label not in clients:
                         continue
-                    fig = run_client(server, clients[server.label], s, scale)
+                    fig = run_client(server, clients[server.label], s, scale, priority)
                     if isinstance(fig, str):
                         failures.append(f"{server.label} {s[0]} round {r + 1}: {fig}")
                         fig = None
