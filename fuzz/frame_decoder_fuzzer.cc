@@ -1,7 +1,8 @@
 // libFuzzer target: ferry::FrameDecoder (codec layer) fed arbitrary bytes in arbitrary chunks,
 // checked message by message against a plain reference parse of the whole stream: the same
 // messages and payloads, each as soon as its last byte is in, the same error as soon as the bad
-// prefix is in, and the receive limit enforced. Input: 1 byte of options, 8 bytes of chunk
+// prefix is in, and the receive limit enforced; each message's bytes field cut out by reference
+// (take_bytes_field, field 1-4 by the mode's top bits) is checked against protobuf's parse. Input: 1 byte of options, 8 bytes of chunk
 // sizes, then the stream (see fuzz/README.md).
 #include <algorithm>
 #include <cstddef>
@@ -11,11 +12,14 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "ferry/bytes_field.h"
 #include "ferry/frame.h"
 #include "ferry/frame_decoder.h"
 #include "fuzz_check.h"
 #include "google/protobuf/stubs/logging.h"
+#include "google/protobuf/empty.pb.h"
 #include "google/protobuf/struct.pb.h"
+#include "google/protobuf/unknown_field_set.h"
 
 namespace {
 
@@ -62,6 +66,44 @@ RefStream parse_reference(std::string_view stream, const ferry::FrameDecoderOpti
 // The receive limit, by the mode byte's low 3 bits: small ones make the limit bite often.
 constexpr std::size_t kMaxSizes[] = {0, 1, 4, 16, 100, 1000, 65536,
                                      ferry::kDefaultMaxReceiveMessageSize};
+
+// read_raw's cut (ferry/bytes_field.h) against protobuf's own parse into unknown fields: it may
+// refuse more (groups) but never accept what protobuf refuses; when it accepts, the body is the
+// field's last length-delimited value and the rest holds every other field, in order.
+void check_take_bytes_field(const ferry::SliceChain& payload, std::uint32_t field) {
+  const std::string original = payload.to_string();
+  ferry::SliceChain message = payload.share();
+  ferry::SliceChain body;
+  const absl::Status cut = ferry::take_bytes_field(message, field, body);
+  google::protobuf::Empty reference;
+  const bool parses = reference.ParseFromString(original);
+  if (!cut.ok()) {
+    FUZZ_CHECK(cut.code() == absl::StatusCode::kInternal);
+    FUZZ_CHECK(message.to_string() == original && body.empty());
+    return;
+  }
+  FUZZ_CHECK(parses);
+  const google::protobuf::UnknownFieldSet& fields =
+      reference.GetReflection()->GetUnknownFields(reference);
+  std::string last;
+  google::protobuf::UnknownFieldSet others;
+  for (int i = 0; i < fields.field_count(); ++i) {
+    const google::protobuf::UnknownField& f = fields.field(i);
+    if (f.number() == static_cast<int>(field)) {
+      FUZZ_CHECK(f.type() == google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED);
+      last = f.length_delimited();
+    } else {
+      others.AddField(f);
+    }
+  }
+  FUZZ_CHECK(body.to_string() == last);
+  google::protobuf::Empty rest;
+  FUZZ_CHECK(rest.ParseFromString(message.to_string()));
+  std::string rest_fields, other_fields;
+  rest.GetReflection()->GetUnknownFields(rest).SerializeToString(&rest_fields);
+  others.SerializeToString(&other_fields);
+  FUZZ_CHECK(rest_fields == other_fields);
+}
 
 }  // namespace
 
@@ -136,6 +178,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         google::protobuf::Value flat;
         const bool chained_ok = ferry::parse_message(message.payload, chained).ok();
         FUZZ_CHECK(chained_ok == flat.ParseFromString(message.payload.to_string()));
+        check_take_bytes_field(message.payload, 1 + (mode >> 6));
       }
     }
     // Nothing due is held back: every message complete by now was returned, no error is due.
