@@ -6,6 +6,7 @@
 #   PREFIX/bin/grpcurl, PREFIX/bin/ghz             go install
 #   PREFIX/bin/grpc-health-probe                   go install
 #   PREFIX/bin/h2spec     HTTP/2 conformance tester  go build (pinned go.mod, see below)
+#   PREFIX/bin/rich_status_peer_go  test/peers/rich_status_go against grpc-go  go build (pinned)
 #   PREFIX/java/lib       grpc-java interop-testing jars + runtime deps   mvn
 # Go's caches live under PREFIX/go and Maven's repository under PREFIX/java/m2, so nothing lands in
 # the repo or in $HOME. Idempotent: a step is skipped when its peer is already present at the pinned
@@ -30,6 +31,7 @@ H2SPEC_DEPS=(github.com/fatih/color@v1.19.0 github.com/spf13/cobra@v1.10.2
 GRPC_JAVA_VERSION=1.79.0
 MAVEN_DEPENDENCY_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
 
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd) || exit 1  # before any cd
 prefix=${1:-build/peers}
 mkdir -p "$prefix" || exit 1
 prefix=$(cd "$prefix" && pwd) || exit 1
@@ -137,6 +139,29 @@ h2spec_install() {
 }
 step "h2spec $H2SPEC_VERSION" "$prefix/logs/h2spec.log" \
   "go_has h2spec github.com/summerwind/h2spec '${H2SPEC_VERSION//+/\\+}'" h2spec_install
+cd "$prefix" || exit 1
+
+# --- (c3) grpc-go's side of the rich error details test: test/peers/rich_status_go built in a
+# scratch module that requires grpc-go at the interop version (its dependencies follow from its
+# go.mod). A stamp holding the source's hash rebuilds it when the source changes.
+rich_status_src="$repo/test/peers/rich_status_go"
+rich_status_stamp() { echo "$GRPC_GO_VERSION $(sha256sum <"$rich_status_src/main.go" | cut -c1-16)"; }
+rich_status_check() {
+  go_has rich_status_peer_go google.golang.org/grpc "$GRPC_GO_VERSION" &&
+    [ "$(cat "$GOBIN/.rich_status_peer_go.stamp" 2>/dev/null)" = "$(rich_status_stamp)" ]
+}
+rich_status_install() {
+  local dir="$prefix/go/rich-status-build"
+  rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || return 1
+  cp "$rich_status_src/main.go" . || return 1
+  printf 'module ferry.peers/richstatus\n\ngo 1.21\n' >go.mod
+  # go get, not go mod tidy: tidy would fetch the test dependencies of every package too.
+  go get "google.golang.org/grpc@$GRPC_GO_VERSION" &&
+    go build -o "$GOBIN/rich_status_peer_go" . &&
+    rich_status_stamp >"$GOBIN/.rich_status_peer_go.stamp"
+}
+step "rich_status_peer_go (grpc-go $GRPC_GO_VERSION)" "$prefix/logs/rich_status_go.log" \
+  rich_status_check rich_status_install
 cd "$prefix" || exit 1
 
 # --- (d) grpc-java interop programs: the io.grpc:grpc-interop-testing jar and its runtime

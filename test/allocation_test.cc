@@ -14,6 +14,7 @@
 #include "asio/detached.hpp"
 #include "asio/use_awaitable.hpp"
 #include "ferry/client_stream.h"
+#include "ferry/interceptor.h"
 #include "support/loopback.h"
 
 namespace ferry {
@@ -54,8 +55,10 @@ ServerOptions one_thread() {
 
 class Allocations : public ::testing::Test {
  protected:
-  Allocations()
-      : service_(make_counting_service()), loop_(one_thread(), like_a_real_client(), &service_) {}
+  Allocations() : Allocations(one_thread(), like_a_real_client()) {}
+  Allocations(ServerOptions server_options, ChannelOptions channel_options)
+      : service_(make_counting_service()),
+        loop_(std::move(server_options), std::move(channel_options), &service_) {}
 
   std::int64_t server_allocations() {
     return loop_.run([this]() -> asio::awaitable<std::int64_t> {
@@ -123,6 +126,38 @@ TEST_F(Allocations, NonePerUnaryCallOnceWarm) {
 // The client's calls run on this test's thread: coroutine frames beyond asio's per-thread cache
 // of two, a timer per deadline or a string per header would show here.
 TEST_F(Allocations, NonePerUnaryCallOnTheClientOnceWarm) {
+  expect_none_per_call([] { return static_cast<std::int64_t>(bench::thread_allocation_count()); });
+}
+
+// One interceptor that does nothing on the server and one on the channel: the chains' coroutine
+// frames (and the default on_start's) come from a per-thread pool, so the calls' own frames
+// keep asio's cache and a warm call still allocates nothing, on either side.
+class NoOpServerInterceptor final : public ServerInterceptor {};
+class NoOpClientInterceptor final : public ClientInterceptor {};
+
+ServerOptions one_thread_intercepted() {
+  ServerOptions options = one_thread();
+  options.interceptors.push_back(std::make_shared<NoOpServerInterceptor>());
+  return options;
+}
+
+ChannelOptions like_a_real_client_intercepted() {
+  ChannelOptions options = like_a_real_client();
+  options.interceptors.push_back(std::make_shared<NoOpClientInterceptor>());
+  return options;
+}
+
+class AllocationsWithInterceptors : public Allocations {
+ protected:
+  AllocationsWithInterceptors()
+      : Allocations(one_thread_intercepted(), like_a_real_client_intercepted()) {}
+};
+
+TEST_F(AllocationsWithInterceptors, NonePerUnaryCallOnceWarm) {
+  expect_none_per_call([this] { return server_allocations(); });
+}
+
+TEST_F(AllocationsWithInterceptors, NonePerUnaryCallOnTheClientOnceWarm) {
   expect_none_per_call([] { return static_cast<std::int64_t>(bench::thread_allocation_count()); });
 }
 

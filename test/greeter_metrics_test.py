@@ -5,7 +5,8 @@
 
 Starts greeter_server on free ports (--port=0 --metrics_port=0), runs greeter_client once (one
 SayHello, one SayHelloStreamReply of 4 replies), then `curl http://.../metrics` and checks the
-started counters, the completed calls by status and the streamed message count. Exits 0 on success.
+started counters, the completed calls by status, the streamed message count and the bytes
+histogram's count. Exits 0 on success.
 """
 
 import argparse
@@ -56,6 +57,8 @@ def main():
             'grpc_status="OK"} 1',
             'grpc_server_call_sent_messages_total{grpc_method="helloworld.Greeter/'
             'SayHelloStreamReply"} 4',
+            'grpc_server_call_rcvd_total_compressed_message_size_bytes_count{'
+            'grpc_method="helloworld.Greeter/SayHello",grpc_status="OK"} 1',
         ]
         lines = set(text.splitlines())
         missing = [e for e in expected if e not in lines]

@@ -131,8 +131,29 @@ TEST_F(HealthTest, AWatcherWhoseClientCancelsEnds) {
     EXPECT_EQ(health_.watch_count(), 1u);
     watch.cancel();
   }
-  // The handler notices within its poll period and returns.
+  // The cancellation wakes the handler, which returns.
   EXPECT_TRUE(eventually([this] { return health_.watch_count() == 0; }));
+}
+
+// The cancellation itself wakes the handler (ServerContext::on_cancel), rather than a poll: each
+// of several watchers, cancelled in turn, is gone well within the old poll's period (1 s, armed
+// a few milliseconds before the cancel, so a polling watcher took ~1 s every time).
+TEST_F(HealthTest, ACancelledWatchEndsWithoutWaitingForAPoll) {
+  for (int i = 0; i < 3; ++i) {
+    std::chrono::steady_clock::time_point cancelled;
+    {
+      ClientContext context;
+      HealthCheckRequest request;
+      BlockingClientReader<HealthCheckResponse> watch = stub_->Watch(context, request);
+      HealthCheckResponse response;
+      ASSERT_TRUE(watch.read(response));
+      ASSERT_EQ(health_.watch_count(), 1u);
+      cancelled = std::chrono::steady_clock::now();
+      watch.cancel();
+    }
+    ASSERT_TRUE(eventually([this] { return health_.watch_count() == 0; }));
+    EXPECT_LT(std::chrono::steady_clock::now() - cancelled, 500ms) << "watcher " << i;
+  }
 }
 
 TEST_F(HealthTest, ShutdownTurnsEveryStatusNotServingAndEndsTheWatches) {

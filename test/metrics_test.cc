@@ -102,5 +102,116 @@ TEST(Metrics, CountersAfterKnownCallsOnServerAndClient) {
   EXPECT_TRUE(has_line(text, "grpc_client_call_rcvd_messages_total{" + expand + "} 4")) << text;
 }
 
+// The byte histograms (gRPC's *_total_compressed_message_size): one observation per call of its
+// messages' payload bytes, so after calls of known sizes the _count and _sum are known: 3 unary
+// calls of a 100-byte payload echoed (102 bytes each way, as protobuf encodes them), one
+// server-streaming call of 4 responses of 300 bytes, a client-streaming call of 3 x 2000 bytes
+// and a bidi call of 2 x 2 messages.
+TEST(Metrics, MessageBytesPerCallOnServerAndClient) {
+  auto registry = std::make_shared<prometheus::Registry>();
+  ServerOptions server_options;
+  server_options.interceptors.push_back(make_server_metrics(*registry));
+  ChannelOptions channel_options;
+  channel_options.interceptors.push_back(make_client_metrics(*registry));
+  prometheus::Exposer exposer("127.0.0.1:0");
+  exposer.RegisterCollectable(registry);
+  ASSERT_FALSE(exposer.GetListeningPorts().empty());
+  const int metrics_port = exposer.GetListeningPorts().front();
+
+  std::size_t echo_request_bytes = 0, echo_response_bytes = 0;
+  std::size_t expand_request_bytes = 0, expand_response_bytes = 0;
+  std::size_t chat_request_bytes = 0, chat_response_bytes = 0;
+  std::size_t collect_request_bytes = 0, collect_response_bytes = 0;
+  Loopback loop(server_options, channel_options);
+  loop.run([&]() -> asio::awaitable<void> {
+    EchoRequest request;
+    request.set_payload(std::string(100, 'x'));
+    EchoResponse response;
+    for (int i = 0; i < 3; ++i) {
+      ClientContext ctx;
+      EXPECT_TRUE((co_await loop.stub().Echo(ctx, request, response)).ok());
+      echo_request_bytes += request.ByteSizeLong();
+      echo_response_bytes += response.ByteSizeLong();
+    }
+    ClientContext stream_ctx;
+    EchoRequest expand;
+    expand.set_response_count(4);
+    expand.set_response_size(300);
+    expand_request_bytes = expand.ByteSizeLong();
+    ClientReader<EchoResponse> reader = co_await loop.stub().Expand(stream_ctx, expand);
+    int got = 0;
+    while (co_await reader.read(response)) {
+      expand_response_bytes += response.ByteSizeLong();
+      ++got;
+    }
+    EXPECT_EQ(got, 4);
+    EXPECT_TRUE((co_await reader.finish()).ok());
+    ClientContext collect_ctx;
+    auto collect = co_await loop.stub().Collect(collect_ctx);
+    for (int i = 0; i < 3; ++i) {
+      request.set_payload(std::string(static_cast<std::size_t>(2000), 'k'));
+      EXPECT_TRUE((co_await collect.write(request)).ok());
+      collect_request_bytes += request.ByteSizeLong();
+    }
+    EchoResponse collected;
+    EXPECT_TRUE((co_await collect.finish(collected)).ok());
+    collect_response_bytes = collected.ByteSizeLong();
+    ClientContext chat_ctx;
+    auto chat = co_await loop.stub().Chat(chat_ctx);
+    for (int i = 0; i < 2; ++i) {
+      request.set_payload(std::string(static_cast<std::size_t>(10 + i * 1000), 'c'));
+      EXPECT_TRUE((co_await chat.write(request)).ok());
+      chat_request_bytes += request.ByteSizeLong();
+      EXPECT_TRUE(co_await chat.read(response));
+      chat_response_bytes += response.ByteSizeLong();
+    }
+    co_await chat.writes_done();
+    EXPECT_FALSE(co_await chat.read(response));
+    EXPECT_TRUE((co_await chat.finish()).ok());
+  });
+  ASSERT_EQ(echo_request_bytes, 3u * 102);  // the sizes the expectations below rest on
+  ASSERT_EQ(expand_response_bytes, 4u * 303 + 3 * 2);
+
+  const std::string text = scrape(metrics_port);
+  auto expect_histogram = [&](const std::string& name, const std::string& method,
+                              std::size_t count, std::size_t sum) {
+    const std::string labels =
+        "{grpc_method=\"ferry.testing.Echo/" + method + "\",grpc_status=\"OK\"} ";
+    EXPECT_TRUE(has_line(text, name + "_count" + labels + std::to_string(count)))
+        << name << " " << method << "\n" << text;
+    EXPECT_TRUE(has_line(text, name + "_sum" + labels + std::to_string(sum)))
+        << name << " " << method << " sum " << sum << "\n" << text;
+  };
+  const std::string server = "grpc_server_call_";
+  const std::string client = "grpc_client_attempt_";
+  const std::string sent = "sent_total_compressed_message_size_bytes";
+  const std::string rcvd = "rcvd_total_compressed_message_size_bytes";
+  expect_histogram(server + rcvd, "Echo", 3, echo_request_bytes);
+  expect_histogram(server + sent, "Echo", 3, echo_response_bytes);
+  expect_histogram(client + sent, "Echo", 3, echo_request_bytes);
+  expect_histogram(client + rcvd, "Echo", 3, echo_response_bytes);
+  expect_histogram(server + rcvd, "Expand", 1, expand_request_bytes);
+  expect_histogram(server + sent, "Expand", 1, expand_response_bytes);
+  expect_histogram(client + sent, "Expand", 1, expand_request_bytes);
+  expect_histogram(client + rcvd, "Expand", 1, expand_response_bytes);
+  expect_histogram(server + rcvd, "Collect", 1, collect_request_bytes);
+  expect_histogram(server + sent, "Collect", 1, collect_response_bytes);
+  expect_histogram(client + sent, "Collect", 1, collect_request_bytes);
+  expect_histogram(client + rcvd, "Collect", 1, collect_response_bytes);
+  expect_histogram(server + rcvd, "Chat", 1, chat_request_bytes);
+  expect_histogram(server + sent, "Chat", 1, chat_response_bytes);
+  expect_histogram(client + sent, "Chat", 1, chat_request_bytes);
+  expect_histogram(client + rcvd, "Chat", 1, chat_response_bytes);
+  // 102 bytes fall in the (0, 1024] bucket, 1218 (Expand's responses) in (1024, 2048].
+  EXPECT_TRUE(has_line(text, server + sent +
+                                 "_bucket{grpc_method=\"ferry.testing.Echo/Expand\","
+                                 "grpc_status=\"OK\",le=\"1024\"} 0"))
+      << text;
+  EXPECT_TRUE(has_line(text, server + sent +
+                                 "_bucket{grpc_method=\"ferry.testing.Echo/Expand\","
+                                 "grpc_status=\"OK\",le=\"2048\"} 1"))
+      << text;
+}
+
 }  // namespace
 }  // namespace ferry

@@ -1,10 +1,13 @@
 // Rich error details (ferry/rich_status.h, ferry/status_details.h): a google.rpc.Status with
 // details round-trips through grpc-status-details-bin between ferry's server and client, and
-// both ways with grpcio (test/peers/rich_status_peer.py; skipped when the peers are not
-// installed).
+// both ways with grpcio (test/peers/rich_status_peer.py) and with grpc-go
+// (test/peers/rich_status_go, built by scripts/install_peers.sh); skipped when the peers are not
+// installed.
 #include "ferry/rich_status.h"
 
 #include <gtest/gtest.h>
+
+#include <unistd.h>
 
 #include <cstdio>
 #include <memory>
@@ -165,6 +168,58 @@ TEST(RichStatus, FerryClientReadsGrpciosDetails) {
   EchoResponse detail;
   ASSERT_TRUE(got.details(0).UnpackTo(&detail));
   EXPECT_EQ(detail.payload(), "python says");
+}
+
+// --- with grpc-go -------------------------------------------------------------------------------
+
+std::string peer_go() { return std::string(FERRY_PEERS_DIR) + "/bin/rich_status_peer_go"; }
+
+bool have_go_peer() { return access(peer_go().c_str(), X_OK) == 0; }
+
+TEST(RichStatus, GrpcGoClientReadsFerrysDetails) {
+  if (!have_go_peer()) GTEST_SKIP() << "rich_status_peer_go not installed in " << FERRY_PEERS_DIR;
+  ErrorsService errors;
+  Loopback loop({}, {}, &errors);
+  int rc = -1;
+  const std::string out =
+      run_capture(absl::StrCat("timeout 60 ", peer_go(), " call ", loop.port()), &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("CODE 3\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("MESSAGE name is empty\n"), std::string::npos) << out;
+  const std::size_t at = out.find("DETAILS ");
+  ASSERT_NE(at, std::string::npos) << out;
+  const std::string hex = out.substr(at + 8, out.find('\n', at) - at - 8);
+  google::rpc::Status parsed;
+  ASSERT_TRUE(parsed.ParseFromString(absl::HexStringToBytes(hex))) << hex;
+  EXPECT_EQ(parsed.SerializeAsString(), sample_details().SerializeAsString());
+}
+
+TEST(RichStatus, FerryClientReadsGrpcGosDetails) {
+  if (!have_go_peer()) GTEST_SKIP() << "rich_status_peer_go not installed in " << FERRY_PEERS_DIR;
+  FILE* server = popen(absl::StrCat("timeout 60 ", peer_go(), " serve").c_str(), "r");
+  ASSERT_NE(server, nullptr);
+  char line[256] = {};
+  int port = 0;
+  if (std::fgets(line, sizeof(line), server) != nullptr) std::sscanf(line, "PORT %d", &port);
+  ASSERT_GT(port, 0) << line;
+
+  Channel channel("127.0.0.1:" + std::to_string(port));
+  ClientContext ctx;
+  ctx.set_timeout(std::chrono::seconds(10));
+  EchoRequest request;
+  EchoResponse response;
+  absl::Status s = channel.call_blocking(kFail, ctx, request, response);
+  pclose(server);  // it exits after the one call
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_EQ(s.message(), "from go");
+  google::rpc::Status got;
+  ASSERT_TRUE(rich_status(s, &got));
+  EXPECT_EQ(got.code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(got.message(), "from go");
+  ASSERT_EQ(got.details_size(), 1);
+  EchoResponse detail;
+  ASSERT_TRUE(got.details(0).UnpackTo(&detail));
+  EXPECT_EQ(detail.payload(), "go says!");
 }
 
 }  // namespace

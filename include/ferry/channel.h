@@ -41,6 +41,7 @@
 #include "ferry/limits.h"
 #include "ferry/resolver.h"
 #include "ferry/retry.h"
+#include "ferry/rpc_kind.h"
 #include "ferry/tls.h"
 
 namespace google::protobuf {
@@ -157,11 +158,22 @@ class Channel {
     requires(!std::is_convertible_v<Token&, const google::protobuf::MessageLite&>)
   auto open(std::string_view method, ClientContext& context,
             Token&& token = asio::use_awaitable) {
+    return open(method, RpcKind::kBidiStreaming, context, std::forward<Token>(token));
+  }
+  // The same, saying what kind of method it is (kClientStreaming or kBidiStreaming; the
+  // generated stubs pass theirs), which the interceptors see (CallInfo::kind): open() without a
+  // kind reports kBidiStreaming. Nothing else differs.
+  template <class Token = const asio::use_awaitable_t<>&>
+  auto open(std::string_view method, RpcKind kind, ClientContext& context,
+            Token&& token = asio::use_awaitable) {
     if constexpr (detail::is_use_awaitable_v<Token>) {
-      return open_awaitable(method, context, nullptr);
+      return open_awaitable(method, context, nullptr, kind);
     } else {
       return detail::initiate_on<ClientStream>(
-          executor(), [core = core_, method, &context] { return open_on(core, method, context, nullptr); },
+          executor(),
+          [core = core_, method, kind, &context] {
+            return open_on(core, method, context, nullptr, kind);
+          },
           std::forward<Token>(token));
     }
   }
@@ -172,11 +184,13 @@ class Channel {
   auto open(std::string_view method, ClientContext& context,
             const google::protobuf::MessageLite& request, Token&& token = asio::use_awaitable) {
     if constexpr (detail::is_use_awaitable_v<Token>) {
-      return open_awaitable(method, context, &request);
+      return open_awaitable(method, context, &request, RpcKind::kServerStreaming);
     } else {
       return detail::initiate_on<ClientStream>(
           executor(),
-          [core = core_, method, &context, &request] { return open_on(core, method, context, &request); },
+          [core = core_, method, &context, &request] {
+            return open_on(core, method, context, &request, RpcKind::kServerStreaming);
+          },
           std::forward<Token>(token));
     }
   }
@@ -188,6 +202,8 @@ class Channel {
   // Blocking streaming calls, as open() above. From the channel's own thread the stream's
   // operations fail with FAILED_PRECONDITION instead of deadlocking.
   BlockingClientStream open_blocking(std::string_view method, ClientContext& context);
+  BlockingClientStream open_blocking(std::string_view method, RpcKind kind,
+                                     ClientContext& context);
   BlockingClientStream open_blocking(std::string_view method, ClientContext& context,
                                      const google::protobuf::MessageLite& request);
 
@@ -197,7 +213,8 @@ class Channel {
                                                const google::protobuf::MessageLite& request,
                                                google::protobuf::MessageLite& response);
   asio::awaitable<ClientStream> open_awaitable(std::string_view method, ClientContext& context,
-                                               const google::protobuf::MessageLite* request);
+                                               const google::protobuf::MessageLite* request,
+                                               RpcKind kind);
   // The operations for other tokens, to run on the channel's executor.
   static asio::awaitable<absl::Status> call_on(std::shared_ptr<detail::ChannelCore> core,
                                                std::string_view method, ClientContext& context,
@@ -205,7 +222,8 @@ class Channel {
                                                google::protobuf::MessageLite& response);
   static asio::awaitable<ClientStream> open_on(std::shared_ptr<detail::ChannelCore> core,
                                                std::string_view method, ClientContext& context,
-                                               const google::protobuf::MessageLite* request);
+                                               const google::protobuf::MessageLite* request,
+                                               RpcKind kind);
 
   static asio::awaitable<bool> wait_for_state_change_on(
       std::shared_ptr<detail::ChannelCore> core, ConnectivityState last_observed,

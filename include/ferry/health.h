@@ -31,8 +31,9 @@ enum class ServingStatus {
 // server shuts down; quick successive changes may reach a watcher as their last value only.
 //
 // Thread-safe: statuses may be set from any thread; each Watch stream stays on its call's I/O
-// thread and is woken there (one posted operation per watcher per change). A watcher also wakes
-// once a second to notice a client that went away (ferry has no cancellation callback yet).
+// thread and is woken there (one posted operation per watcher per change); an idle watcher
+// costs no timer run and no wake-up, and ends as soon as its call is cancelled
+// (ServerContext::on_cancel).
 // Must outlive the servers it is registered with. Meant for one server: its shutdown turns every
 // status to NOT_SERVING for good.
 class HealthService final : public Service {

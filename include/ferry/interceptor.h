@@ -17,16 +17,24 @@
 #include "absl/status/status.h"
 #include "asio/awaitable.hpp"
 #include "ferry/client_context.h"
+#include "ferry/rpc_kind.h"
 #include "ferry/server_context.h"
 #include "ferry/service.h"
 
 namespace ferry {
 
+// What an on_start hook that decides without waiting can return instead of being a coroutine
+// itself: `counter.Increment(); return ferry::ready_status();`. Its coroutine frame comes from a
+// per-thread pool, so such a hook costs no allocation once warm, where a coroutine hook of its
+// own takes one of asio's two recycled frames per thread (the call's own frames want them) and
+// may allocate per call when many calls are in flight. Any thread.
+asio::awaitable<absl::Status> ready_status(absl::Status status = absl::OkStatus());
+
 // What a call is, as the interceptors see it. Valid during the hook it is passed to.
 struct CallInfo {
   std::string_view method;  // "/package.Service/Method"
-  // On the client, a call opened with Channel::open(method, ctx) (no request) is reported as
-  // kBidiStreaming: ferry cannot tell a client-streaming call from a bidi one at that point.
+  // On the client, the kind the call was opened as: generated stubs pass their method's; a call
+  // opened with Channel::open(method, ctx), without a kind or a request, is kBidiStreaming.
   RpcKind kind = RpcKind::kUnary;
 };
 
@@ -41,6 +49,11 @@ struct CallOutcome {
   // client unary call: 1 sent once it started, 1 received when it succeeded.
   std::size_t messages_sent = 0;
   std::size_t messages_received = 0;
+  // Those messages' bytes as they crossed the wire: payloads after compression, without the
+  // 5-byte gRPC message prefix or any HTTP/2 framing (gRPC's "compressed message size"). A
+  // client call that was retried reports its last attempt.
+  std::size_t bytes_sent = 0;
+  std::size_t bytes_received = 0;
 };
 
 // Server interceptors run on the call's I/O thread, in the handler's coroutine; they are shared
@@ -58,7 +71,7 @@ class ServerInterceptor {
   virtual asio::awaitable<absl::Status> on_start(ServerContext& ctx, const CallInfo& call) {
     (void)ctx;
     (void)call;
-    co_return absl::OkStatus();
+    return ready_status();
   }
 
   // Once the handler returned (or the call was rejected): before ferry sends the status, so it
@@ -82,7 +95,7 @@ class ClientInterceptor {
   virtual asio::awaitable<absl::Status> on_start(ClientContext& ctx, const CallInfo& call) {
     (void)ctx;
     (void)call;
-    co_return absl::OkStatus();
+    return ready_status();
   }
 
   // Once the call's status is known (for a stream: when the server's status arrives or the

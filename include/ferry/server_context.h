@@ -8,6 +8,8 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -38,6 +40,33 @@ class ServerCall;
 class ServerInterceptorChain;
 }
 
+// A callback registered with ServerContext::on_cancel; destroying (or reset()ting) it
+// unregisters the callback, which then neither runs nor is running. Move-only; any thread.
+class CancellationRegistration {
+ public:
+  CancellationRegistration() = default;
+  CancellationRegistration(CancellationRegistration&& other) noexcept
+      : link_(std::move(other.link_)), id_(std::exchange(other.id_, 0)) {}
+  CancellationRegistration& operator=(CancellationRegistration&& other) noexcept {
+    if (this != &other) {
+      reset();
+      link_ = std::move(other.link_);
+      id_ = std::exchange(other.id_, 0);
+    }
+    return *this;
+  }
+  ~CancellationRegistration() { reset(); }
+  void reset();
+
+ private:
+  friend class ServerContext;
+  CancellationRegistration(std::shared_ptr<detail::CancellationLink> link, std::uint64_t id)
+      : link_(std::move(link)), id_(id) {}
+
+  std::shared_ptr<detail::CancellationLink> link_;
+  std::uint64_t id_ = 0;  // 0: nothing registered (or it ran already)
+};
+
 class ServerContext {
  public:
 
@@ -51,6 +80,13 @@ class ServerContext {
   // True once the call can no longer complete normally: the client cancelled (RST_STREAM), the
   // deadline passed, the connection was lost, or the server is shutting down past its deadline.
   bool is_cancelled() const;
+  // Runs fn once when the call is cancelled (as is_cancelled() turns true), on the thread that
+  // cancels it (the call's I/O thread), or at once, here, when it is already. For a handler
+  // that waits on something other than the call (a watch, a long poll) and must stop waiting
+  // then: fn must be quick and must not call back into this context or the registration
+  // (hand the work on, e.g. asio::post to the handler's executor). Active as long as the
+  // returned registration lives; keep it within the handler. Takes a lock and allocates.
+  [[nodiscard]] CancellationRegistration on_cancel(std::function<void(const absl::Status&)> fn);
   // "ipv4:127.0.0.1:54321", "ipv6:[::1]:54321", "unix:/path" or "unix-abstract:name".
   std::string peer() const;
   // The client's verified certificate identity (mutual TLS, ferry/tls.h); null over cleartext

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "asio/awaitable.hpp"
 #include "ferry/recycled_message.h"
+#include "ferry/rpc_kind.h"
 #include "ferry/server_context.h"
 #include "ferry/server_stream.h"
 #include "google/protobuf/arena.h"
@@ -22,8 +23,6 @@ class ServiceDescriptor;
 }  // namespace google::protobuf
 
 namespace ferry {
-
-enum class RpcKind { kUnary, kClientStreaming, kServerStreaming, kBidiStreaming };
 
 // A type-erased handler: runs the whole call and returns its status, with which ferry then ends
 // the call (after the response queue_response encoded, if any).

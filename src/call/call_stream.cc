@@ -158,6 +158,7 @@ void CallStream::on_data(Slice chunk) {
       return;
     }
     if (!*got) break;
+    message_bytes_received_ += message.payload.size();
     if (++messages_received_ > 1 && single_message_) {
       acknowledge(unacked_ - held_);
       on_receive_error(cardinality_violation());
@@ -278,6 +279,7 @@ absl::Status CallStream::enqueue_message(const google::protobuf::MessageLite& ms
           : encode_compressed_message(msg, send_compression_, scratch,
                                       limits_.max_send_message_size);
   if (!s.ok()) return s;
+  message_bytes_sent_ += scratch.size() - kFramePrefixSize;
   outbound.append(scratch.split_front(scratch.size()));
   ++messages_sent_;
   return absl::OkStatus();

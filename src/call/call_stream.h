@@ -63,6 +63,10 @@ class CallStream : public http2::Stream, private Deadline {
   // Messages received complete (read or not) and messages queued to send, for interceptors.
   std::size_t messages_received() const { return messages_received_; }
   std::size_t messages_sent() const { return messages_sent_; }
+  // The same messages' payload bytes as they crossed the wire (compressed when they were; the
+  // 5-byte gRPC prefix not counted): gRPC's "compressed message size" metrics.
+  std::size_t message_bytes_received() const { return message_bytes_received_; }
+  std::size_t message_bytes_sent() const { return message_bytes_sent_; }
 
  protected:
   ~CallStream() override { disarm_deadline(); }
@@ -218,6 +222,8 @@ class CallStream : public http2::Stream, private Deadline {
   bool single_message_ = false;
   std::size_t messages_received_ = 0;
   std::size_t messages_sent_ = 0;
+  std::size_t message_bytes_received_ = 0;
+  std::size_t message_bytes_sent_ = 0;
   std::string unsupported_encoding_;  // the peer's grpc-encoding when ferry cannot inflate it
   FrameDecoder decoder_;
   absl::InlinedVector<Ready, 1> ready_;

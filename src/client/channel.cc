@@ -107,17 +107,20 @@ asio::awaitable<absl::Status> Channel::call_on(std::shared_ptr<detail::ChannelCo
 
 asio::awaitable<ClientStream> Channel::open_awaitable(
     std::string_view method, ClientContext& context,
-    const google::protobuf::MessageLite* request) {
+    const google::protobuf::MessageLite* request, RpcKind kind) {
   auto core = core_;
-  auto make = [&, core] { return open_on(core, method, context, request); };  // named: see call()
+  // named: see call()
+  auto make = [&, core] { return open_on(core, method, context, request, kind); };
   co_return co_await detail::on_executor(core->executor(), std::move(make));
 }
 
 asio::awaitable<ClientStream> Channel::open_on(std::shared_ptr<detail::ChannelCore> core,
                                                std::string_view method, ClientContext& context,
-                                               const google::protobuf::MessageLite* request) {
+                                               const google::protobuf::MessageLite* request,
+                                               RpcKind kind) {
   if (!core->interceptors().empty()) {
-    co_return ClientStream(co_await detail::intercepted_start(core, method, context, request));
+    co_return ClientStream(
+        co_await detail::intercepted_start(core, method, context, request, kind));
   }
   detail::ClientCall* call = request == nullptr
                                  ? co_await core->start_call(method, context)
@@ -126,8 +129,13 @@ asio::awaitable<ClientStream> Channel::open_on(std::shared_ptr<detail::ChannelCo
 }
 
 BlockingClientStream Channel::open_blocking(std::string_view method, ClientContext& context) {
+  return open_blocking(method, RpcKind::kBidiStreaming, context);
+}
+
+BlockingClientStream Channel::open_blocking(std::string_view method, RpcKind kind,
+                                            ClientContext& context) {
   if (core_->executor().running_in_this_thread()) return BlockingClientStream(executor(), {});
-  return BlockingClientStream(executor(), open(method, context, asio::use_future).get());
+  return BlockingClientStream(executor(), open(method, kind, context, asio::use_future).get());
 }
 
 BlockingClientStream Channel::open_blocking(std::string_view method, ClientContext& context,

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "call/recycled_frame.h"
 #include "client/channel_core.h"
 #include "client/client_call.h"
 #include "client/unary_call.h"
@@ -27,8 +28,10 @@ absl::Status thrown() {
   }
 }
 
-// Runs the on_start hooks in order until one rejects; *entered counts those that ran.
-asio::awaitable<absl::Status> start_hooks(const ChannelCore& core, ClientContext& context,
+// Runs the on_start hooks in order until one rejects; *entered counts those that ran. The
+// chain's coroutines take recycled frames (call/recycled_frame.h): the call's own keep asio's.
+asio::awaitable<absl::Status> start_hooks(RecycledFrame, const ChannelCore& core,
+                                          ClientContext& context,
                                           const CallInfo& info, std::size_t* entered) {
   const auto& interceptors = core.interceptors();
   absl::Status status;
@@ -74,6 +77,8 @@ class InterceptedStream final : public ClientCallObserver {
     outcome.duration = Clock::now() - started_;
     outcome.messages_sent = call.messages_sent();
     outcome.messages_received = call.messages_received();
+    outcome.bytes_sent = call.message_bytes_sent();
+    outcome.bytes_received = call.message_bytes_received();
     finish_hooks(*core_, *context_, CallInfo{method_, kind_}, std::exchange(entered_, 0),
                  outcome);
   }
@@ -87,22 +92,22 @@ class InterceptedStream final : public ClientCallObserver {
   std::size_t entered_;
 };
 
-}  // namespace
-
-asio::awaitable<absl::Status> intercepted_unary_call(std::shared_ptr<ChannelCore> core,
-                                                     std::string_view method,
-                                                     ClientContext& context,
-                                                     const google::protobuf::MessageLite& request,
-                                                     google::protobuf::MessageLite& response) {
+asio::awaitable<absl::Status> unary_with_hooks(RecycledFrame, std::shared_ptr<ChannelCore> core,
+                                               std::string_view method, ClientContext& context,
+                                               const google::protobuf::MessageLite& request,
+                                               google::protobuf::MessageLite& response) {
   const auto started = Clock::now();
   const CallInfo info{method, RpcKind::kUnary};
   std::size_t entered = 0;
-  absl::Status status = co_await start_hooks(*core, context, info, &entered);
+  absl::Status status = co_await start_hooks(RecycledFrame{}, *core, context, info, &entered);
   CallOutcome outcome;
   if (status.ok()) {
-    status = co_await unary_call(core, method, context, request, response);
-    outcome.messages_sent = 1;
-    outcome.messages_received = status.ok() ? 1 : 0;
+    AttemptTraffic traffic;
+    status = co_await unary_call(core, method, context, request, response, &traffic);
+    outcome.messages_sent = traffic.messages_sent;
+    outcome.messages_received = traffic.messages_received;
+    outcome.bytes_sent = traffic.bytes_sent;
+    outcome.bytes_received = traffic.bytes_received;
   }
   outcome.status = status;
   outcome.duration = Clock::now() - started;
@@ -110,13 +115,13 @@ asio::awaitable<absl::Status> intercepted_unary_call(std::shared_ptr<ChannelCore
   co_return status;
 }
 
-asio::awaitable<ClientCall*> intercepted_start(std::shared_ptr<ChannelCore> core,
-                                               std::string_view method, ClientContext& context,
-                                               const google::protobuf::MessageLite* request) {
+asio::awaitable<ClientCall*> start_with_hooks(RecycledFrame, std::shared_ptr<ChannelCore> core,
+                                              std::string_view method, ClientContext& context,
+                                              const google::protobuf::MessageLite* request,
+                                              RpcKind kind) {
   const auto started = Clock::now();
-  const RpcKind kind = request != nullptr ? RpcKind::kServerStreaming : RpcKind::kBidiStreaming;
   std::size_t entered = 0;
-  absl::Status status = co_await start_hooks(*core, context, CallInfo{method, kind}, &entered);
+  absl::Status status = co_await start_hooks(RecycledFrame{}, *core, context, CallInfo{method, kind}, &entered);
   ClientCall* call;
   if (!status.ok()) {
     call = new ClientCall(core->executor(), &context, std::move(status));
@@ -129,6 +134,23 @@ asio::awaitable<ClientCall*> intercepted_start(std::shared_ptr<ChannelCore> core
   call->set_observer(
       std::make_unique<InterceptedStream>(core, &context, method, kind, started, entered));
   co_return call;
+}
+
+}  // namespace
+
+asio::awaitable<absl::Status> intercepted_unary_call(std::shared_ptr<ChannelCore> core,
+                                                     std::string_view method,
+                                                     ClientContext& context,
+                                                     const google::protobuf::MessageLite& request,
+                                                     google::protobuf::MessageLite& response) {
+  return unary_with_hooks(RecycledFrame{}, std::move(core), method, context, request, response);
+}
+
+asio::awaitable<ClientCall*> intercepted_start(std::shared_ptr<ChannelCore> core,
+                                               std::string_view method, ClientContext& context,
+                                               const google::protobuf::MessageLite* request,
+                                               RpcKind kind) {
+  return start_with_hooks(RecycledFrame{}, std::move(core), method, context, request, kind);
 }
 
 }  // namespace ferry::detail

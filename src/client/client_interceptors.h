@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "asio/awaitable.hpp"
 #include "ferry/client_context.h"
+#include "ferry/rpc_kind.h"
 
 namespace google::protobuf {
 class MessageLite;
@@ -30,10 +31,11 @@ asio::awaitable<absl::Status> intercepted_unary_call(std::shared_ptr<ChannelCore
 
 // Starts a streaming call (with its one request when request is non-null) with the
 // interceptors: on_start hooks first; the on_finish hooks run when the call is done (the call
-// owns that observer). A rejected call is returned over, with the rejection. The returned call
+// owns that observer); kind is what they are told the call is. A rejected call is returned over, with the rejection. The returned call
 // holds one reference for the caller.
 asio::awaitable<ClientCall*> intercepted_start(std::shared_ptr<ChannelCore> core,
                                                std::string_view method, ClientContext& context,
-                                               const google::protobuf::MessageLite* request);
+                                               const google::protobuf::MessageLite* request,
+                                               RpcKind kind);
 
 }  // namespace ferry::detail

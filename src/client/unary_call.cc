@@ -44,7 +44,8 @@ asio::awaitable<void> retry_wait(asio::any_io_executor executor, std::chrono::mi
 asio::awaitable<absl::Status> unary_call(std::shared_ptr<ChannelCore> core, std::string_view method,
                                          ClientContext& context,
                                          const google::protobuf::MessageLite& request,
-                                         google::protobuf::MessageLite& response) {
+                                         google::protobuf::MessageLite& response,
+                                         AttemptTraffic* traffic) {
   // Two kinds of retry, neither of which buffers anything: the request stays the caller's until
   // the call completes. A call the server never processed (refused, or above a GOAWAY's last
   // stream id) is sent again at once on whatever connection the picker gives next (gRPC's
@@ -75,6 +76,10 @@ asio::awaitable<absl::Status> unary_call(std::shared_ptr<ChannelCore> core, std:
     absl::Status status = call->status();
     const bool never_processed = call->never_processed();
     const bool committed = call->committed() || *got;
+    if (traffic != nullptr) {
+      *traffic = AttemptTraffic{call->messages_sent(), call->messages_received(),
+                                call->message_bytes_sent(), call->message_bytes_received()};
+    }
     // This coroutine runs on the call's executor, resumed from its queue: nothing of the
     // call's is below it on the stack, so the last reference may delete the call at once.
     call->unref_inline();

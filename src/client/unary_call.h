@@ -3,6 +3,7 @@
 // the channel's executor.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string_view>
 
@@ -19,12 +20,22 @@ namespace ferry::detail {
 class ChannelCore;
 class ClientCall;
 
+// What one attempt of a call carried, for the interceptors (CallOutcome).
+struct AttemptTraffic {
+  std::size_t messages_sent = 0;
+  std::size_t messages_received = 0;
+  std::size_t bytes_sent = 0;
+  std::size_t bytes_received = 0;
+};
+
 // A whole unary call: starts it, sends request with the end of the client's stream, reads the
-// one response and returns the status. One coroutine frame per call in flight.
+// one response and returns the status. One coroutine frame per call in flight. When traffic is
+// non-null it receives what the last attempt carried.
 asio::awaitable<absl::Status> unary_call(std::shared_ptr<ChannelCore> core, std::string_view method,
                                          ClientContext& context,
                                          const google::protobuf::MessageLite& request,
-                                         google::protobuf::MessageLite& response);
+                                         google::protobuf::MessageLite& response,
+                                         AttemptTraffic* traffic = nullptr);
 
 // The status of a call whose server must send exactly one response (unary, client-streaming):
 // the call's status, or INTERNAL when the server said OK without sending the response.

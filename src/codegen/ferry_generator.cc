@@ -401,14 +401,14 @@ void print_stub_definitions(pb::io::Printer& p, const pb::ServiceDescriptor* ser
         p.Print(v,
                 "::asio::awaitable<::ferry::ClientWriter<$Request$>> $Service$::Stub::$Method$(\n"
                 "    ::ferry::ClientContext& context) {\n"
-                "  co_return ::ferry::ClientWriter<$Request$>(\n"
-                "      co_await channel_->open(k$Method$Path, context));\n"
+                "  co_return ::ferry::ClientWriter<$Request$>(co_await channel_->open(\n"
+                "      k$Method$Path, ::ferry::RpcKind::kClientStreaming, context));\n"
                 "}\n"
                 "\n"
                 "::ferry::BlockingClientWriter<$Request$> $Service$::BlockingStub::$Method$(\n"
                 "    ::ferry::ClientContext& context) {\n"
-                "  return ::ferry::BlockingClientWriter<$Request$>(\n"
-                "      channel_->open_blocking(k$Method$Path, context));\n"
+                "  return ::ferry::BlockingClientWriter<$Request$>(channel_->open_blocking(\n"
+                "      k$Method$Path, ::ferry::RpcKind::kClientStreaming, context));\n"
                 "}\n");
         break;
       case Kind::kServerStreaming:
@@ -429,14 +429,15 @@ void print_stub_definitions(pb::io::Printer& p, const pb::ServiceDescriptor* ser
         p.Print(v,
                 "::asio::awaitable<::ferry::ClientReaderWriter<$Request$, $Response$>>\n"
                 "$Service$::Stub::$Method$(::ferry::ClientContext& context) {\n"
-                "  co_return ::ferry::ClientReaderWriter<$Request$, $Response$>(\n"
-                "      co_await channel_->open(k$Method$Path, context));\n"
+                "  co_return ::ferry::ClientReaderWriter<$Request$, $Response$>(co_await channel_->open(\n"
+                "      k$Method$Path, ::ferry::RpcKind::kBidiStreaming, context));\n"
                 "}\n"
                 "\n"
                 "::ferry::BlockingClientReaderWriter<$Request$, $Response$>\n"
                 "$Service$::BlockingStub::$Method$(::ferry::ClientContext& context) {\n"
                 "  return ::ferry::BlockingClientReaderWriter<$Request$, $Response$>(\n"
-                "      channel_->open_blocking(k$Method$Path, context));\n"
+                "      channel_->open_blocking(k$Method$Path, ::ferry::RpcKind::kBidiStreaming,\n"
+                "                              context));\n"
                 "}\n");
         break;
     }

@@ -23,6 +23,17 @@ void ServerContext::add_trailing_metadata(std::string_view key, std::string_view
 
 const asio::any_io_executor& ServerContext::executor() const { return call_->executor(); }
 
+CancellationRegistration ServerContext::on_cancel(std::function<void(const absl::Status&)> fn) {
+  std::shared_ptr<detail::CancellationLink> link = cancellation_link();
+  const std::uint64_t id = link->add(std::move(fn));
+  return CancellationRegistration(std::move(link), id);
+}
+
+void CancellationRegistration::reset() {
+  if (link_ != nullptr) link_->remove(std::exchange(id_, 0));
+  link_.reset();
+}
+
 std::shared_ptr<detail::CancellationLink> ServerContext::cancellation_link() {
   return call_->cancellation_link();
 }

@@ -23,18 +23,23 @@ absl::Status thrown(const char* where) {
 }  // namespace
 
 MethodHandler ServerInterceptorChain::wrap(MethodHandler handler, RpcKind kind) const {
-  return [this, kind, h = std::move(handler)](ServerContext& ctx) { return run(ctx, kind, h); };
+  return [this, kind, h = std::move(handler)](ServerContext& ctx) {
+    return run(RecycledFrame{}, *this, ctx, kind, h);
+  };
 }
 
-asio::awaitable<absl::Status> ServerInterceptorChain::run(ServerContext& ctx, RpcKind kind,
-                                                          const MethodHandler& handler) const {
+asio::awaitable<absl::Status> ServerInterceptorChain::run(RecycledFrame,
+                                                          const ServerInterceptorChain& chain,
+                                                          ServerContext& ctx, RpcKind kind,
+                                                          const MethodHandler& handler) {
+  const auto& interceptors = chain.interceptors_;
   const auto started = std::chrono::steady_clock::now();
   const CallInfo info{ctx.method(), kind};
   absl::Status status;
   std::size_t entered = 0;  // interceptors whose on_start ran: their on_finish runs
-  while (entered < interceptors_.size() && status.ok()) {
+  while (entered < interceptors.size() && status.ok()) {
     try {
-      status = co_await interceptors_[entered++]->on_start(ctx, info);
+      status = co_await interceptors[entered++]->on_start(ctx, info);
     } catch (...) {
       status = thrown("interceptor on_start");
     }
@@ -54,9 +59,11 @@ asio::awaitable<absl::Status> ServerInterceptorChain::run(ServerContext& ctx, Rp
   outcome.duration = std::chrono::steady_clock::now() - started;
   outcome.messages_sent = call.messages_sent();
   outcome.messages_received = call.messages_received();
+  outcome.bytes_sent = call.message_bytes_sent();
+  outcome.bytes_received = call.message_bytes_received();
   while (entered > 0) {
     try {
-      interceptors_[--entered]->on_finish(ctx, info, outcome);
+      interceptors[--entered]->on_finish(ctx, info, outcome);
     } catch (...) {
       // Too late to change the status; an observer's failure must not take the call down.
     }

@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "asio/awaitable.hpp"
+#include "call/recycled_frame.h"
 #include "ferry/interceptor.h"
 #include "ferry/service.h"
 
@@ -23,9 +24,11 @@ class ServerInterceptorChain {
 
  private:
   // One call: the on_start hooks, the handler unless one rejected, then the on_finish hooks.
-  // Exceptions from any of them end the call with UNKNOWN, as the handler runners do.
-  asio::awaitable<absl::Status> run(ServerContext& ctx, RpcKind kind,
-                                    const MethodHandler& handler) const;
+  // Exceptions from any of them end the call with UNKNOWN, as the handler runners do. Its
+  // frame is recycled per thread (call/recycled_frame.h): the call's own frames keep asio's.
+  static asio::awaitable<absl::Status> run(RecycledFrame, const ServerInterceptorChain& chain,
+                                           ServerContext& ctx, RpcKind kind,
+                                           const MethodHandler& handler);
 
   std::vector<std::shared_ptr<ServerInterceptor>> interceptors_;
 };

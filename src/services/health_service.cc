@@ -1,5 +1,6 @@
 // Implementation of ferry/health.h: the statuses behind a mutex, and Watch streams that wait on a
-// timer of their own call's executor, which a change (posted there) cancels.
+// timer of their own call's executor that never expires: a change, or the call's cancellation,
+// wakes them by cancelling it (posted there).
 #include "ferry/health.h"
 
 #include <chrono>
@@ -26,10 +27,6 @@ namespace {
 
 namespace health_v1 = ::grpc::health::v1;
 
-// How often an idle watcher checks whether its call is still on: ServerContext offers no
-// cancellation callback, and a client that cancels sends nothing else a watcher would see.
-// TODO(perf): wake on cancellation instead once ServerContext can notify it.
-constexpr std::chrono::seconds kCancelPoll{1};
 // How long shutdown() waits for the watchers to have sent NOT_SERVING and ended.
 constexpr std::chrono::seconds kShutdownWait{1};
 
@@ -40,6 +37,13 @@ struct Watcher {
   asio::any_io_executor executor;
   asio::steady_timer* timer = nullptr;  // null once the stream is over
 };
+
+// Wakes w's stream on its own thread (a change, or its call was cancelled).
+void wake_watcher(const std::shared_ptr<Watcher>& w) {
+  asio::post(w->executor, [w] {
+    if (w->timer != nullptr) w->timer->cancel();
+  });
+}
 
 health_v1::HealthCheckResponse::ServingStatus to_proto(ServingStatus status) {
   return static_cast<health_v1::HealthCheckResponse::ServingStatus>(status);
@@ -58,9 +62,7 @@ struct HealthService::State {
   void wake(const std::string* service) {
     for (const std::shared_ptr<Watcher>& w : watchers) {
       if (service != nullptr && w->service != *service) continue;
-      asio::post(w->executor, [w] {
-        if (w->timer != nullptr) w->timer->cancel();
-      });
+      wake_watcher(w);
     }
   }
 
@@ -122,6 +124,10 @@ struct HealthService::State {
       std::shared_ptr<Watcher> watcher;
       ~Leave() { state->leave(watcher); }
     } leave{this, watcher};
+    // A client that cancels (or a deadline, a lost connection) wakes the stream at once: it
+    // sends nothing else a waiting watcher would see.
+    const CancellationRegistration on_cancel =
+        context.on_cancel([watcher](const absl::Status&) { wake_watcher(watcher); });
 
     health_v1::HealthCheckResponse response;
     std::optional<ServingStatus> sent;
@@ -141,8 +147,9 @@ struct HealthService::State {
         continue;  // the status may have changed during the write
       }
       if (over) co_return absl::UnavailableError("the server is shutting down");
-      // No suspension since the check above: a change posts its wake-up behind this wait.
-      timer.expires_after(kCancelPoll);
+      // No suspension since the checks above (the call's cancellation included): a change or
+      // a cancellation posts its wake-up behind this wait.
+      timer.expires_at(asio::steady_timer::time_point::max());
       asio::error_code ignored;
       co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
     }
