@@ -291,6 +291,7 @@ absl::Status CallStream::enqueue_message(const SliceChain& raw, WriteOptions) {
     return s;
   }
   ++messages_sent_;
+  message_bytes_sent_ += raw.size();
   return absl::OkStatus();
 }
 
