@@ -39,6 +39,7 @@
 #include "ferry/connection_policy.h"
 #include "ferry/connectivity.h"
 #include "ferry/limits.h"
+#include "ferry/method_config.h"
 #include "ferry/resolver.h"
 #include "ferry/retry.h"
 #include "ferry/tls.h"
@@ -72,6 +73,11 @@ struct ChannelOptions : MessageLimits, ConnectionLimits {
   std::map<std::string, RetryPolicy, std::less<>> method_retry_policies;
   RetryPolicy retry_policy;
   RetryThrottling retry_throttling;
+  // Call defaults per method (ferry/method_config.h: timeout, wait_for_ready), keyed as
+  // method_retry_policies; the most specific entry wins whole. Methods without an entry use
+  // method_config (empty by default). Looked up per call only when some entry is set.
+  std::map<std::string, MethodConfig, std::less<>> method_configs;
+  MethodConfig method_config;
   // :authority; empty means the target's host:port.
   std::string authority;
   std::string user_agent = "ferry/0.1";

@@ -20,6 +20,7 @@
 #include "call/event.h"
 #include "client/backoff.h"
 #include "client/load_balancer.h"
+#include "client/method_config.h"
 #include "client/retry.h"
 #include "client/subchannel.h"
 #include "ferry/channel.h"
@@ -41,13 +42,16 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   // Starts a call: the returned ClientCall holds one reference for the caller. A call that
   // cannot get a connection is returned over, with its status (UNAVAILABLE, DEADLINE_EXCEEDED,
   // CANCELLED once the channel is closed).
-  // previous_attempts: a retry's count of earlier attempts (client/retry.h).
+  // previous_attempts: a retry's count of earlier attempts (client/retry.h). The method's
+  // MethodConfig (timeout, wait_for_ready) is applied to context first.
   asio::awaitable<ClientCall*> start_call(std::string_view method, ClientContext& context,
                                           int previous_attempts = 0);
   // start_call without suspending, when the picker has a connection (the usual case); else
   // null. Spares a call the frame of start_call.
   ClientCall* try_start_call(std::string_view method, ClientContext& context,
                              int previous_attempts = 0) {
+    if (has_method_configs_) apply_method_config(find_method_config(
+        options_.method_configs, options_.method_config, method), context);
     if (closed_) return nullptr;
     const std::shared_ptr<ChannelConnection>* conn = picker_.pick();
     if (conn == nullptr || !(*conn)->connection->accepts_new_streams()) return nullptr;
@@ -118,6 +122,7 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   int waiting_calls_ = 0;
   bool connect_requested_ = false;  // exit_idle() before the first resolution
   bool closed_ = false;
+  bool has_method_configs_ = false;  // options_ holds a MethodConfig: look it up per call
   RetryThrottle throttle_;
   Signal changed_;  // the picker or the state changed: waiting calls and watchers re-check
 };
