@@ -228,17 +228,25 @@ ClientCall* ChannelCore::start_call_on(const std::shared_ptr<ChannelConnection>&
 
 std::optional<std::chrono::milliseconds> ChannelCore::retry_after(
     std::string_view method, const absl::Status& status, bool committed, int attempts_made,
-    std::chrono::steady_clock::time_point deadline) {
+    std::int64_t pushback_ms, int& backoff_step, std::chrono::steady_clock::time_point deadline) {
   const RetryPolicy* policy =
       find_retry_policy(options_.method_retry_policies, options_.retry_policy, method);
   if (policy == nullptr || !should_retry(*policy, status, committed, attempts_made)) {
     return std::nullopt;
   }
+  // The throttle counts the failure whatever the server's pushback says (as gRPC does).
   if (throttle_.enabled() && !throttle_.on_retryable_failure()) return std::nullopt;
-  thread_local std::mt19937 engine(static_cast<unsigned>(
-      std::chrono::steady_clock::now().time_since_epoch().count()));
-  const double draw = std::uniform_real_distribution<double>(0.0, 1.0)(engine);
-  const std::chrono::milliseconds wait = retry_delay(*policy, attempts_made, draw);
+  if (pushback_ms == kStopRetrying) return std::nullopt;
+  std::chrono::milliseconds wait;
+  if (pushback_ms >= 0) {
+    wait = std::chrono::milliseconds(pushback_ms);
+    backoff_step = 0;  // the retry design: back-off starts over after a pushback
+  } else {
+    thread_local std::mt19937 engine(static_cast<unsigned>(
+        std::chrono::steady_clock::now().time_since_epoch().count()));
+    const double draw = std::uniform_real_distribution<double>(0.0, 1.0)(engine);
+    wait = retry_delay(*policy, ++backoff_step, draw);
+  }
   if (std::chrono::steady_clock::now() + wait >= deadline) return std::nullopt;
   return wait;
 }

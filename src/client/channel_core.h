@@ -65,10 +65,14 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
 
   // After an attempt of method failed with status (attempts_made so far, this one included):
   // how long to wait before the next attempt, or nullopt when the call ends with this status
-  // (no policy, not retryable, committed, throttled, or the deadline would pass first).
+  // (no policy, not retryable, committed, throttled, the server's pushback says stop, or the
+  // deadline would pass first). pushback_ms: the attempt's grpc-retry-pushback-ms
+  // (client/retry.h); a value replaces the back-off and restarts it (backoff_step, the call's
+  // count of back-off waits so far, kept by the caller from 0).
   std::optional<std::chrono::milliseconds> retry_after(std::string_view method,
                                                        const absl::Status& status, bool committed,
-                                                       int attempts_made,
+                                                       int attempts_made, std::int64_t pushback_ms,
+                                                       int& backoff_step,
                                                        std::chrono::steady_clock::time_point deadline);
   // A call succeeded: refills the retry throttle when there is one.
   void on_call_succeeded() {
