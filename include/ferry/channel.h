@@ -67,6 +67,10 @@ struct ChannelOptions : MessageLimits, ConnectionLimits {
   // Re-resolution (after a connection was lost or every address failed) comes at most this
   // often.
   std::chrono::milliseconds min_resolve_interval = std::chrono::seconds(30);
+  // Re-resolution every period even while every connection is fine, so that replicas added
+  // behind a DNS name get calls without waiting for a connection to fail (still at most once per
+  // min_resolve_interval). 0 (the default, as in gRPC): only when a connection is lost or fails.
+  std::chrono::milliseconds resolve_period = std::chrono::milliseconds(0);
   // Retries of failed unary calls (ferry/retry.h): per method, keyed "/package.Service/Method"
   // or "/package.Service/" for a whole service; methods without an entry use retry_policy
   // (off by default).
@@ -101,6 +105,9 @@ class Channel {
   // "[v6addr]:port", "dns:///host:port", "dns:host:port", "ipv4:addr:port", "ipv6:[addr]:port",
   // "unix:/path", "unix:///path", "unix-abstract:name".
   // A target that does not parse fails every call with UNAVAILABLE, saying why.
+  // "dns://dnsserver[:port]/host:port" (a chosen DNS server) parses but fails every call with
+  // UNIMPLEMENTED: the built-in resolver asks the system's servers (getaddrinfo) and cannot be
+  // pointed at another; use "dns:///host:port" or ChannelOptions::resolver.
   Channel(asio::io_context& io, std::string target, ChannelOptions options = {});
   // Runs its own I/O thread.
   explicit Channel(std::string target, ChannelOptions options = {});

@@ -104,6 +104,8 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   asio::awaitable<void> resolve(std::shared_ptr<ChannelCore> self,
                                 std::chrono::steady_clock::time_point not_before);
   void apply_addresses(std::vector<Address> addresses);
+  // Arms the next periodic re-resolution (ChannelOptions::resolve_period), if any.
+  void schedule_refresh();
   void set_state(ConnectivityState state);
 
   asio::io_context::executor_type executor_;
@@ -123,6 +125,7 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   std::chrono::steady_clock::time_point last_resolution_{};
   Backoff resolve_backoff_;  // between failed resolutions
   asio::steady_timer resolve_timer_;  // the wait before the next resolution
+  asio::steady_timer refresh_timer_;  // the periodic re-resolution's
   int waiting_calls_ = 0;
   bool connect_requested_ = false;  // exit_idle() before the first resolution
   bool closed_ = false;
