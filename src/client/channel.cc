@@ -13,6 +13,7 @@
 #include "client/client_call.h"
 #include "client/client_interceptors.h"
 #include "client/on_executor.h"
+#include "client/retrying_stream.h"
 #include "client/unary_call.h"
 
 namespace ferry {
@@ -118,6 +119,13 @@ asio::awaitable<ClientStream> Channel::open_on(std::shared_ptr<detail::ChannelCo
                                                const google::protobuf::MessageLite* request) {
   if (!core->interceptors().empty()) {
     co_return ClientStream(co_await detail::intercepted_start(core, method, context, request));
+  }
+  if (core->retries_streams(method)) {
+    // A retry policy for the method: the call keeps its request messages for further attempts.
+    auto* retrying =
+        new detail::RetryingStream(core, method, context, core->retry_buffer_per_call());
+    co_await retrying->start(request);
+    co_return ClientStream(retrying);
   }
   detail::ClientCall* call = request == nullptr
                                  ? co_await core->start_call(method, context)

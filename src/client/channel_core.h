@@ -74,6 +74,12 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
                                                        int attempts_made, std::int64_t pushback_ms,
                                                        int& backoff_step,
                                                        std::chrono::steady_clock::time_point deadline);
+  // Whether a streaming call of method is retried by a policy (client/retrying_stream.h).
+  bool retries_streams(std::string_view method) const {
+    return find_retry_policy(options_.method_retry_policies, options_.retry_policy, method) !=
+           nullptr;
+  }
+  std::size_t retry_buffer_per_call() const { return options_.retry_buffer_per_call; }
   // A call succeeded: refills the retry throttle when there is one.
   void on_call_succeeded() {
     if (throttle_.enabled()) throttle_.on_success();
