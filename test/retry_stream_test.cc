@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "asio/co_spawn.hpp"
+#include "asio/experimental/awaitable_operators.hpp"
 #include "asio/io_context.hpp"
 #include "asio/steady_timer.hpp"
 #include "asio/use_future.hpp"
@@ -264,6 +265,50 @@ TEST(RetryStream, NoPolicyNoRetry) {
   EXPECT_FALSE(stream.read(r));
   EXPECT_EQ(stream.finish().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(server.attempts(), 1);
+}
+
+// A read cancelled through its completion handler's slot (the losing side of `||`) cancels the
+// call, which is not retried: the read completes with false and the call with CANCELLED.
+TEST(RetryStream, ReadCancelledThroughItsSlotEndsTheCall) {
+  using namespace asio::experimental::awaitable_operators;
+  std::atomic<int> attempts{0};
+  Service slow("ferry.testing.Slow");
+  slow.add_server_streaming<EchoRequest, EchoResponse>(
+      "Wait", [&](ServerContext&, const EchoRequest&, ServerWriter<EchoResponse>& writer)
+                  -> asio::awaitable<absl::Status> {
+        attempts.fetch_add(1);
+        asio::steady_timer timer(co_await asio::this_coro::executor, 2s);
+        co_await timer.async_wait(asio::use_awaitable);
+        co_await writer.write(EchoResponse());
+        co_return absl::OkStatus();
+      });
+  ServerOptions server_options;
+  server_options.num_threads = 1;
+  Server server(server_options);
+  server.add_service(slow);
+  const int port = server.start("127.0.0.1", 0).value();
+  ChannelOptions options;
+  options.retry_policy.max_attempts = 3;
+  options.retry_policy.retryable_status_codes = {absl::StatusCode::kCancelled,
+                                                 absl::StatusCode::kUnavailable};
+  Channel channel("127.0.0.1:" + std::to_string(port), options);
+  asio::io_context io;
+  auto body = [&]() -> asio::awaitable<std::string> {
+    ClientContext ctx;
+    ctx.set_timeout(10s);
+    ClientStream stream = co_await channel.open("/ferry.testing.Slow/Wait", ctx, EchoRequest());
+    EchoResponse r;
+    auto raced = co_await (stream.read(r) ||
+                           asio::steady_timer(io, 100ms).async_wait(asio::use_awaitable));
+    if (raced.index() != 1) co_return "the read won";
+    absl::Status s = co_await stream.finish();
+    co_return std::string(absl::StatusCodeToString(s.code()));
+  };
+  std::future<std::string> result = asio::co_spawn(io, body(), asio::use_future);
+  io.run();
+  EXPECT_EQ(result.get(), "CANCELLED");
+  EXPECT_EQ(attempts.load(), 1);
+  server.shutdown(100ms);
 }
 
 // Bidi through the awaitable API, from a coroutine on another io_context: the first attempt

@@ -78,6 +78,13 @@ void RetryingStream::check_commit() {
   if (!committed_ && call_->committed()) commit();
 }
 
+bool RetryingStream::may_retry(const ClientCall& attempt) const {
+  // A cancelled call (by the caller, its operation's slot or the channel) is never retried; and
+  // once an operation's slot has cancelled it, awaiting retry() (a coroutine) would throw.
+  return !committed_ && !cancelled_ && attempt.done() && !attempt.status().ok() &&
+         attempt.status().code() != absl::StatusCode::kCancelled;
+}
+
 asio::awaitable<void> RetryingStream::wait_for_retry() {
   while (retrying_) co_await retried_.wait();
 }
@@ -143,7 +150,7 @@ asio::awaitable<bool> RetryingStream::retry() {
 asio::awaitable<absl::Status> RetryingStream::write(const google::protobuf::MessageLite& msg,
                                                     bool last, WriteOptions options) {
   ref();
-  co_await wait_for_retry();
+  if (retrying_) co_await wait_for_retry();
   check_commit();
   keep(msg, options);
   const bool kept = !committed_;
@@ -161,11 +168,11 @@ asio::awaitable<absl::Status> RetryingStream::write(const google::protobuf::Mess
     } else {
       // The attempt failed: msg is kept, so the next attempt sends it again. Another operation
       // may have started that attempt already.
-      bool retried;
+      bool retried = false;
       if (attempt != call_) {
-        co_await wait_for_retry();
+        if (retrying_) co_await wait_for_retry();
         retried = !call_->done();
-      } else {
+      } else if (may_retry(*attempt)) {
         retried = co_await retry();
       }
       if (retried) status = absl::OkStatus();
@@ -186,7 +193,7 @@ asio::awaitable<bool> RetryingStream::read(google::protobuf::MessageLite& msg) {
   ref();
   bool got = false;
   while (true) {
-    co_await wait_for_retry();
+    if (retrying_) co_await wait_for_retry();
     ClientCall* attempt = call_;
     attempt->ref();
     got = co_await attempt->read(msg);
@@ -197,9 +204,10 @@ asio::awaitable<bool> RetryingStream::read(google::protobuf::MessageLite& msg) {
     }
     while (!attempt->done()) co_await attempt->done_progress();
     const bool replaced = attempt != call_;
+    const bool retryable = may_retry(*attempt);
     attempt->unref();
     if (replaced) continue;  // another operation retried meanwhile: read from the new attempt
-    if (!co_await retry()) break;
+    if (!retryable || !co_await retry()) break;
   }
   unref();
   co_return got;
@@ -209,19 +217,20 @@ asio::awaitable<absl::Status> RetryingStream::finish() {
   ref();
   absl::Status status;
   while (true) {
-    co_await wait_for_retry();
+    if (retrying_) co_await wait_for_retry();
     ClientCall* attempt = call_;
     attempt->ref();
     while (!attempt->done()) co_await attempt->done_progress();
     status = attempt->status();
     const bool replaced = attempt != call_;
+    const bool retryable = may_retry(*attempt);
     attempt->unref();
     if (replaced) continue;
     if (status.ok()) {
       core_->on_call_succeeded();
       break;
     }
-    if (!co_await retry()) break;
+    if (!retryable || !co_await retry()) break;
   }
   unref();
   co_return status;

@@ -75,6 +75,9 @@ class RetryingStream {
   // until one is under way with the kept messages sent, true, or no attempt is allowed, false.
   // Another operation finding a failure meanwhile waits for this one's outcome.
   asio::awaitable<bool> retry();
+  // Whether attempt (the current one) ended in a way that retry() may follow: done, failed, not
+  // cancelled, the call not committed.
+  bool may_retry(const ClientCall& attempt) const;
   // Waits while a retry is under way.
   asio::awaitable<void> wait_for_retry();
 
