@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Runs one client against several copies of a gRPC server on 127.0.0.1, directly or through nghttpx.
 
-    multi_server.py [--servers N] [--nghttpx] [--min-bytes-each B] [--client-timeout S] \\
-        [--server-timeout S] --server SERVER_CMD... --client CLIENT_CMD...
+    multi_server.py [--servers N] [--nghttpx] [--min-bytes-each B] [--check-server-exit] \\
+        [--client-timeout S] [--server-timeout S] --server SERVER_CMD... --client CLIENT_CMD...
 
 Starts N (default 2) servers, each on a free port substituted for `{port}` in SERVER_CMD (with
 run_pair.py's start, stop and logging). In CLIENT_CMD, `{ipv4}` becomes a gRPC ipv4: target listing
@@ -11,7 +11,8 @@ every server ("ipv4:127.0.0.1:A,127.0.0.1:B"), and `{port}` the first server's p
 them, h2c on both sides. With --min-bytes-each, the client reaches each server through a byte
 counting TCP relay of this script's, and each server must have received at least B bytes from
 clients: the check that a load-balancing client used every server. Exits with the client's
-status, or 1 if a server died or a check failed. Skips (exit 0, "SKIP") without nghttpx when
+status, or 1 if a server died, a check failed or (with --check-server-exit) a server did not
+exit 0 on SIGTERM (a sanitizer's report at exit shows that way). Skips (exit 0, "SKIP") without nghttpx when
 --nghttpx is given. Uses only the standard library.
 """
 
@@ -31,7 +32,7 @@ NGHTTPX = "/usr/sbin/nghttpx"
 
 def parse(argv):
     opts = {"servers": 2, "nghttpx": False, "min_bytes": None, "client_timeout": 60.0,
-            "server_timeout": 120.0}
+            "server_timeout": 120.0, "check_server_exit": False}
     try:
         s = argv.index("--server")
         c = argv.index("--client", s + 1)
@@ -40,8 +41,8 @@ def parse(argv):
     head, i = argv[:s], 0
     while i < len(head):
         a = head[i]
-        if a == "--nghttpx":
-            opts["nghttpx"] = True
+        if a in ("--nghttpx", "--check-server-exit"):
+            opts[a[2:].replace("-", "_")] = True
             i += 1
         elif a in ("--servers", "--min-bytes-each", "--client-timeout", "--server-timeout") \
                 and i + 1 < len(head):
@@ -168,7 +169,11 @@ def main():
                 print("multi_server: FAIL: server %d died (%s)"
                       % (n, run_pair.describe_exit(proc.returncode)))
                 failed = True
-            run_pair.stop(proc)
+            rc_server = run_pair.stop(proc)
+            if opts["check_server_exit"] and rc_server != 0:
+                print("multi_server: FAIL: server %d did not exit cleanly on SIGTERM (%s)"
+                      % (n, run_pair.describe_exit(rc_server)))
+                failed = True
         if failed or rc != 0:
             log.flush()
             run_pair.show_log(log_path, "servers' output")
