@@ -122,10 +122,12 @@ asio::awaitable<ClientStream> Channel::open_on(std::shared_ptr<detail::ChannelCo
   }
   if (core->retries_streams(method)) {
     // A retry policy for the method: the call keeps its request messages for further attempts.
-    auto* retrying =
-        new detail::RetryingStream(core, method, context, core->retry_buffer_per_call());
-    co_await retrying->start(request);
-    co_return ClientStream(retrying);
+    // Held by stream from here: should the start throw (asio does so when the operation's slot
+    // has cancelled it), the stream's destructor releases it.
+    ClientStream stream(
+        new detail::RetryingStream(core, method, context, core->retry_buffer_per_call()));
+    co_await stream.retrying_->start(request);
+    co_return stream;
   }
   detail::ClientCall* call = request == nullptr
                                  ? co_await core->start_call(method, context)
