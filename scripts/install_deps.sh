@@ -12,6 +12,7 @@ packages=(
   libbenchmark-dev libgtest-dev libgmock-dev
   libgrpc++-dev protobuf-compiler-grpc grpc-proto
   prometheus-cpp-dev
+  nghttp2-proxy  # nghttpx: the proxy tests (test/proxy_test.cc, test/interop/multi_server.py)
   "$@"
 )
 if [ "${1:-}" = "--bench" ]; then

@@ -1,11 +1,17 @@
 // Retry decisions (src/client/retry.h) as units: which policy applies to a method, when an
 // attempt is retried, the delays' bounds with an injected draw, and the throttle's token bucket;
-// then end to end: a unary call is retried by its method's policy, up to its maximum.
+// then end to end: a unary call is retried by its method's policy, up to its maximum, the server
+// sees grpc-previous-rpc-attempts on every retry (not on the first attempt), and the server's
+// grpc-retry-pushback-ms replaces the back-off (a negative or malformed one stops the retries).
 #include "client/retry.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "ferry/channel.h"
 #include "ferry/server.h"
@@ -111,6 +117,110 @@ TEST(Retry, UnaryCallIsRetriedByItsPolicy) {
             absl::StatusCode::kUnavailable);
   EXPECT_EQ(calls.load(), 2);
   server.shutdown(100ms);
+}
+
+TEST(Retry, PushbackValuesParseAsTheRetryDesignSays) {
+  EXPECT_EQ(detail::parse_retry_pushback("0"), 0);
+  EXPECT_EQ(detail::parse_retry_pushback("250"), 250);
+  EXPECT_EQ(detail::parse_retry_pushback("9999999999"), 9999999999);
+  for (const char* stop : {"-1", "-250", "", "1.5", "abc", "12x", " 1", "99999999999"}) {
+    EXPECT_EQ(detail::parse_retry_pushback(stop), detail::kStopRetrying) << stop;
+  }
+}
+
+// A method that fails with UNAVAILABLE (and the trailer pushback, when set) until its third
+// attempt, recording each attempt's grpc-previous-rpc-attempts and arrival time.
+class FlakyServer {
+ public:
+  FlakyServer() : service_("ferry.testing.Flaky") {
+    service_.add_unary<testing::EchoRequest, testing::EchoResponse>(
+        "Call", [this](ServerContext& ctx, const testing::EchoRequest&, testing::EchoResponse&)
+                    -> asio::awaitable<absl::Status> {
+          std::lock_guard lock(mu_);
+          std::optional<std::string_view> header =
+              ctx.client_metadata().get("grpc-previous-rpc-attempts");
+          attempts_.push_back(header ? std::string(*header) : "(none)");
+          times_.push_back(std::chrono::steady_clock::now());
+          if (attempts_.size() < 3) {
+            if (!pushback_.empty()) ctx.add_trailing_metadata("grpc-retry-pushback-ms", pushback_);
+            co_return absl::UnavailableError("not yet");
+          }
+          co_return absl::OkStatus();
+        });
+    ServerOptions server_options;
+    server_options.num_threads = 1;
+    server_ = std::make_unique<Server>(server_options);
+    server_->add_service(service_);
+    port_ = server_->start("127.0.0.1", 0).value();
+  }
+  ~FlakyServer() { server_->shutdown(std::chrono::milliseconds(100)); }
+
+  std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
+  void set_pushback(std::string value) { pushback_ = std::move(value); }
+  std::vector<std::string> attempts() {
+    std::lock_guard lock(mu_);
+    return attempts_;
+  }
+  std::vector<std::chrono::steady_clock::time_point> times() {
+    std::lock_guard lock(mu_);
+    return times_;
+  }
+
+ private:
+  Service service_;
+  std::unique_ptr<Server> server_;
+  int port_ = 0;
+  std::string pushback_;
+  std::mutex mu_;
+  std::vector<std::string> attempts_;
+  std::vector<std::chrono::steady_clock::time_point> times_;
+};
+
+ChannelOptions flaky_retries(int attempts, std::chrono::milliseconds backoff) {
+  ChannelOptions options;
+  RetryPolicy& p = options.method_retry_policies["/ferry.testing.Flaky/Call"];
+  p = retries(attempts);
+  p.initial_backoff = backoff;
+  p.max_backoff = backoff;
+  return options;
+}
+
+absl::Status call_flaky(Channel& channel) {
+  testing::EchoRequest request;
+  testing::EchoResponse response;
+  ClientContext ctx;
+  ctx.set_timeout(10s);
+  return channel.call_blocking("/ferry.testing.Flaky/Call", ctx, request, response);
+}
+
+TEST(Retry, PreviousAttemptsHeaderCountsTheEarlierAttempts) {
+  FlakyServer server;
+  Channel channel(server.target(), flaky_retries(5, 5ms));
+  EXPECT_TRUE(call_flaky(channel).ok());
+  EXPECT_EQ(server.attempts(), (std::vector<std::string>{"(none)", "1", "2"}));
+}
+
+TEST(Retry, ServerPushbackReplacesTheBackoff) {
+  FlakyServer server;
+  server.set_pushback("300");
+  // Without the pushback each retry would wait under 5 ms.
+  Channel channel(server.target(), flaky_retries(5, 5ms));
+  EXPECT_TRUE(call_flaky(channel).ok());
+  const auto times = server.times();
+  ASSERT_EQ(times.size(), 3u);
+  EXPECT_GE(times[1] - times[0], 300ms);
+  EXPECT_GE(times[2] - times[1], 300ms);
+  EXPECT_EQ(server.attempts(), (std::vector<std::string>{"(none)", "1", "2"}));
+}
+
+TEST(Retry, NegativeOrMalformedPushbackStopsRetrying) {
+  for (const char* value : {"-1", "soon"}) {
+    FlakyServer server;
+    server.set_pushback(value);
+    Channel channel(server.target(), flaky_retries(5, 5ms));
+    EXPECT_EQ(call_flaky(channel).code(), absl::StatusCode::kUnavailable) << value;
+    EXPECT_EQ(server.attempts().size(), 1u) << value;
+  }
 }
 
 }  // namespace

@@ -87,6 +87,10 @@ TEST(ServiceConfig, RefusesWrongShapesAndLeavesOptionsAlone) {
                "retryableStatusCodes": ["NOPE"]}}]})",
            R"({"retryThrottling": {"maxTokens": 0, "tokenRatio": 0.1}})",
            R"({"retryThrottling": {"maxTokens": 10}})",
+           R"({"methodConfig": [{"name": [{}], "timeout": 1}]})",
+           R"({"methodConfig": [{"name": [{}], "timeout": "-1s"}]})",
+           R"({"methodConfig": [{"name": [{}], "timeout": "1m"}]})",
+           R"({"methodConfig": [{"name": [{}], "waitForReady": "yes"}]})",
        }) {
     ChannelOptions options;
     const absl::Status s = apply_service_config(bad, options);
@@ -94,7 +98,32 @@ TEST(ServiceConfig, RefusesWrongShapesAndLeavesOptionsAlone) {
     EXPECT_EQ(options.load_balancing, LoadBalancingPolicy::kPickFirst) << bad;
     EXPECT_TRUE(options.method_retry_policies.empty()) << bad;
     EXPECT_EQ(options.retry_throttling.max_tokens, 0) << bad;
+    EXPECT_TRUE(options.method_configs.empty()) << bad;
+    EXPECT_TRUE(options.method_config.empty()) << bad;
   }
+}
+
+TEST(ServiceConfig, AppliesTimeoutAndWaitForReadyPerMethod) {
+  ChannelOptions options;
+  ASSERT_TRUE(apply_service_config(R"({"methodConfig": [
+      {"name": [{"service": "pkg.Echo", "method": "Call"}], "timeout": "1.5s",
+       "waitForReady": true},
+      {"name": [{"service": "pkg.Echo"}], "waitForReady": false,
+       "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.1s", "maxBackoff": "1s",
+                       "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}},
+      {"name": [{}], "timeout": "0.25s"}]})", options).ok());
+  ASSERT_EQ(options.method_configs.count("/pkg.Echo/Call"), 1u);
+  const MethodConfig& call = options.method_configs["/pkg.Echo/Call"];
+  EXPECT_EQ(call.timeout, std::optional<std::chrono::milliseconds>(1500ms));
+  EXPECT_EQ(call.wait_for_ready, std::optional<bool>(true));
+  const MethodConfig& service = options.method_configs["/pkg.Echo/"];
+  EXPECT_FALSE(service.timeout.has_value());  // not inherited from the default entry
+  EXPECT_EQ(service.wait_for_ready, std::optional<bool>(false));
+  EXPECT_EQ(options.method_config.timeout, std::optional<std::chrono::milliseconds>(250ms));
+  EXPECT_FALSE(options.method_config.wait_for_ready.has_value());
+  // Each entry is whole: /pkg.Echo/Call has no retry policy although its service has one.
+  EXPECT_EQ(options.method_retry_policies["/pkg.Echo/Call"].max_attempts, 1);
+  EXPECT_EQ(options.method_retry_policies["/pkg.Echo/"].max_attempts, 3);
 }
 
 }  // namespace

@@ -51,12 +51,41 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(Target, MalformedOnesSayWhy) {
   for (const char* bad : {"", "dns:///", ":50051", "host:", "host:port", "host:99999",
-                          "::1:50051", "[::1", "[::1]x", "dns://8.8.8.8/example.com:1"}) {
+                          "::1:50051", "[::1", "[::1]x", "dns://8.8.8.8", "dns://8.8.8.8:x/h:1",
+                          "dns://::1/h:1", "dns://unix:/x/h:1", "dns://[::1/h:1"}) {
     absl::StatusOr<detail::Target> t = parse_target(bad);
     EXPECT_FALSE(t.ok()) << bad;
     EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_NE(t.status().message().find("bad target"), std::string_view::npos) << bad;
   }
+}
+
+// dns://dnsserver/host parses (the server's port defaults to 53), but the built-in resolver
+// cannot ask a chosen server: every call fails with UNIMPLEMENTED naming the reason, at once.
+TEST(Target, DnsServerAuthorityParsesButCallsFailUnimplemented) {
+  for (const auto& [target, server] :
+       {std::pair<std::string, std::string>{"dns://8.8.8.8/example.com:1", "8.8.8.8"},
+        {"dns://8.8.8.8:5353/example.com", "8.8.8.8:5353"},
+        {"dns://[::1]:53/example.com:1", "[::1]:53"},
+        {"dns://ns1.example.net/example.com:1", "ns1.example.net"}}) {
+    absl::StatusOr<detail::Target> t = parse_target(target);
+    ASSERT_TRUE(t.ok()) << target << ": " << t.status();
+    EXPECT_EQ(t->dns_authority, server);
+    EXPECT_EQ(t->host, "example.com");
+  }
+  EXPECT_EQ(parse_target("dns:///example.com:1")->dns_authority, "");
+  Channel channel("dns://8.8.8.8/localhost:1");
+  testing::Echo::BlockingStub stub(channel);
+  testing::EchoRequest request;
+  testing::EchoResponse response;
+  ClientContext ctx;
+  ctx.set_timeout(std::chrono::seconds(5));
+  ctx.set_wait_for_ready(true);  // not a transient failure: no waiting either
+  const auto start = std::chrono::steady_clock::now();
+  absl::Status s = stub.Echo(ctx, request, response);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  EXPECT_NE(s.message().find("DNS server '8.8.8.8'"), std::string_view::npos) << s;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));
 }
 
 // Each accepted form reaches the same server through a real connection.

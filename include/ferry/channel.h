@@ -39,6 +39,7 @@
 #include "ferry/connection_policy.h"
 #include "ferry/connectivity.h"
 #include "ferry/limits.h"
+#include "ferry/method_config.h"
 #include "ferry/resolver.h"
 #include "ferry/retry.h"
 #include "ferry/rpc_kind.h"
@@ -67,12 +68,25 @@ struct ChannelOptions : MessageLimits, ConnectionLimits {
   // Re-resolution (after a connection was lost or every address failed) comes at most this
   // often.
   std::chrono::milliseconds min_resolve_interval = std::chrono::seconds(30);
-  // Retries of failed unary calls (ferry/retry.h): per method, keyed "/package.Service/Method"
+  // Re-resolution every period even while every connection is fine, so that replicas added
+  // behind a DNS name get calls without waiting for a connection to fail (still at most once per
+  // min_resolve_interval). 0 (the default, as in gRPC): only when a connection is lost or fails.
+  std::chrono::milliseconds resolve_period = std::chrono::milliseconds(0);
+  // Retries of failed calls (ferry/retry.h): per method, keyed "/package.Service/Method"
   // or "/package.Service/" for a whole service; methods without an entry use retry_policy
   // (off by default).
   std::map<std::string, RetryPolicy, std::less<>> method_retry_policies;
   RetryPolicy retry_policy;
   RetryThrottling retry_throttling;
+  // A streaming call with a retry policy keeps copies of its request messages until it commits
+  // (response headers or a message came), to send them again on a retry; past this many bytes
+  // (protobuf size) per call it commits early and is not retried. gRPC's per-RPC default.
+  std::size_t retry_buffer_per_call = 256 * 1024;
+  // Call defaults per method (ferry/method_config.h: timeout, wait_for_ready), keyed as
+  // method_retry_policies; the most specific entry wins whole. Methods without an entry use
+  // method_config (empty by default). Looked up per call only when some entry is set.
+  std::map<std::string, MethodConfig, std::less<>> method_configs;
+  MethodConfig method_config;
   // :authority; empty means the target's host:port.
   std::string authority;
   std::string user_agent = "ferry/0.1";
@@ -96,6 +110,9 @@ class Channel {
   // "[v6addr]:port", "dns:///host:port", "dns:host:port", "ipv4:addr:port", "ipv6:[addr]:port",
   // "unix:/path", "unix:///path", "unix-abstract:name".
   // A target that does not parse fails every call with UNAVAILABLE, saying why.
+  // "dns://dnsserver[:port]/host:port" (a chosen DNS server) parses but fails every call with
+  // UNIMPLEMENTED: the built-in resolver asks the system's servers (getaddrinfo) and cannot be
+  // pointed at another; use "dns:///host:port" or ChannelOptions::resolver.
   Channel(asio::io_context& io, std::string target, ChannelOptions options = {});
   // Runs its own I/O thread.
   explicit Channel(std::string target, ChannelOptions options = {});

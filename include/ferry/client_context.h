@@ -39,9 +39,16 @@ class ClientContext {
 
   // wait_for_ready (gRPC's name): while the channel has no READY connection the call waits for
   // one until its deadline, instead of failing at once with UNAVAILABLE when the channel is in
-  // TRANSIENT_FAILURE. Set it before the call starts. Default: false (fail fast).
-  void set_wait_for_ready(bool wait) { wait_for_ready_ = wait; }
+  // TRANSIENT_FAILURE. Set it before the call starts. Default: false (fail fast), or the
+  // method's waitForReady from the channel's service config (ferry/method_config.h) when this
+  // context never set it.
+  void set_wait_for_ready(bool wait) {
+    wait_for_ready_ = wait;
+    wait_for_ready_set_ = true;
+  }
   bool wait_for_ready() const { return wait_for_ready_; }
+  // Whether set_wait_for_ready was called (it then wins over the service config).
+  bool wait_for_ready_set() const { return wait_for_ready_set_; }
 
   // Custom metadata to send (see metadata.h for what keys and values may hold).
   void add_metadata(std::string_view key, std::string_view value) { metadata_.add(key, value); }
@@ -68,6 +75,7 @@ class ClientContext {
   Compression compression_ = Compression::kIdentity;
   bool response_compressed_ = false;
   bool wait_for_ready_ = false;
+  bool wait_for_ready_set_ = false;
   Metadata metadata_;
   Metadata initial_metadata_;
   Metadata trailing_metadata_;

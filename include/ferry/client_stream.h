@@ -27,12 +27,15 @@ class SliceChain;
 
 namespace detail {
 class ClientCall;
+class RetryingStream;
 }
 
 class ClientStream {
  public:
   ClientStream() = default;
-  ClientStream(ClientStream&& other) noexcept : call_(std::exchange(other.call_, nullptr)) {}
+  ClientStream(ClientStream&& other) noexcept
+      : call_(std::exchange(other.call_, nullptr)),
+        retrying_(std::exchange(other.retrying_, nullptr)) {}
   ClientStream& operator=(ClientStream&& other) noexcept;
   ~ClientStream();
 
@@ -55,7 +58,10 @@ class ClientStream {
       return write_awaitable(msg, false, options);
     } else {
       return detail::initiate_on<absl::Status>(
-          executor_for_ops(), [call = call_, &msg, options] { return write_on(call, msg, false, options); },
+          executor_for_ops(),
+          [call = call_, retrying = retrying_, &msg, options] {
+            return write_on(call, retrying, msg, false, options);
+          },
           std::forward<Token>(token));
     }
   }
@@ -73,7 +79,10 @@ class ClientStream {
       return write_awaitable(msg, true, options);
     } else {
       return detail::initiate_on<absl::Status>(
-          executor_for_ops(), [call = call_, &msg, options] { return write_on(call, msg, true, options); },
+          executor_for_ops(),
+          [call = call_, retrying = retrying_, &msg, options] {
+            return write_on(call, retrying, msg, true, options);
+          },
           std::forward<Token>(token));
     }
   }
@@ -90,7 +99,8 @@ class ClientStream {
       return writes_done_awaitable();
     } else {
       return detail::initiate_on<void>(
-          executor_for_ops(), [call = call_] { return writes_done_on(call); },
+          executor_for_ops(),
+          [call = call_, retrying = retrying_] { return writes_done_on(call, retrying); },
           std::forward<Token>(token));
     }
   }
@@ -102,14 +112,17 @@ class ClientStream {
       return read_awaitable(msg);
     } else {
       return detail::initiate_on<bool>(
-          executor_for_ops(), [call = call_, &msg] { return read_on(call, msg); },
+          executor_for_ops(),
+          [call = call_, retrying = retrying_, &msg] { return read_on(call, retrying, msg); },
           std::forward<Token>(token));
     }
   }
   // Raw messages, by reference, as ServerContext::read_raw / write_raw say (ferry/bytes_field.h
   // for a large `bytes` field): write_raw shares message's slices with the connection until
   // they are written (never copied, never compressed); read_raw replaces message's bytes with
-  // the next response's, as slices of the blocks it arrived in.
+  // the next response's, as slices of the blocks it arrived in. Not on a call retried by its
+  // method's retry policy (raw messages are not kept for replay): write_raw then fails with
+  // UNIMPLEMENTED, and read_raw ends the call with that status and returns false.
   // Completion signatures: void(absl::Status) and void(bool).
   template <class Token = const asio::use_awaitable_t<>&>
   auto write_raw(const SliceChain& message, Token&& token = asio::use_awaitable) {
@@ -117,7 +130,7 @@ class ClientStream {
       return write_raw_awaitable(message);
     } else {
       return detail::initiate_on<absl::Status>(
-          executor_for_ops(), [call = call_, &message] { return write_raw_on(call, message); },
+          executor_for_ops(), [call = call_, r = retrying_, &message] { return write_raw_on(call, r, message); },
           std::forward<Token>(token));
     }
   }
@@ -127,7 +140,7 @@ class ClientStream {
       return read_raw_awaitable(message);
     } else {
       return detail::initiate_on<bool>(
-          executor_for_ops(), [call = call_, &message] { return read_raw_on(call, message); },
+          executor_for_ops(), [call = call_, r = retrying_, &message] { return read_raw_on(call, r, message); },
           std::forward<Token>(token));
     }
   }
@@ -142,7 +155,8 @@ class ClientStream {
       return finish_awaitable();
     } else {
       return detail::initiate_on<absl::Status>(
-          executor_for_ops(), [call = call_] { return finish_on(call); },
+          executor_for_ops(),
+          [call = call_, retrying = retrying_] { return finish_on(call, retrying); },
           std::forward<Token>(token));
     }
   }
@@ -156,7 +170,10 @@ class ClientStream {
       return finish_with_response_awaitable(response);
     } else {
       return detail::initiate_on<absl::Status>(
-          executor_for_ops(), [call = call_, &response] { return finish_with_response_on(call, response); },
+          executor_for_ops(),
+          [call = call_, retrying = retrying_, &response] {
+            return finish_with_response_on(call, retrying, response);
+          },
           std::forward<Token>(token));
     }
   }
@@ -169,6 +186,8 @@ class ClientStream {
  private:
   friend class Channel;  // opens calls
   explicit ClientStream(detail::ClientCall* call) : call_(call) {}  // adopts a reference
+  // A call retried by its method's policy (client/retrying_stream.h); adopts a reference.
+  explicit ClientStream(detail::RetryingStream* retrying) : retrying_(retrying) {}
 
   // The operations for asio::use_awaitable: from any executor, hopping to the call's.
   asio::awaitable<absl::Status> write_awaitable(const google::protobuf::MessageLite& msg,
@@ -182,20 +201,30 @@ class ClientStream {
       google::protobuf::MessageLite& response);
   // The operations for other tokens: to run on executor_for_ops() (the call's executor).
   asio::any_io_executor executor_for_ops() const;
+  // Each with the stream's call or retrying call (one of them is set; both null once moved).
   static asio::awaitable<absl::Status> write_on(detail::ClientCall* call,
+                                                detail::RetryingStream* retrying,
                                                 const google::protobuf::MessageLite& msg,
                                                 bool last, WriteOptions options);
-  static asio::awaitable<void> writes_done_on(detail::ClientCall* call);
+  static asio::awaitable<void> writes_done_on(detail::ClientCall* call,
+                                              detail::RetryingStream* retrying);
   static asio::awaitable<absl::Status> write_raw_on(detail::ClientCall* call,
+                                                    detail::RetryingStream* retrying,
                                                     const SliceChain& message);
-  static asio::awaitable<bool> read_raw_on(detail::ClientCall* call, SliceChain& message);
-  static asio::awaitable<bool> read_on(detail::ClientCall* call,
+  static asio::awaitable<bool> read_raw_on(detail::ClientCall* call,
+                                           detail::RetryingStream* retrying, SliceChain& message);
+  static asio::awaitable<bool> read_on(detail::ClientCall* call, detail::RetryingStream* retrying,
                                        google::protobuf::MessageLite& msg);
-  static asio::awaitable<absl::Status> finish_on(detail::ClientCall* call);
+  static asio::awaitable<absl::Status> finish_on(detail::ClientCall* call,
+                                                 detail::RetryingStream* retrying);
   static asio::awaitable<absl::Status> finish_with_response_on(
-      detail::ClientCall* call, google::protobuf::MessageLite& response);
+      detail::ClientCall* call, detail::RetryingStream* retrying,
+      google::protobuf::MessageLite& response);
 
+  // One of the two: the call, or (a method with a retry policy) the retrying call over its
+  // attempts.
   detail::ClientCall* call_ = nullptr;
+  detail::RetryingStream* retrying_ = nullptr;
 };
 
 template <class Response>

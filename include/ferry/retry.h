@@ -12,10 +12,14 @@
 
 namespace ferry {
 
-// A method's retry policy (service config's retryPolicy). Applies to unary calls: their request
-// is the caller's until the call completes, so retrying buffers nothing. An attempt is retried
-// only while the call is not committed: no response headers came (a Trailers-Only response does
-// not commit), and the deadline leaves room for the wait.
+// A method's retry policy (service config's retryPolicy). A unary call's request is the caller's
+// until the call completes, so retrying it buffers nothing; a streaming call keeps copies of
+// its request messages (ChannelOptions::retry_buffer_per_call) to send them again. An attempt
+// is retried only while the call is not committed: no response headers or messages came (a
+// Trailers-Only response does not commit), the kept messages fit the buffer, and the deadline
+// leaves room for the wait. A server's grpc-retry-pushback-ms trailer replaces the wait (and
+// restarts the back-off); a negative or malformed one ends the retries. Retries send
+// grpc-previous-rpc-attempts. Calls through client interceptors: unary ones only.
 struct RetryPolicy {
   // Attempts in all, the first included: 1 (the default) turns retries off; at most 5 (gRPC's
   // cap; more is treated as 5).

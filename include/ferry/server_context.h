@@ -72,7 +72,8 @@ class ServerContext {
 
   // "/package.Service/Method".
   std::string_view method() const;
-  // The client's custom metadata (-bin values decoded to raw bytes).
+  // The client's custom metadata (-bin values decoded to raw bytes), and on a retried call
+  // grpc-previous-rpc-attempts (the attempts made before this one).
   const Metadata& client_metadata() const;
   // The client's deadline (from grpc-timeout); time_point::max() when it set none. When it
   // passes, ferry ends the call with DEADLINE_EXCEEDED and pending reads and writes fail.
@@ -95,7 +96,9 @@ class ServerContext {
 
   // Metadata for the response headers; only before the first message is written.
   void add_initial_metadata(std::string_view key, std::string_view value);
-  // Metadata for the trailers, sent with the status.
+  // Metadata for the trailers, sent with the status. Reserved grpc- keys are dropped, but for
+  // grpc-retry-pushback-ms (gRPC's retry design: a client with a retry policy waits that many
+  // milliseconds before its next attempt, or does not retry when the value is negative).
   void add_trailing_metadata(std::string_view key, std::string_view value);
 
   // The call's arena, for messages the handler creates: they die with the call. (The typed

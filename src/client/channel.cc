@@ -13,6 +13,7 @@
 #include "client/client_call.h"
 #include "client/client_interceptors.h"
 #include "client/on_executor.h"
+#include "client/retrying_stream.h"
 #include "client/unary_call.h"
 
 namespace ferry {
@@ -121,6 +122,15 @@ asio::awaitable<ClientStream> Channel::open_on(std::shared_ptr<detail::ChannelCo
   if (!core->interceptors().empty()) {
     co_return ClientStream(
         co_await detail::intercepted_start(core, method, context, request, kind));
+  }
+  if (core->retries_streams(method)) {
+    // A retry policy for the method: the call keeps its request messages for further attempts.
+    // Held by stream from here: should the start throw (asio does so when the operation's slot
+    // has cancelled it), the stream's destructor releases it.
+    ClientStream stream(
+        new detail::RetryingStream(core, method, context, core->retry_buffer_per_call()));
+    co_await stream.retrying_->start(request);
+    co_return stream;
   }
   detail::ClientCall* call = request == nullptr
                                  ? co_await core->start_call(method, context)

@@ -23,6 +23,7 @@ ChannelCore::ChannelCore(asio::io_context::executor_type executor, std::string t
       options_(std::move(options)),
       resolve_backoff_(options_.backoff),
       resolve_timer_(executor),
+      refresh_timer_(executor),
       throttle_(options_.retry_throttling),
       changed_(executor) {
   absl::StatusOr<ResolvedTarget> resolved = resolver_for_target(target_string_);
@@ -32,7 +33,11 @@ ChannelCore::ChannelCore(asio::io_context::executor_type executor, std::string t
     settings->tls_host = resolved->tls_host;
     resolver_ = std::move(resolved->resolver);
   } else if (options_.resolver == nullptr) {
-    target_error_ = absl::UnavailableError(resolved.status().message());
+    // A target that does not parse: UNAVAILABLE, as gRPC's channels fail; one ferry cannot
+    // serve (a chosen DNS server) keeps its UNIMPLEMENTED.
+    target_error_ = resolved.status().code() == absl::StatusCode::kUnimplemented
+                        ? resolved.status()
+                        : absl::UnavailableError(resolved.status().message());
   }
   if (options_.resolver != nullptr) {
     // A user's resolver: the target only names the service (the default :authority).
@@ -42,6 +47,7 @@ ChannelCore::ChannelCore(asio::io_context::executor_type executor, std::string t
   }
   settings->options = options_;
   settings_ = std::move(settings);
+  has_method_configs_ = !options_.method_configs.empty() || !options_.method_config.empty();
   policy_ = options_.load_balancing == LoadBalancingPolicy::kRoundRobin ? make_round_robin(*this)
                                                                        : make_pick_first(*this);
 }
@@ -126,6 +132,7 @@ asio::awaitable<void> ChannelCore::resolve(std::shared_ptr<ChannelCore> /*keeps 
       resolve_backoff_.reset();
       resolved_once_ = true;
       apply_addresses(*std::move(addresses));
+      schedule_refresh();
       if (!resolve_again_) break;
       not_before = last_resolution_ + options_.min_resolve_interval;
       continue;
@@ -159,6 +166,15 @@ void ChannelCore::apply_addresses(std::vector<Address> addresses) {
   policy_->update(subchannels_);
   for (const auto& s : gone) s->shutdown(/*graceful=*/true);  // its calls finish
   if (waiting_calls_ > 0 || std::exchange(connect_requested_, false)) policy_->exit_idle();
+}
+
+void ChannelCore::schedule_refresh() {
+  if (options_.resolve_period.count() <= 0 || closed_) return;
+  refresh_timer_.expires_after(options_.resolve_period);  // replaces a pending one
+  refresh_timer_.async_wait([weak = weak_from_this()](const asio::error_code& ec) {
+    if (ec) return;
+    if (auto self = weak.lock()) self->request_resolution();
+  });
 }
 
 asio::awaitable<void> ChannelCore::wait_for_change(std::chrono::steady_clock::time_point deadline) {
@@ -227,17 +243,25 @@ ClientCall* ChannelCore::start_call_on(const std::shared_ptr<ChannelConnection>&
 
 std::optional<std::chrono::milliseconds> ChannelCore::retry_after(
     std::string_view method, const absl::Status& status, bool committed, int attempts_made,
-    std::chrono::steady_clock::time_point deadline) {
+    std::int64_t pushback_ms, int& backoff_step, std::chrono::steady_clock::time_point deadline) {
   const RetryPolicy* policy =
       find_retry_policy(options_.method_retry_policies, options_.retry_policy, method);
   if (policy == nullptr || !should_retry(*policy, status, committed, attempts_made)) {
     return std::nullopt;
   }
+  // The throttle counts the failure whatever the server's pushback says (as gRPC does).
   if (throttle_.enabled() && !throttle_.on_retryable_failure()) return std::nullopt;
-  thread_local std::mt19937 engine(static_cast<unsigned>(
-      std::chrono::steady_clock::now().time_since_epoch().count()));
-  const double draw = std::uniform_real_distribution<double>(0.0, 1.0)(engine);
-  const std::chrono::milliseconds wait = retry_delay(*policy, attempts_made, draw);
+  if (pushback_ms == kStopRetrying) return std::nullopt;
+  std::chrono::milliseconds wait;
+  if (pushback_ms >= 0) {
+    wait = std::chrono::milliseconds(pushback_ms);
+    backoff_step = 0;  // the retry design: back-off starts over after a pushback
+  } else {
+    thread_local std::mt19937 engine(static_cast<unsigned>(
+        std::chrono::steady_clock::now().time_since_epoch().count()));
+    const double draw = std::uniform_real_distribution<double>(0.0, 1.0)(engine);
+    wait = retry_delay(*policy, ++backoff_step, draw);
+  }
   if (std::chrono::steady_clock::now() + wait >= deadline) return std::nullopt;
   return wait;
 }
@@ -259,6 +283,7 @@ void ChannelCore::close() {
   for (const auto& s : subchannels_) s->shutdown(/*graceful=*/false);
   subchannels_.clear();
   resolve_timer_.cancel();
+  refresh_timer_.cancel();
   changed_.notify_all();
 }
 

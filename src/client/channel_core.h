@@ -20,6 +20,7 @@
 #include "call/event.h"
 #include "client/backoff.h"
 #include "client/load_balancer.h"
+#include "client/method_config.h"
 #include "client/retry.h"
 #include "client/subchannel.h"
 #include "ferry/channel.h"
@@ -41,13 +42,16 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   // Starts a call: the returned ClientCall holds one reference for the caller. A call that
   // cannot get a connection is returned over, with its status (UNAVAILABLE, DEADLINE_EXCEEDED,
   // CANCELLED once the channel is closed).
-  // previous_attempts: a retry's count of earlier attempts (client/retry.h).
+  // previous_attempts: a retry's count of earlier attempts (client/retry.h). The method's
+  // MethodConfig (timeout, wait_for_ready) is applied to context first.
   asio::awaitable<ClientCall*> start_call(std::string_view method, ClientContext& context,
                                           int previous_attempts = 0);
   // start_call without suspending, when the picker has a connection (the usual case); else
   // null. Spares a call the frame of start_call.
   ClientCall* try_start_call(std::string_view method, ClientContext& context,
                              int previous_attempts = 0) {
+    if (has_method_configs_) apply_method_config(find_method_config(
+        options_.method_configs, options_.method_config, method), context);
     if (closed_) return nullptr;
     const std::shared_ptr<ChannelConnection>* conn = picker_.pick();
     if (conn == nullptr || !(*conn)->connection->accepts_new_streams()) return nullptr;
@@ -61,11 +65,21 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
 
   // After an attempt of method failed with status (attempts_made so far, this one included):
   // how long to wait before the next attempt, or nullopt when the call ends with this status
-  // (no policy, not retryable, committed, throttled, or the deadline would pass first).
+  // (no policy, not retryable, committed, throttled, the server's pushback says stop, or the
+  // deadline would pass first). pushback_ms: the attempt's grpc-retry-pushback-ms
+  // (client/retry.h); a value replaces the back-off and restarts it (backoff_step, the call's
+  // count of back-off waits so far, kept by the caller from 0).
   std::optional<std::chrono::milliseconds> retry_after(std::string_view method,
                                                        const absl::Status& status, bool committed,
-                                                       int attempts_made,
+                                                       int attempts_made, std::int64_t pushback_ms,
+                                                       int& backoff_step,
                                                        std::chrono::steady_clock::time_point deadline);
+  // Whether a streaming call of method is retried by a policy (client/retrying_stream.h).
+  bool retries_streams(std::string_view method) const {
+    return find_retry_policy(options_.method_retry_policies, options_.retry_policy, method) !=
+           nullptr;
+  }
+  std::size_t retry_buffer_per_call() const { return options_.retry_buffer_per_call; }
   // A call succeeded: refills the retry throttle when there is one.
   void on_call_succeeded() {
     if (throttle_.enabled()) throttle_.on_success();
@@ -96,6 +110,8 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   asio::awaitable<void> resolve(std::shared_ptr<ChannelCore> self,
                                 std::chrono::steady_clock::time_point not_before);
   void apply_addresses(std::vector<Address> addresses);
+  // Arms the next periodic re-resolution (ChannelOptions::resolve_period), if any.
+  void schedule_refresh();
   void set_state(ConnectivityState state);
 
   asio::io_context::executor_type executor_;
@@ -115,9 +131,11 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   std::chrono::steady_clock::time_point last_resolution_{};
   Backoff resolve_backoff_;  // between failed resolutions
   asio::steady_timer resolve_timer_;  // the wait before the next resolution
+  asio::steady_timer refresh_timer_;  // the periodic re-resolution's
   int waiting_calls_ = 0;
   bool connect_requested_ = false;  // exit_idle() before the first resolution
   bool closed_ = false;
+  bool has_method_configs_ = false;  // options_ holds a MethodConfig: look it up per call
   RetryThrottle throttle_;
   Signal changed_;  // the picker or the state changed: waiting calls and watchers re-check
 };

@@ -5,6 +5,7 @@
 #include "asio/post.hpp"
 #include "call/call_storage.h"
 #include "call/wire_format.h"
+#include "client/retry.h"
 #include "ferry/status_details.h"
 
 namespace ferry::detail {
@@ -163,6 +164,10 @@ bool ClientCall::on_header(std::string_view name, std::string_view value) {
     // In the response headers it names what compressed responses are in; it must come before
     // any DATA, and trailers cannot change it.
     if (!initial_done_) set_inbound_encoding(value);
+    return true;
+  }
+  if (header_is(name, "grpc-retry-pushback-ms")) {
+    retry_pushback_ms_ = parse_retry_pushback(value);
     return true;
   }
   if (name[0] == ':' || header_is(name, "content-type") || header_starts_with(name, "grpc-")) {

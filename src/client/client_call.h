@@ -3,6 +3,7 @@
 // every way a call can end (trailers, reset, deadline, cancel, lost connection) into one status.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -77,6 +78,8 @@ class ClientCall final : public CallStream {
   bool never_processed() const { return never_processed_; }
   // Response headers came (not a Trailers-Only response): the retry design's commit point.
   bool committed() const { return header_blocks_ > 0 && !trailers_only_; }
+  // The server's grpc-retry-pushback-ms (client/retry.h: kNoPushback, kStopRetrying or ms).
+  std::int64_t retry_pushback_ms() const { return retry_pushback_ms_; }
 
  private:
   bool on_header(std::string_view name, std::string_view value) override;
@@ -108,6 +111,7 @@ class ClientCall final : public CallStream {
   bool never_processed_ = false;
   bool trailers_only_ = false;
   int http_status_ = 0;
+  std::int64_t retry_pushback_ms_ = -1;  // kNoPushback
   bool has_grpc_status_ = false;
   absl::StatusCode grpc_status_ = absl::StatusCode::kUnknown;
   std::string grpc_message_;

@@ -9,6 +9,7 @@
 #include "asio/use_awaitable.hpp"
 #include "client/client_call.h"
 #include "client/on_executor.h"
+#include "client/retrying_stream.h"
 #include "client/unary_call.h"
 
 namespace ferry {
@@ -22,11 +23,20 @@ ClientStream& ClientStream::operator=(ClientStream&& other) noexcept {
   if (this != &other) {
     ClientStream dying(std::move(*this));
     call_ = std::exchange(other.call_, nullptr);
+    retrying_ = std::exchange(other.retrying_, nullptr);
   }
   return *this;
 }
 
 ClientStream::~ClientStream() {
+  if (retrying_ != nullptr) {
+    detail::RetryingStream* r = retrying_;
+    asio::post(r->executor(), [r] {
+      r->cancel(absl::CancelledError("the client dropped the call"));  // no-op once finished
+      r->unref();
+    });
+    return;
+  }
   if (call_ == nullptr) return;
   detail::ClientCall* call = call_;
   // Cancel an unfinished call; on the call's thread, since its state lives there.
@@ -38,6 +48,11 @@ ClientStream::~ClientStream() {
 
 asio::awaitable<absl::Status> ClientStream::write_awaitable(
     const google::protobuf::MessageLite& msg, bool last, WriteOptions options) {
+  if (retrying_ != nullptr) {
+    detail::RetryingStream* r = retrying_;
+    auto make = [r, &msg, last, options] { return r->write(msg, last, options); };
+    co_return co_await detail::on_executor(r->executor(), std::move(make));
+  }
   if (call_ == nullptr) co_return no_call();
   detail::ClientCall* call = call_;
   auto make = [call, &msg, last, options] { return call->write(msg, last, options); };
@@ -45,13 +60,17 @@ asio::awaitable<absl::Status> ClientStream::write_awaitable(
 }
 
 asio::awaitable<void> ClientStream::writes_done_awaitable() {
-  if (call_ == nullptr) co_return;
-  detail::ClientCall* call = call_;
-  auto make = [call] { return writes_done_on(call); };
-  co_await detail::on_executor(call->executor(), std::move(make));
+  if (call_ == nullptr && retrying_ == nullptr) co_return;
+  auto make = [call = call_, r = retrying_] { return writes_done_on(call, r); };
+  co_await detail::on_executor(executor_for_ops(), std::move(make));
 }
 
 asio::awaitable<bool> ClientStream::read_awaitable(google::protobuf::MessageLite& msg) {
+  if (retrying_ != nullptr) {
+    detail::RetryingStream* r = retrying_;
+    auto make = [r, &msg] { return r->read(msg); };
+    co_return co_await detail::on_executor(r->executor(), std::move(make));
+  }
   if (call_ == nullptr) co_return false;
   detail::ClientCall* call = call_;
   auto make = [call, &msg] { return call->read(msg); };
@@ -59,10 +78,16 @@ asio::awaitable<bool> ClientStream::read_awaitable(google::protobuf::MessageLite
 }
 
 bool ClientStream::last_message_compressed() const {
+  if (retrying_ != nullptr) return retrying_->last_message_compressed();
   return call_ != nullptr && call_->last_message_compressed();
 }
 
 asio::awaitable<absl::Status> ClientStream::finish_awaitable() {
+  if (retrying_ != nullptr) {
+    detail::RetryingStream* r = retrying_;
+    auto make = [r] { return r->finish(); };
+    co_return co_await detail::on_executor(r->executor(), std::move(make));
+  }
   if (call_ == nullptr) co_return no_call();
   detail::ClientCall* call = call_;
   auto make = [call] { return call->finish(); };
@@ -71,69 +96,98 @@ asio::awaitable<absl::Status> ClientStream::finish_awaitable() {
 
 asio::awaitable<absl::Status> ClientStream::finish_with_response_awaitable(
     google::protobuf::MessageLite& response) {
-  if (call_ == nullptr) co_return no_call();
-  detail::ClientCall* call = call_;
-  auto make = [call, &response] { return finish_with_response_on(call, response); };
-  co_return co_await detail::on_executor(call->executor(), std::move(make));
+  if (call_ == nullptr && retrying_ == nullptr) co_return no_call();
+  auto make = [call = call_, r = retrying_, &response] {
+    return finish_with_response_on(call, r, response);
+  };
+  co_return co_await detail::on_executor(executor_for_ops(), std::move(make));
 }
 
 asio::any_io_executor ClientStream::executor_for_ops() const {
   // A moved-from stream has no call and so no executor: its operations fail at once, on the
   // system executor.
+  if (retrying_ != nullptr) return retrying_->executor();
   if (call_ == nullptr) return asio::system_executor();
   return call_->executor();
 }
 
 asio::awaitable<absl::Status> ClientStream::write_on(detail::ClientCall* call,
+                                                     detail::RetryingStream* retrying,
                                                      const google::protobuf::MessageLite& msg,
                                                      bool last, WriteOptions options) {
+  if (retrying != nullptr) return retrying->write(msg, last, options);
   if (call == nullptr) return []() -> asio::awaitable<absl::Status> { co_return no_call(); }();
   return call->write(msg, last, options);
 }
 
 asio::awaitable<absl::Status> ClientStream::write_raw_awaitable(const SliceChain& message) {
-  if (call_ == nullptr) co_return no_call();
-  detail::ClientCall* call = call_;
-  auto make = [call, &message] { return call->write_raw(message); };
-  co_return co_await detail::on_executor(call->executor(), std::move(make));
+  if (call_ == nullptr && retrying_ == nullptr) co_return no_call();
+  auto make = [call = call_, r = retrying_, &message] { return write_raw_on(call, r, message); };
+  co_return co_await detail::on_executor(executor_for_ops(), std::move(make));
 }
 
 asio::awaitable<bool> ClientStream::read_raw_awaitable(SliceChain& message) {
-  if (call_ == nullptr) co_return false;
-  detail::ClientCall* call = call_;
-  auto make = [call, &message] { return call->read_raw(message); };
-  co_return co_await detail::on_executor(call->executor(), std::move(make));
+  if (call_ == nullptr && retrying_ == nullptr) co_return false;
+  auto make = [call = call_, r = retrying_, &message] { return read_raw_on(call, r, message); };
+  co_return co_await detail::on_executor(executor_for_ops(), std::move(make));
 }
 
+namespace {
+
+absl::Status no_raw_on_retried_calls() {
+  return absl::UnimplementedError(
+      "raw messages on a call retried by its method's retry policy: they are not kept for replay");
+}
+
+}  // namespace
+
 asio::awaitable<absl::Status> ClientStream::write_raw_on(detail::ClientCall* call,
+                                                         detail::RetryingStream* retrying,
                                                          const SliceChain& message) {
+  if (retrying != nullptr) {
+    return []() -> asio::awaitable<absl::Status> { co_return no_raw_on_retried_calls(); }();
+  }
   if (call == nullptr) return []() -> asio::awaitable<absl::Status> { co_return no_call(); }();
   return call->write_raw(message);
 }
 
-asio::awaitable<bool> ClientStream::read_raw_on(detail::ClientCall* call, SliceChain& message) {
+asio::awaitable<bool> ClientStream::read_raw_on(detail::ClientCall* call,
+                                                detail::RetryingStream* retrying,
+                                                SliceChain& message) {
+  if (retrying != nullptr) {
+    retrying->cancel(no_raw_on_retried_calls());
+    return []() -> asio::awaitable<bool> { co_return false; }();
+  }
   if (call == nullptr) return []() -> asio::awaitable<bool> { co_return false; }();
   return call->read_raw(message);
 }
 
-asio::awaitable<void> ClientStream::writes_done_on(detail::ClientCall* call) {
+asio::awaitable<void> ClientStream::writes_done_on(detail::ClientCall* call,
+                                                   detail::RetryingStream* retrying) {
+  if (retrying != nullptr) retrying->writes_done();
   if (call != nullptr) call->writes_done();
   co_return;
 }
 
 asio::awaitable<bool> ClientStream::read_on(detail::ClientCall* call,
+                                            detail::RetryingStream* retrying,
                                             google::protobuf::MessageLite& msg) {
+  if (retrying != nullptr) return retrying->read(msg);
   if (call == nullptr) return []() -> asio::awaitable<bool> { co_return false; }();
   return call->read(msg);
 }
 
-asio::awaitable<absl::Status> ClientStream::finish_on(detail::ClientCall* call) {
+asio::awaitable<absl::Status> ClientStream::finish_on(detail::ClientCall* call,
+                                                      detail::RetryingStream* retrying) {
+  if (retrying != nullptr) return retrying->finish();
   if (call == nullptr) return []() -> asio::awaitable<absl::Status> { co_return no_call(); }();
   return call->finish();
 }
 
 asio::awaitable<absl::Status> ClientStream::finish_with_response_on(
-    detail::ClientCall* call, google::protobuf::MessageLite& response) {
+    detail::ClientCall* call, detail::RetryingStream* retrying,
+    google::protobuf::MessageLite& response) {
+  if (retrying != nullptr) co_return co_await retrying->finish_with_response(response);
   if (call == nullptr) co_return no_call();
   // The steps of writes_done, read and finish, inlined: no nested coroutine is awaited after a
   // wait, since asio throws on that once the awaiting coroutine is cancelled.
@@ -148,6 +202,15 @@ asio::awaitable<absl::Status> ClientStream::finish_with_response_on(
 }
 
 void ClientStream::expect_single_response() {
+  if (retrying_ != nullptr) {
+    detail::RetryingStream* r = retrying_;
+    r->ref();
+    asio::dispatch(r->executor(), [r] {
+      r->expect_single_message();
+      r->unref();
+    });
+    return;
+  }
   if (call_ == nullptr) return;
   detail::ClientCall* call = call_;
   call->ref();
@@ -158,6 +221,15 @@ void ClientStream::expect_single_response() {
 }
 
 void ClientStream::cancel() {
+  if (retrying_ != nullptr) {
+    detail::RetryingStream* r = retrying_;
+    r->ref();
+    asio::dispatch(r->executor(), [r] {
+      r->cancel(absl::CancelledError("cancelled by the client"));
+      r->unref();
+    });
+    return;
+  }
   if (call_ == nullptr) return;
   detail::ClientCall* call = call_;
   call->ref();

@@ -37,4 +37,15 @@ std::chrono::milliseconds retry_delay(const RetryPolicy& policy, int n, double u
   return std::chrono::milliseconds(static_cast<std::int64_t>(std::max(0.0, ceiling * uniform)));
 }
 
+std::int64_t parse_retry_pushback(std::string_view value) {
+  // More than 10 digits (over 115 days) is past any deadline: read as "stop".
+  if (value.empty() || value.size() > 10) return kStopRetrying;
+  std::int64_t ms = 0;
+  for (char c : value) {
+    if (c < '0' || c > '9') return kStopRetrying;  // '-' included: negative means stop
+    ms = ms * 10 + (c - '0');
+  }
+  return ms;
+}
+
 }  // namespace ferry::detail

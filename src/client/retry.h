@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -29,6 +30,13 @@ bool should_retry(const RetryPolicy& policy, const absl::Status& status, bool co
 // The wait before retry n (n >= 1): uniform in [0, min(initial * multiplier^(n-1), max)).
 // uniform: draws from [0, 1).
 std::chrono::milliseconds retry_delay(const RetryPolicy& policy, int n, double uniform);
+
+// The server's grpc-retry-pushback-ms trailer, as a ClientCall keeps it: kNoPushback when absent;
+// kStopRetrying when negative or not a decimal number (the retry design reads both as "do not
+// retry"); else the milliseconds to wait before the next attempt, in place of the back-off.
+constexpr std::int64_t kNoPushback = -1;
+constexpr std::int64_t kStopRetrying = -2;
+std::int64_t parse_retry_pushback(std::string_view value);
 
 // The channel's token bucket (RetryThrottling). On the channel's executor.
 class RetryThrottle {

@@ -99,6 +99,21 @@ absl::StatusOr<RetryPolicy> retry_policy(const JsonValue& v) {
   return p;
 }
 
+// A methodConfig's "timeout" (a duration) and "waitForReady" (a boolean).
+absl::StatusOr<MethodConfig> method_config(const JsonValue& mc) {
+  MethodConfig c;
+  if (const JsonValue* timeout = mc.find("timeout")) {
+    absl::StatusOr<std::chrono::milliseconds> t = duration(timeout, "methodConfig.timeout");
+    if (!t.ok()) return t.status();
+    c.timeout = *t;
+  }
+  if (const JsonValue* wait = mc.find("waitForReady")) {
+    if (wait->kind != Kind::kBool) return bad("methodConfig.waitForReady must be a boolean");
+    c.wait_for_ready = wait->boolean;
+  }
+  return c;
+}
+
 absl::StatusOr<LoadBalancingPolicy> policy_named(std::string_view name, bool* known) {
   *known = true;
   if (name == "pick_first") return LoadBalancingPolicy::kPickFirst;
@@ -147,10 +162,17 @@ absl::Status apply_service_config(std::string_view json, ChannelOptions& options
       if (names == nullptr || names->kind != Kind::kArray) {
         return bad("methodConfig.name must be an array");
       }
-      const JsonValue* rp = mc.find("retryPolicy");
-      if (rp == nullptr) continue;
-      absl::StatusOr<RetryPolicy> policy = retry_policy(*rp);
-      if (!policy.ok()) return policy.status();
+      // Each entry is whole for the names it lists (gRPC picks one entry per call): a field it
+      // lacks does not fall back to a less specific entry, so every name gets both a retry
+      // policy (off when absent) and a MethodConfig (possibly empty).
+      RetryPolicy policy;
+      if (const JsonValue* rp = mc.find("retryPolicy")) {
+        absl::StatusOr<RetryPolicy> parsed = retry_policy(*rp);
+        if (!parsed.ok()) return parsed.status();
+        policy = *std::move(parsed);
+      }
+      absl::StatusOr<MethodConfig> call_defaults = method_config(mc);
+      if (!call_defaults.ok()) return call_defaults.status();
       for (const JsonValue& n : names->array) {
         if (n.kind != Kind::kObject) return bad("each name must be an object");
         const JsonValue* service = n.find("service");
@@ -163,10 +185,13 @@ absl::Status apply_service_config(std::string_view json, ChannelOptions& options
         const bool has_method = method != nullptr && !method->string.empty();
         if (has_method && !has_service) return bad("a name with a method needs its service");
         if (!has_service) {
-          out.retry_policy = *policy;  // the default for every method
+          out.retry_policy = policy;  // the defaults for every method
+          out.method_config = *call_defaults;
         } else {
-          out.method_retry_policies[absl::StrCat("/", service->string, "/",
-                                                 has_method ? method->string : "")] = *policy;
+          const std::string key =
+              absl::StrCat("/", service->string, "/", has_method ? method->string : "");
+          out.method_retry_policies[key] = policy;
+          out.method_configs[key] = *call_defaults;
         }
       }
     }

@@ -20,6 +20,19 @@ bool consume_prefix(std::string_view& s, std::string_view prefix) {
 
 }  // namespace
 
+// dns://authority/: a DNS server as host[:port], the port 53 when absent.
+static bool valid_dns_server(std::string_view authority) {
+  const bool bracketed = authority.front() == '[';
+  const std::size_t close = bracketed ? authority.find(']') : 0;
+  if (close == std::string_view::npos) return false;
+  const std::string with_port = authority.find(':', close) == std::string_view::npos
+                                    ? absl::StrCat(to_absl(authority), ":53")
+                                    : std::string(authority);
+  absl::StatusOr<Target> server = parse_target(with_port);
+  // A scheme inside (dns:, unix:, ipv4:) shows as an authority other than what was written.
+  return server.ok() && server->unix_path.empty() && server->authority == with_port;
+}
+
 absl::StatusOr<Target> parse_target(std::string_view target) {
   std::string_view rest = target;
   if (consume_prefix(rest, "unix-abstract:")) {
@@ -44,15 +57,23 @@ absl::StatusOr<Target> parse_target(std::string_view target) {
     return out;
   }
   const bool literal = consume_prefix(rest, "ipv4:") || consume_prefix(rest, "ipv6:");
+  std::string_view dns_authority;
   if (!literal && consume_prefix(rest, "dns:")) {
-    // dns:[//authority/]host[:port]: only an empty authority (the system resolver).
+    // dns:[//authority/]host[:port]: an empty authority means the system's DNS servers.
     if (consume_prefix(rest, "//")) {
-      if (!consume_prefix(rest, "/")) return bad(target, "a DNS server authority is not supported");
+      const std::size_t slash = rest.find('/');
+      if (slash == std::string_view::npos) return bad(target, "dns://authority needs a '/host'");
+      dns_authority = rest.substr(0, slash);
+      rest.remove_prefix(slash + 1);
+      if (!dns_authority.empty() && !valid_dns_server(dns_authority)) {
+        return bad(target, "the DNS server authority is not host[:port]");
+      }
     }
   }
   if (rest.empty()) return bad(target, "no host");
 
   Target out;
+  out.dns_authority = std::string(dns_authority);
   out.authority = std::string(rest);
   std::string_view host = rest;
   std::string_view port;

@@ -1,7 +1,9 @@
 // Parsing a channel's target string (client layer, private), after gRPC's naming document:
 //   host:port, host (port 443), [v6addr]:port       plain host names and addresses
-//   dns:host:port, dns:///host:port                  DNS names (the resolver's authority is
-//                                                    not supported: dns://8.8.8.8/host fails)
+//   dns:host:port, dns:///host:port                  DNS names
+//   dns://dnsserver[:port]/host:port                 a DNS name to ask one DNS server about:
+//                                                    parsed (dns_authority), but the built-in
+//                                                    resolver cannot do it (target_resolver.h)
 //   ipv4:addr:port, ipv6:[addr]:port                 one literal address
 //   unix:path, unix:///absolute/path                 a Unix domain socket (authority localhost)
 //   unix-abstract:name                               Linux's abstract socket namespace
@@ -21,6 +23,9 @@ struct Target {
   std::string authority;  // what :authority says by default: host[:port] as the target wrote it
   // A Unix domain socket's path (host and port empty); an abstract name starts with '\0'.
   std::string unix_path;
+  // dns://dns_authority/host: the DNS server to ask ("8.8.8.8:53", "[::1]:53", "ns1:53"; the
+  // port defaults to 53); empty for the system's servers.
+  std::string dns_authority;
 };
 
 // INVALID_ARGUMENT for a target ferry cannot use, saying why.

@@ -125,6 +125,15 @@ absl::StatusOr<ResolvedTarget> resolver_for_target(std::string_view target) {
     out.tls_host = parsed->authority;
     return out;
   }
+  if (!parsed->dns_authority.empty()) {
+    // asio resolves through getaddrinfo, which asks the servers of /etc/resolv.conf and cannot
+    // be pointed at another: refusing beats silently asking the wrong server.
+    return absl::UnimplementedError(absl::StrCat(
+        "target '", to_absl(target), "': asking the DNS server '",
+        to_absl(parsed->dns_authority),
+        "' is not supported (ferry's dns resolver uses the system's resolver, getaddrinfo); use "
+        "dns:///host:port or plug a Resolver (ChannelOptions::resolver)"));
+  }
   out.tls_host = parsed->host;
   out.resolver = std::make_shared<DnsResolver>(parsed->host, parsed->port);
   return out;

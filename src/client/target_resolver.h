@@ -19,7 +19,8 @@ struct ResolvedTarget {
   std::string tls_host;   // the name a server certificate must carry
 };
 
-// INVALID_ARGUMENT for a target that does not parse, saying why.
+// INVALID_ARGUMENT for a target that does not parse, saying why; UNIMPLEMENTED for
+// dns://dnsserver/host (a chosen DNS server: the system resolver under asio cannot be told one).
 absl::StatusOr<ResolvedTarget> resolver_for_target(std::string_view target);
 
 }  // namespace ferry::detail

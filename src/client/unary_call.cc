@@ -54,6 +54,7 @@ asio::awaitable<absl::Status> unary_call(std::shared_ptr<ChannelCore> core, std:
   constexpr int kTransparentRetries = 8;
   int transparent = 0;
   int attempts = 0;  // completed attempts that count for the retry policy
+  int backoff_step = 0;
   while (true) {
     // start_with_request inlined: a unary call is the hot path, and a nested coroutine would
     // cost it one more frame per call.
@@ -80,6 +81,7 @@ asio::awaitable<absl::Status> unary_call(std::shared_ptr<ChannelCore> core, std:
       *traffic = AttemptTraffic{call->messages_sent(), call->messages_received(),
                                 call->message_bytes_sent(), call->message_bytes_received()};
     }
+    const std::int64_t pushback_ms = call->retry_pushback_ms();
     // This coroutine runs on the call's executor, resumed from its queue: nothing of the
     // call's is below it on the stack, so the last reference may delete the call at once.
     call->unref_inline();
@@ -93,7 +95,8 @@ asio::awaitable<absl::Status> unary_call(std::shared_ptr<ChannelCore> core, std:
     }
     ++attempts;
     std::optional<std::chrono::milliseconds> wait =
-        core->retry_after(method, status, committed, attempts, context.deadline());
+        core->retry_after(method, status, committed, attempts, pushback_ms, backoff_step,
+                          context.deadline());
     if (!wait) co_return single_response_status(std::move(status), *got);
     if (wait->count() > 0) co_await retry_wait(core->executor(), *wait);
   }

@@ -85,6 +85,11 @@ bool ServerCall::on_header(std::string_view name, std::string_view value) {
     return true;
   }
   if (header_is(name, "te")) return true;  // transport-level, not metadata
+  // A retried call's attempt count: shown to the handler, as grpc++ does (the retry design).
+  if (header_is(name, "grpc-previous-rpc-attempts")) {
+    client_metadata_.add(name, value);
+    return true;
+  }
   if (header_starts_with(name, "grpc-")) return true;  // reserved: not metadata
   if (is_binary_metadata_key(name)) {
     std::optional<std::string> raw = decode_binary_header(value);
@@ -199,7 +204,11 @@ void ServerCall::on_inbound_progress() {
 
 void ServerCall::append_metadata(const Metadata& md, http2::HeaderList& out) {
   for (const auto& [key, value] : md) {
-    if (!validate_metadata(key, value).ok()) continue;  // documented: invalid entries are dropped
+    // documented: invalid entries are dropped, but for the one reserved key a handler may send
+    // (the retry design's pushback; the client checks its value).
+    const bool pushback =
+        key == "grpc-retry-pushback-ms" && validate_metadata("retry-pushback-ms", value).ok();
+    if (!pushback && !validate_metadata(key, value).ok()) continue;
     if (is_binary_metadata_key(key)) {
       out.push_back({std::string(key), encode_binary_header(value)});
     } else {

@@ -756,6 +756,10 @@ int main(int argc, char** argv) {
                "the name the server's certificate must match, also sent as SNI");
   flags.define("tls_cert_file", "", "ferry's own: client certificate (PEM), for mutual TLS");
   flags.define("tls_key_file", "", "ferry's own: the client certificate's key (PEM)");
+  flags.define("target", "",
+               "ferry's own: the channel's whole target (e.g. ipv4:127.0.0.1:1,127.0.0.1:2), in "
+               "place of server_host and server_port");
+  flags.define("lb_policy", "pick_first", "ferry's own: pick_first or round_robin");
   flags.define("soak_iterations", "10", "iterations of rpc_soak and channel_soak");
   flags.define("soak_max_failures", "0", "soak iterations allowed to fail");
   flags.define("soak_per_iteration_max_acceptable_latency_ms", "1000",
@@ -767,6 +771,13 @@ int main(int argc, char** argv) {
   flags.define("soak_num_threads", "1", "concurrent soak workers");
   if (!flags.parse(argc, argv)) return 2;
   ferry::ChannelOptions options;
+  if (flags.get("lb_policy") == "round_robin") {
+    options.load_balancing = ferry::LoadBalancingPolicy::kRoundRobin;
+  } else if (flags.get("lb_policy") != "pick_first") {
+    std::fprintf(stderr, "ferry_interop_client: unknown --lb_policy '%s'\n",
+                 flags.get("lb_policy").c_str());
+    return 2;
+  }
   if (flags.get_bool("use_tls")) {
     ferry::ChannelTlsConfig tls;
     if (!flags.get("ca_file").empty()) {
@@ -799,7 +810,8 @@ int main(int argc, char** argv) {
 
   std::string host = flags.get("server_host");
   if (host.find(':') != std::string::npos && host.front() != '[') host = "[" + host + "]";
-  const std::string target = host + ":" + flags.get("server_port");
+  const std::string target =
+      flags.get("target").empty() ? host + ":" + flags.get("server_port") : flags.get("target");
 
   absl::Status result;
   {

@@ -1,0 +1,27 @@
+// Per-method call defaults applied as a call starts (client layer, private; the settings are
+// ferry/method_config.h's): the entry for a method, and what it does to the call's context
+// (a shorter deadline, wait_for_ready when the context left it unset).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "ferry/client_context.h"
+#include "ferry/method_config.h"
+
+namespace ferry::detail {
+
+// The entry for method ("/package.Service/Method"): its own in per_method, else its service's
+// ("/package.Service/"), else fallback.
+const MethodConfig& find_method_config(
+    const std::map<std::string, MethodConfig, std::less<>>& per_method,
+    const MethodConfig& fallback, std::string_view method);
+
+// Applies config to a call's context as it starts: the deadline becomes min(deadline, now +
+// timeout); wait_for_ready is set unless the context set it. Idempotent for a call's retries (a
+// later attempt's now + timeout is never earlier than the first's).
+void apply_method_config(const MethodConfig& config, ClientContext& context);
+
+}  // namespace ferry::detail

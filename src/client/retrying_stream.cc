@@ -1,0 +1,264 @@
+// Implementation of src/client/retrying_stream.h.
+#include "client/retrying_stream.h"
+
+#include <google/protobuf/message_lite.h>
+
+#include <optional>
+
+#include "asio/post.hpp"
+#include "asio/redirect_error.hpp"
+#include "asio/use_awaitable.hpp"
+#include "client/channel_core.h"
+#include "client/client_call.h"
+#include "client/unary_call.h"
+
+namespace ferry::detail {
+
+RetryingStream::RetryingStream(std::shared_ptr<ChannelCore> core, std::string_view method,
+                               ClientContext& context, std::size_t buffer_limit)
+    : executor_(core->executor()),
+      core_(std::move(core)),
+      method_(method),
+      context_(&context),
+      buffer_limit_(buffer_limit),
+      backoff_timer_(executor_),
+      retried_(executor_) {}
+
+RetryingStream::~RetryingStream() {
+  if (call_ != nullptr) call_->unref();
+}
+
+void RetryingStream::unref() {
+  if (refs_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  // Deleted from the executor's queue: nothing of this stream's is then below on the stack.
+  asio::post(executor_, [this] { delete this; });
+}
+
+asio::awaitable<void> RetryingStream::start(const google::protobuf::MessageLite* request) {
+  ref();
+  call_ = co_await core_->start_call(method_, *context_, 0);
+  if (request != nullptr) {
+    keep(*request, WriteOptions{});
+    half_closed_ = true;
+    if (!call_->done()) {
+      absl::Status written = call_->send_request(*request);
+      if (!written.ok()) {
+        // Over the send limit: the server would wait for it forever; the call ends with it.
+        commit();
+        call_->cancel(written);
+      }
+    }
+  }
+  // An attempt that could not even start (no connection, fail fast) is retried by the first
+  // operation that finds it failed, like one that fails later.
+  unref();
+}
+
+void RetryingStream::keep(const google::protobuf::MessageLite& msg, WriteOptions options) {
+  if (committed_) return;
+  const std::size_t size = msg.ByteSizeLong();
+  if (kept_bytes_ + size > buffer_limit_) {
+    commit();  // the retry design: a call whose messages outgrow the buffer commits
+    return;
+  }
+  std::unique_ptr<google::protobuf::MessageLite> copy(msg.New());
+  copy->CheckTypeAndMergeFrom(msg);
+  kept_.push_back(Kept{std::move(copy), options});
+  kept_bytes_ += size;
+}
+
+void RetryingStream::commit() {
+  committed_ = true;
+  kept_.clear();
+  kept_.shrink_to_fit();
+  kept_bytes_ = 0;
+}
+
+void RetryingStream::check_commit() {
+  if (!committed_ && call_->committed()) commit();
+}
+
+bool RetryingStream::may_retry(const ClientCall& attempt) const {
+  // A cancelled call (by the caller, its operation's slot or the channel) is never retried; and
+  // once an operation's slot has cancelled it, awaiting retry() (a coroutine) would throw.
+  return !committed_ && !cancelled_ && attempt.done() && !attempt.status().ok() &&
+         attempt.status().code() != absl::StatusCode::kCancelled;
+}
+
+asio::awaitable<void> RetryingStream::wait_for_retry() {
+  while (retrying_) co_await retried_.wait();
+}
+
+asio::awaitable<bool> RetryingStream::retry() {
+  if (retrying_) {
+    ClientCall* before = call_;
+    co_await wait_for_retry();
+    co_return call_ != before && !call_->done();
+  }
+  retrying_ = true;
+  ref();
+  bool started = false;
+  while (true) {
+    ClientCall* failed = call_;
+    check_commit();
+    const absl::Status status = failed->status();
+    // A cancelled call (by the caller, its slot or the channel) is never retried.
+    if (committed_ || cancelled_ || status.ok() || status.code() == absl::StatusCode::kCancelled) {
+      break;
+    }
+    if (failed->never_processed() && transparent_ < 8) {
+      ++transparent_;  // the server never saw it: at once, whatever the policy (see unary_call)
+    } else {
+      ++attempts_;
+      std::optional<std::chrono::milliseconds> wait =
+          core_->retry_after(method_, status, /*committed=*/false, attempts_,
+                             failed->retry_pushback_ms(), backoff_step_, context_->deadline());
+      if (!wait) break;
+      if (wait->count() > 0) {
+        backoff_timer_.expires_after(*wait);
+        asio::error_code ignored;
+        co_await backoff_timer_.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+        if (cancelled_) break;
+      }
+    }
+    ClientCall* next = co_await core_->start_call(method_, *context_, attempts_);
+    if (single_message_) next->expect_single_message();
+    call_ = next;
+    failed->unref();
+    if (cancelled_) {
+      next->cancel(absl::CancelledError("cancelled by the client"));
+      break;
+    }
+    // Send the kept messages again (an operation waiting meanwhile adds none), then the end.
+    for (const Kept& k : kept_) {
+      if (next->done()) break;
+      if (!(co_await next->write(*k.message, false, k.options)).ok()) break;
+    }
+    if (!next->done()) {
+      if (half_closed_) next->writes_done();
+      started = true;
+      break;
+    }
+    // next failed too (could not connect, refused, failed at once): decide again.
+  }
+  retrying_ = false;
+  retried_.notify_all();
+  unref();
+  co_return started;
+}
+
+asio::awaitable<absl::Status> RetryingStream::write(const google::protobuf::MessageLite& msg,
+                                                    bool last, WriteOptions options) {
+  ref();
+  if (retrying_) co_await wait_for_retry();
+  check_commit();
+  keep(msg, options);
+  const bool kept = !committed_;
+  if (last) half_closed_ = true;
+  ClientCall* attempt = call_;
+  attempt->ref();
+  absl::Status status = co_await attempt->write(msg, last, options);
+  if (!status.ok() && kept) {
+    if (!attempt->done()) {
+      // Refused before it was sent (over the send limit); the call goes on without it.
+      if (!committed_ && !kept_.empty()) {
+        kept_bytes_ -= kept_.back().message->ByteSizeLong();
+        kept_.pop_back();
+      }
+    } else {
+      // The attempt failed: msg is kept, so the next attempt sends it again. Another operation
+      // may have started that attempt already.
+      bool retried = false;
+      if (attempt != call_) {
+        if (retrying_) co_await wait_for_retry();
+        retried = !call_->done();
+      } else if (may_retry(*attempt)) {
+        retried = co_await retry();
+      }
+      if (retried) status = absl::OkStatus();
+    }
+  }
+  attempt->unref();
+  unref();
+  co_return status;
+}
+
+void RetryingStream::writes_done() {
+  half_closed_ = true;
+  // During a retry, the new attempt's replay ends with the half-close.
+  if (!retrying_) call_->writes_done();
+}
+
+asio::awaitable<bool> RetryingStream::read(google::protobuf::MessageLite& msg) {
+  ref();
+  bool got = false;
+  while (true) {
+    if (retrying_) co_await wait_for_retry();
+    ClientCall* attempt = call_;
+    attempt->ref();
+    got = co_await attempt->read(msg);
+    if (got) {
+      commit();  // a response message: the retry design's commit point
+      attempt->unref();
+      break;
+    }
+    while (!attempt->done()) co_await attempt->done_progress();
+    const bool replaced = attempt != call_;
+    const bool retryable = may_retry(*attempt);
+    attempt->unref();
+    if (replaced) continue;  // another operation retried meanwhile: read from the new attempt
+    if (!retryable || !co_await retry()) break;
+  }
+  unref();
+  co_return got;
+}
+
+asio::awaitable<absl::Status> RetryingStream::finish() {
+  ref();
+  absl::Status status;
+  while (true) {
+    if (retrying_) co_await wait_for_retry();
+    ClientCall* attempt = call_;
+    attempt->ref();
+    while (!attempt->done()) co_await attempt->done_progress();
+    status = attempt->status();
+    const bool replaced = attempt != call_;
+    const bool retryable = may_retry(*attempt);
+    attempt->unref();
+    if (replaced) continue;
+    if (status.ok()) {
+      core_->on_call_succeeded();
+      break;
+    }
+    if (!retryable || !co_await retry()) break;
+  }
+  unref();
+  co_return status;
+}
+
+asio::awaitable<absl::Status> RetryingStream::finish_with_response(
+    google::protobuf::MessageLite& response) {
+  ref();
+  writes_done();
+  const bool got = co_await read(response);
+  absl::Status status = single_response_status(co_await finish(), got);
+  unref();
+  co_return status;
+}
+
+void RetryingStream::cancel(absl::Status why) {
+  cancelled_ = true;
+  backoff_timer_.cancel();
+  if (call_ != nullptr) call_->cancel(std::move(why));
+}
+
+void RetryingStream::expect_single_message() {
+  single_message_ = true;
+  if (call_ != nullptr) call_->expect_single_message();
+}
+
+bool RetryingStream::last_message_compressed() const {
+  return call_ != nullptr && call_->last_message_compressed();
+}
+
+}  // namespace ferry::detail

@@ -1,0 +1,105 @@
+// A streaming call retried by its method's retry policy (client layer, private), after gRPC's
+// retry design (A6): until the call commits, every request message is also kept (a copy, up to
+// ChannelOptions::retry_buffer_per_call bytes), so that an attempt that fails with a retryable
+// status is followed by another to which the kept messages are sent again (and the half-close);
+// the caller's operations carry on over the new attempt. The call commits once response
+// headers or a response message arrive, or the kept messages outgrow the bound; then it is an
+// ordinary call (the copies are dropped). Calls whose method has no policy never come here.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "asio/awaitable.hpp"
+#include "asio/steady_timer.hpp"
+#include "call/event.h"
+#include "ferry/client_context.h"
+#include "ferry/compression.h"
+
+namespace google::protobuf {
+class MessageLite;
+}
+
+namespace ferry::detail {
+
+class ChannelCore;
+class ClientCall;
+
+class RetryingStream {
+ public:
+  // On the channel's executor. The creator holds one reference (ClientStream adopts it).
+  RetryingStream(std::shared_ptr<ChannelCore> core, std::string_view method,
+                 ClientContext& context, std::size_t buffer_limit);
+  ~RetryingStream();
+  RetryingStream(const RetryingStream&) = delete;
+  RetryingStream& operator=(const RetryingStream&) = delete;
+
+  // From any thread; the last unref deletes it (later, on its executor).
+  void ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void unref();
+  const asio::any_io_executor& executor() const { return executor_; }
+
+  // Starts the first attempt; request (a server-streaming call's one message), when not null,
+  // is kept and sent with the half-close. Everything below runs on the executor.
+  asio::awaitable<void> start(const google::protobuf::MessageLite* request);
+
+  // ClientStream's operations (their documentation is there), over the current attempt.
+  asio::awaitable<absl::Status> write(const google::protobuf::MessageLite& msg, bool last,
+                                      WriteOptions options);
+  void writes_done();
+  asio::awaitable<bool> read(google::protobuf::MessageLite& msg);
+  asio::awaitable<absl::Status> finish();
+  asio::awaitable<absl::Status> finish_with_response(google::protobuf::MessageLite& response);
+  void cancel(absl::Status why);
+  void expect_single_message();
+  bool last_message_compressed() const;
+
+ private:
+  struct Kept {
+    std::unique_ptr<google::protobuf::MessageLite> message;
+    WriteOptions options;
+  };
+
+  // Keeps a copy of msg unless committed; over the bound, commits instead.
+  void keep(const google::protobuf::MessageLite& msg, WriteOptions options);
+  // The call is committed: no more attempts, the kept messages go.
+  void commit();
+  // Whether the current attempt shows a reason to commit (response headers).
+  void check_commit();
+  // The current attempt is done and failed: starts further attempts (with the policy's waits)
+  // until one is under way with the kept messages sent, true, or no attempt is allowed, false.
+  // Another operation finding a failure meanwhile waits for this one's outcome.
+  asio::awaitable<bool> retry();
+  // Whether attempt (the current one) ended in a way that retry() may follow: done, failed, not
+  // cancelled, the call not committed.
+  bool may_retry(const ClientCall& attempt) const;
+  // Waits while a retry is under way.
+  asio::awaitable<void> wait_for_retry();
+
+  std::atomic<int> refs_{1};
+  asio::any_io_executor executor_;
+  std::shared_ptr<ChannelCore> core_;
+  std::string method_;
+  ClientContext* context_;
+  ClientCall* call_ = nullptr;  // the current attempt (one reference)
+  std::vector<Kept> kept_;
+  std::size_t kept_bytes_ = 0;
+  std::size_t buffer_limit_;
+  bool committed_ = false;
+  bool half_closed_ = false;
+  bool single_message_ = false;
+  bool cancelled_ = false;
+  bool retrying_ = false;
+  int attempts_ = 0;         // failed attempts counted by the retry policy
+  int transparent_ = 0;      // transparent retries (never processed by the server)
+  int backoff_step_ = 0;
+  asio::steady_timer backoff_timer_;
+  Signal retried_;  // a retry ended
+};
+
+}  // namespace ferry::detail
