@@ -4,8 +4,9 @@
 // one connection, the server's CPU time and heap allocations per call (read on the server's own
 // I/O thread), unary throughput with 1 MiB messages (2 in flight) and server-streaming throughput
 // with 64 KiB and 1 MiB messages (and 1 MiB by reference: write_raw / read_raw); then the small-call and 64 KiB figures over TLS (test/certs,
-// TLS 1.3 with AES-GCM) beside cleartext; the small-call figures with one no-op interceptor on
-// the server and the channel (ferry/interceptor.h) beside none; then a channel with round_robin
+// TLS 1.3 with AES-GCM; and each end's CPU per streamed byte) beside cleartext ("tls" as the
+// fifth argument: only these); the small-call figures with one no-op interceptor on the server
+// and the channel (ferry/interceptor.h) beside none; then a channel with round_robin
 // over two servers beside one connection (client calls/s and CPU per call, 64 in flight) and the
 // picker's own cost. Prints tables of medians.
 #include <pthread.h>
@@ -18,6 +19,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "alloc_counter.h"
@@ -120,7 +122,10 @@ auto run(asio::io_context& io, Make make) {
 
 struct FerryResult {
   double p50_us, p99_us, calls_per_s, cpu_us_per_call, allocs_per_call, small_allocs_per_call,
-      stream_mb_per_s, unary_1mib_mb_per_s, stream_1mib_mb_per_s, stream_1mib_ref_mb_per_s;
+      stream_mb_per_s, unary_1mib_mb_per_s, stream_1mib_mb_per_s,
+      stream_1mib_ref_mb_per_s;
+  // 64 KiB streaming: CPU time per byte of the server's I/O thread and of the client's thread.
+  double stream_server_ns_per_byte, stream_client_ns_per_byte;
 };
 
 // Interceptors that do nothing but be called: what the chain itself costs per call.
@@ -137,11 +142,13 @@ FerryResult measure_ferry(int latency_calls, int throughput_calls, int stream_me
     channel_options.interceptors.push_back(std::make_shared<NoOpClientInterceptor>());
   }
   if (tls) {
-    options.credentials = ServerCredentials::create({Pem::file(FERRY_TEST_CERTS "/server.pem"),
-                                                     Pem::file(FERRY_TEST_CERTS "/server.key")})
-                              .value();
+    options.credentials =
+        ServerCredentials::create({.certificate_chain = Pem::file(FERRY_TEST_CERTS "/server.pem"),
+                                   .private_key = Pem::file(FERRY_TEST_CERTS "/server.key")})
+            .value();
     channel_options.credentials =
-        ChannelCredentials::create({Pem::file(FERRY_TEST_CERTS "/ca.pem")}).value();
+        ChannelCredentials::create({.root_certificates = Pem::file(FERRY_TEST_CERTS "/ca.pem")})
+            .value();
   }
   Server server(options);
   testing::EchoService echo;
@@ -254,7 +261,14 @@ FerryResult measure_ferry(int latency_calls, int throughput_calls, int stream_me
     }
     co_return static_cast<double>(bytes) / secs / 1e6;
   }); };
+  const ServerSample stream_before = sample();
+  const std::int64_t client_before = thread_cpu_ns();
   r.stream_mb_per_s = stream(64 * 1024, stream_messages);
+  const std::int64_t client_after = thread_cpu_ns();
+  const double stream_bytes = 64.0 * 1024 * stream_messages;
+  r.stream_server_ns_per_byte =
+      static_cast<double>(sample().cpu_ns - stream_before.cpu_ns) / stream_bytes;
+  r.stream_client_ns_per_byte = static_cast<double>(client_after - client_before) / stream_bytes;
   stream(kLarge, 4);  // warm-up
   r.stream_1mib_mb_per_s = stream(kLarge, std::max(2, stream_messages / 16));
 
@@ -435,6 +449,8 @@ int main(int argc, char** argv) {
   const int latency_calls = argc > 2 ? std::atoi(argv[2]) : 20000;
   const int throughput_calls = argc > 3 ? std::atoi(argv[3]) : 200000;
   const int stream_messages = argc > 4 ? std::atoi(argv[4]) : 4096;
+  // "tls" as the fifth argument: only cleartext and TLS, interleaved, each run's figures shown.
+  const bool tls_only = argc > 5 && std::string_view(argv[5]) == "tls";
 
   std::vector<FerryResult> ferry, tls, intercepted;
   std::vector<EchoResult> echo;
@@ -442,6 +458,17 @@ int main(int argc, char** argv) {
   std::vector<double> pick1, pick2;
   for (int i = 0; i < repetitions; ++i) {
     ferry.push_back(measure_ferry(latency_calls, throughput_calls, stream_messages));
+    if (tls_only) {
+      tls.push_back(measure_ferry(latency_calls, throughput_calls, stream_messages, true));
+      for (const auto* r : {&ferry.back(), &tls.back()}) {
+        std::printf("run %d %-9s p50 %.1f µs, %.0f calls/s, %.2f µs CPU/call, %.2f allocs/call, "
+                    "64 KiB stream %.0f MB/s (CPU per byte: server %.2f ns, client %.2f ns)\n",
+                    i, r == &ferry.back() ? "cleartext" : "TLS", r->p50_us, r->calls_per_s,
+                    r->cpu_us_per_call, r->allocs_per_call, r->stream_mb_per_s,
+                    r->stream_server_ns_per_byte, r->stream_client_ns_per_byte);
+      }
+      continue;
+    }
     echo.push_back(measure_tcp_echo(latency_calls, throughput_calls));
     tls.push_back(measure_ferry(latency_calls, throughput_calls, stream_messages, true));
     intercepted.push_back(
@@ -456,25 +483,28 @@ int main(int argc, char** argv) {
     for (auto& r : v) x.push_back(r.*field);
     return median(std::move(x));
   };
+  if (tls_only) echo.push_back({1, 1, 1, 1});  // not measured, not shown
   const double f_p50 = m(ferry, &FerryResult::p50_us), e_p50 = m(echo, &EchoResult::p50_us);
   const double f_p99 = m(ferry, &FerryResult::p99_us), e_p99 = m(echo, &EchoResult::p99_us);
   const double f_qps = m(ferry, &FerryResult::calls_per_s), e_qps = m(echo, &EchoResult::msgs_per_s);
   const double f_cpu = m(ferry, &FerryResult::cpu_us_per_call);
   const double e_cpu = m(echo, &EchoResult::cpu_us_per_msg);
-  std::printf("Loopback RPC, %zu-byte payloads, server on 1 I/O thread; medians of %d runs\n\n",
-              kPayload, repetitions);
-  std::printf("| measure | ferry | raw TCP echo | ferry / echo |\n|---|---:|---:|---:|\n");
-  std::printf("| unary latency p50, 1 in flight (µs) | %.1f | %.1f | %.2f× |\n", f_p50, e_p50, f_p50 / e_p50);
-  std::printf("| unary latency p99, 1 in flight (µs) | %.1f | %.1f | %.2f× |\n", f_p99, e_p99, f_p99 / e_p99);
-  std::printf("| unary calls/s, %d in flight, 1 connection | %.0f | %.0f | %.2f× |\n", kInFlight, f_qps, e_qps, f_qps / e_qps);
-  std::printf("| server CPU per call, %d in flight (µs) | %.2f | %.2f | %.2f× |\n", kInFlight, f_cpu, e_cpu, f_cpu / e_cpu);
-  std::printf("| server heap allocations per call | %.2f | – | |\n", m(ferry, &FerryResult::allocs_per_call));
-  std::printf("| the same, %zu-byte payloads (no protobuf string buffers) | %.2f | – | |\n",
-              kSmallPayload, m(ferry, &FerryResult::small_allocs_per_call));
-  std::printf("| server streaming, 64 KiB messages (MB/s) | %.0f | – | |\n", m(ferry, &FerryResult::stream_mb_per_s));
-  std::printf("| unary echo, 1 MiB messages, 2 in flight (MB/s, both ways) | %.0f | – | |\n", m(ferry, &FerryResult::unary_1mib_mb_per_s));
-  std::printf("| server streaming, 1 MiB messages (MB/s) | %.0f | – | |\n", m(ferry, &FerryResult::stream_1mib_mb_per_s));
-  std::printf("| the same, by reference (write_raw / read_raw, MB/s) | %.0f | – | |\n", m(ferry, &FerryResult::stream_1mib_ref_mb_per_s));
+  if (!tls_only) {
+    std::printf("Loopback RPC, %zu-byte payloads, server on 1 I/O thread; medians of %d runs\n\n",
+                kPayload, repetitions);
+    std::printf("| measure | ferry | raw TCP echo | ferry / echo |\n|---|---:|---:|---:|\n");
+    std::printf("| unary latency p50, 1 in flight (µs) | %.1f | %.1f | %.2f× |\n", f_p50, e_p50, f_p50 / e_p50);
+    std::printf("| unary latency p99, 1 in flight (µs) | %.1f | %.1f | %.2f× |\n", f_p99, e_p99, f_p99 / e_p99);
+    std::printf("| unary calls/s, %d in flight, 1 connection | %.0f | %.0f | %.2f× |\n", kInFlight, f_qps, e_qps, f_qps / e_qps);
+    std::printf("| server CPU per call, %d in flight (µs) | %.2f | %.2f | %.2f× |\n", kInFlight, f_cpu, e_cpu, f_cpu / e_cpu);
+    std::printf("| server heap allocations per call | %.2f | – | |\n", m(ferry, &FerryResult::allocs_per_call));
+    std::printf("| the same, %zu-byte payloads (no protobuf string buffers) | %.2f | – | |\n",
+                kSmallPayload, m(ferry, &FerryResult::small_allocs_per_call));
+    std::printf("| server streaming, 64 KiB messages (MB/s) | %.0f | – | |\n", m(ferry, &FerryResult::stream_mb_per_s));
+    std::printf("| unary echo, 1 MiB messages, 2 in flight (MB/s, both ways) | %.0f | – | |\n", m(ferry, &FerryResult::unary_1mib_mb_per_s));
+    std::printf("| server streaming, 1 MiB messages (MB/s) | %.0f | – | |\n", m(ferry, &FerryResult::stream_1mib_mb_per_s));
+    std::printf("| the same, by reference (write_raw / read_raw, MB/s) | %.0f | – | |\n", m(ferry, &FerryResult::stream_1mib_ref_mb_per_s));
+  }
 
   const double t_p50 = m(tls, &FerryResult::p50_us), t_qps = m(tls, &FerryResult::calls_per_s);
   const double t_cpu = m(tls, &FerryResult::cpu_us_per_call);
@@ -487,6 +517,14 @@ int main(int argc, char** argv) {
   std::printf("| server CPU per call, %d in flight (µs) | %.2f | %.2f | %+.2f | %.2f× |\n", kInFlight, f_cpu, t_cpu, t_cpu - f_cpu, t_cpu / f_cpu);
   std::printf("| server heap allocations per call | %.2f | %.2f | | |\n", m(ferry, &FerryResult::allocs_per_call), m(tls, &FerryResult::allocs_per_call));
   std::printf("| server streaming, 64 KiB messages (MB/s) | %.0f | %.0f | %+.2f ns/byte | %.2f× |\n", f_mb, t_mb, 1e3 / t_mb - 1e3 / f_mb, t_mb / f_mb);
+  for (auto [name, field] : {std::pair{"server", &FerryResult::stream_server_ns_per_byte},
+                             std::pair{"client", &FerryResult::stream_client_ns_per_byte}}) {
+    const double f = m(ferry, field), t = m(tls, field);
+    std::printf("| the same, %s CPU per byte (ns) | %.2f | %.2f | %+.2f | %.2f× |\n", name, f, t,
+                t - f, t / f);
+  }
+
+  if (tls_only) return 0;
 
   const double i_p50 = m(intercepted, &FerryResult::p50_us);
   const double i_qps = m(intercepted, &FerryResult::calls_per_s);

@@ -1,15 +1,24 @@
 // TLS and mutual TLS end to end (ferry/tls.h): calls of every kind over TLS, the client's
 // verified identity as a handler sees it, each way a handshake must fail (wrong CA, expired
 // certificate, wrong host name, missing client certificate, cleartext against TLS both ways)
-// failing with UNAVAILABLE before any handler runs, and certificate rotation under load. The
-// certificates are test/certs' (generate.sh).
+// failing with UNAVAILABLE before any handler runs, a client that offers no ALPN "h2" refused
+// (and the server saying why), an idle connection's buffers given back, and certificate rotation
+// under load. The certificates are test/certs' (generate.sh).
 #include "ferry/tls.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <csignal>
 #include <thread>
 
+#include "ferry/buffer_pool.h"
 #include "ferry/channel.h"
 #include "ferry/server.h"
 #include "support/echo_service.h"
@@ -24,7 +33,8 @@ Pem cert(const std::string& name) { return Pem::file(FERRY_TEST_CERTS "/" + name
 
 std::shared_ptr<ServerCredentials> server_creds(const std::string& name = "server",
                                                 bool mutual = false, bool require = true) {
-  ServerTlsConfig config{cert(name + ".pem"), cert(name + ".key")};
+  ServerTlsConfig config{.certificate_chain = cert(name + ".pem"),
+                         .private_key = cert(name + ".key")};
   if (mutual) config.client_ca = cert("ca.pem");
   config.require_client_certificate = require;
   auto creds = ServerCredentials::create(std::move(config));
@@ -35,7 +45,7 @@ std::shared_ptr<ServerCredentials> server_creds(const std::string& name = "serve
 std::shared_ptr<ChannelCredentials> channel_creds(const std::string& ca = "ca.pem",
                                                   bool with_client_cert = false,
                                                   std::string host_override = "") {
-  ChannelTlsConfig config{cert(ca)};
+  ChannelTlsConfig config{.root_certificates = cert(ca)};
   if (with_client_cert) {
     config.certificate_chain = cert("client.pem");
     config.private_key = cert("client.key");
@@ -46,11 +56,19 @@ std::shared_ptr<ChannelCredentials> channel_creds(const std::string& ca = "ca.pe
   return creds.ok() ? *creds : nullptr;
 }
 
+ServerOptions two_threads() {
+  ServerOptions options;
+  options.num_threads = 2;
+  return options;
+}
+
 // A server with Echo and Who (answers with the client's verified identity: subject, then each
 // DNS name and URI, one per line; "none" without one).
 class TlsServer {
  public:
-  explicit TlsServer(std::shared_ptr<ServerCredentials> creds) : service_(&probe_), who_("tls.Who") {
+  explicit TlsServer(std::shared_ptr<ServerCredentials> creds,
+                     ServerOptions options = two_threads())
+      : service_(&probe_), who_("tls.Who") {
     who_.add_unary<EchoRequest, EchoResponse>(
         "Who", [this](ServerContext& ctx, const EchoRequest&,
                       EchoResponse& reply) -> asio::awaitable<absl::Status> {
@@ -64,8 +82,6 @@ class TlsServer {
           reply.set_payload(out);
           co_return absl::OkStatus();
         });
-    ServerOptions options;
-    options.num_threads = 2;
     options.credentials = std::move(creds);
     server_ = std::make_unique<Server>(options);
     server_->add_service(service_);
@@ -244,16 +260,116 @@ TEST(TlsRefused, TlsClientAgainstCleartextServer) {
   server.shutdown(std::chrono::milliseconds(100));
 }
 
+// A client of the test's own (OpenSSL over a blocking socket) that offers the ALPN protocols
+// `alpn` (wire format; no ALPN extension at all when empty), then, if the handshake passes,
+// sends an HTTP/2 request for Echo/Echo and a GOAWAY, and reads until the server closes.
+struct RawClientResult {
+  bool handshake_ok = false;
+  std::string error;         // OpenSSL's reason when the handshake failed
+  std::size_t answered = 0;  // bytes of application data the server sent back
+};
+
+RawClientResult raw_tls_client(const std::string& target, std::string_view alpn) {
+  RawClientResult result;
+  std::signal(SIGPIPE, SIG_IGN);  // the server may close before the request is written
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  SSL_CTX_load_verify_locations(ctx, FERRY_TEST_CERTS "/ca.pem", nullptr);
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+  if (!alpn.empty()) {
+    SSL_CTX_set_alpn_protos(ctx, reinterpret_cast<const unsigned char*>(alpn.data()),
+                            static_cast<unsigned>(alpn.size()));
+  }
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  timeval timeout{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(std::stoi(target.substr(target.find(':') + 1))));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  SSL* ssl = SSL_new(ctx);
+  SSL_set_fd(ssl, fd);
+  SSL_set1_host(ssl, "localhost");
+  ERR_clear_error();
+  if (SSL_connect(ssl) == 1) {
+    result.handshake_ok = true;
+    // Preface, empty SETTINGS, HEADERS (POST https /ferry.testing.Echo/Echo, content-type
+    // application/grpc, te trailers; HPACK literals without indexing), DATA with an empty
+    // message and END_STREAM.
+    const std::string path = "/ferry.testing.Echo/Echo";
+    std::string block = "\x83\x87";
+    block += '\x04' + std::string(1, static_cast<char>(path.size())) + path;
+    block += std::string("\x01\x09localhost", 11);
+    block += std::string("\x0f\x10\x10", 3) + "application/grpc";
+    block += std::string("\x00\x02te\x08trailers", 13);
+    std::string request = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    request += std::string("\x00\x00\x00\x04\x00\x00\x00\x00\x00", 9);
+    request += std::string("\x00\x00", 2) + static_cast<char>(block.size()) +
+               std::string("\x01\x04\x00\x00\x00\x01", 6) + block;
+    request += std::string("\x00\x00\x05\x00\x01\x00\x00\x00\x01\x00\x00\x00\x00\x00", 14);
+    // GOAWAY: nothing more from this end, so that the server closes once it has answered.
+    request += std::string("\x00\x00\x08\x07\x00\x00\x00\x00\x00", 9) + std::string(8, '\0');
+    SSL_write(ssl, request.data(), static_cast<int>(request.size()));
+    char buf[4096];
+    for (int n; (n = SSL_read(ssl, buf, sizeof(buf))) > 0;) result.answered += n;
+  } else if (unsigned long e = ERR_get_error(); e != 0) {
+    const char* reason = ERR_reason_error_string(e);
+    result.error = reason != nullptr ? reason : "unknown";
+  }
+  SSL_free(ssl);
+  ::close(fd);
+  SSL_CTX_free(ctx);
+  return result;
+}
+
+// The raw client itself, offering h2: the server answers its request (so that the refusals
+// below are the ALPN's doing, not the raw client's).
+TEST(TlsAlpn, RawClientOfferingH2IsServed) {
+  TlsServer server(server_creds());
+  const RawClientResult r = raw_tls_client(server.target(), std::string_view("\x02h2", 3));
+  EXPECT_TRUE(r.handshake_ok) << r.error;
+  EXPECT_GT(r.answered, 0u);
+  EXPECT_EQ(server.handlers_run(), 1);
+}
+
+TEST(TlsAlpn, ClientOfferingOnlyHttp11IsRefused) {
+  TlsServer server(server_creds());
+  ::testing::internal::CaptureStderr();
+  const RawClientResult r = raw_tls_client(server.target(), "\x08http/1.1");
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(r.handshake_ok);
+  EXPECT_NE(r.error.find("no application protocol"), std::string::npos) << r.error;
+  EXPECT_NE(log.find("the client did not offer ALPN \"h2\""), std::string::npos) << log;
+  EXPECT_EQ(r.answered, 0u);
+  EXPECT_EQ(server.handlers_run(), 0);
+}
+
+TEST(TlsAlpn, ClientOfferingNoAlpnIsRefused) {
+  TlsServer server(server_creds());
+  ::testing::internal::CaptureStderr();
+  const RawClientResult r = raw_tls_client(server.target(), "");
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  // The handshake itself passes (the server learns only at its end that nothing was chosen);
+  // then the server closes without a byte of HTTP/2, and logs why.
+  EXPECT_EQ(r.answered, 0u);
+  EXPECT_NE(log.find("did not negotiate ALPN \"h2\""), std::string::npos) << log;
+  EXPECT_EQ(server.handlers_run(), 0);
+}
+
 TEST(TlsCredentials, BadInputIsRefusedWithTheReason) {
-  auto missing = ServerCredentials::create({cert("nonexistent.pem"), cert("server.key")});
+  auto missing = ServerCredentials::create(
+      {.certificate_chain = cert("nonexistent.pem"), .private_key = cert("server.key")});
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
-  auto mismatch = ServerCredentials::create({cert("server.pem"), cert("client.key")});
+  auto mismatch = ServerCredentials::create(
+      {.certificate_chain = cert("server.pem"), .private_key = cert("client.key")});
   EXPECT_EQ(mismatch.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(mismatch.status().message().find("private key"), std::string_view::npos)
       << mismatch.status();
-  auto garbage = ServerCredentials::create({Pem::content("not PEM"), Pem::content("nor this")});
+  auto garbage = ServerCredentials::create(
+      {.certificate_chain = Pem::content("not PEM"), .private_key = Pem::content("nor this")});
   EXPECT_EQ(garbage.status().code(), absl::StatusCode::kInvalidArgument);
-  auto half = ChannelCredentials::create({cert("ca.pem"), cert("client.pem"), {}});
+  auto half = ChannelCredentials::create(
+      {.root_certificates = cert("ca.pem"), .certificate_chain = cert("client.pem")});
   EXPECT_EQ(half.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
@@ -272,11 +388,36 @@ TEST(TlsCredentials, InMemoryPem) {
                                            read("ca.pem")});
   ASSERT_TRUE(server.ok()) << server.status();
   TlsServer s(*server);
-  auto client = ChannelCredentials::create({read("ca.pem"), read("client.pem"),
-                                            read("client.key")});
+  auto client = ChannelCredentials::create({.root_certificates = read("ca.pem"),
+                                            .certificate_chain = read("client.pem"),
+                                            .private_key = read("client.key")});
   ASSERT_TRUE(client.ok()) << client.status();
   Channel channel(s.target(), with(*client));
   EXPECT_NE(who(channel).find("CN=ferry test client"), std::string::npos);
+}
+
+// An idle TLS connection gives its read and output blocks back to the pool (and OpenSSL its
+// record buffers), waits for the client's next bytes without them, and serves the next call.
+TEST(TlsLifecycle, IdleConnectionReleasesItsBuffersAndStillServes) {
+  using namespace std::chrono_literals;
+  ServerOptions options;
+  options.num_threads = 1;
+  options.release_idle_buffers_after = 300ms;
+  TlsServer server(server_creds(), options);
+  Channel channel(server.target(), with(channel_creds()));
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_TRUE(echo(channel, std::string(100000, 'i')).ok());
+    std::this_thread::sleep_for(50ms);
+    const std::int64_t busy = BufferPool::instance().stats().blocks_in_use;
+    std::int64_t idle = busy;
+    for (auto until = std::chrono::steady_clock::now() + 3s;
+         std::chrono::steady_clock::now() < until && idle > busy - 2;) {
+      std::this_thread::sleep_for(20ms);
+      idle = BufferPool::instance().stats().blocks_in_use;
+    }
+    EXPECT_LE(idle, busy - 2) << "round " << round;
+  }
+  ASSERT_TRUE(echo(channel, "after").ok());
 }
 
 // Rotation while calls run: established connections keep working (a stream open across the
@@ -303,9 +444,11 @@ TEST(TlsRotation, NewConnectionsUseTheNewCertificate) {
     while (!stop.load()) (echo(old_ca, "load").ok() ? ok_calls : failed_calls).fetch_add(1);
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  ASSERT_TRUE(creds->update({cert("other_server.pem"), cert("other_server.key")}).ok());
+  ASSERT_TRUE(creds->update({.certificate_chain = cert("other_server.pem"),
+                             .private_key = cert("other_server.key")}).ok());
   // An invalid update leaves the new one in force.
-  EXPECT_FALSE(creds->update({cert("other_server.pem"), cert("server.key")}).ok());
+  EXPECT_FALSE(creds->update({.certificate_chain = cert("other_server.pem"),
+                              .private_key = cert("server.key")}).ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
 
   Channel new_ca(server.target(), with(channel_creds("other_ca.pem")));

@@ -34,14 +34,15 @@ struct Pem {
   std::string text;
 };
 
-// What a server serves: its certificate and key, and whom it lets in.
+// What a server serves: its certificate and key, and whom it lets in. (Every member has a
+// default, so that designated initializers may name only those they set.)
 struct ServerTlsConfig {
   // The server's certificate first, then any intermediates.
-  Pem certificate_chain;
-  Pem private_key;
+  Pem certificate_chain{};
+  Pem private_key{};
   // Mutual TLS: CA certificates a client's certificate must chain to. Empty: no client
   // certificate is asked for.
-  Pem client_ca;
+  Pem client_ca{};
   // With client_ca: refuse a client that presents no certificate (the handshake fails, no
   // handler runs). False: a client may present none; one it presents must verify.
   bool require_client_certificate = true;
@@ -77,13 +78,13 @@ class ServerCredentials {
 // What a channel trusts and, for mutual TLS, presents.
 struct ChannelTlsConfig {
   // CA certificates the server's certificate must chain to; empty: the system's store.
-  Pem root_certificates;
+  Pem root_certificates{};
   // Optional client certificate (mutual TLS): both or neither.
-  Pem certificate_chain;
-  Pem private_key;
+  Pem certificate_chain{};
+  Pem private_key{};
   // The name the server's certificate must match and the SNI sent; empty: the target's host.
   // (gRPC's ssl_target_name_override.) An IP address is matched against IP SANs, without SNI.
-  std::string server_name_override;
+  std::string server_name_override{};
 };
 
 class ChannelCredentials {

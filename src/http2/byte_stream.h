@@ -15,6 +15,7 @@
 
 #include "asio/any_io_executor.hpp"
 #include "asio/buffer.hpp"
+#include "asio/error.hpp"
 #include "asio/error_code.hpp"
 #include "asio/post.hpp"
 
@@ -47,13 +48,24 @@ class ByteStream {
   // the bytes written. ec is would_block when it took none, or the stream's error.
   virtual std::size_t write_some_now(std::span<const iovec> slices, asio::error_code& ec) = 0;
 
+  // Reads what has already arrived, up to into.size() bytes, without blocking: the bytes read;
+  // ec is would_block when none had, eof when the peer closed. Only for a stream that
+  // waits_without_buffer() (the default reads nothing: operation_not_supported). A TLS session
+  // reads so, straight into OpenSSL's record buffer, after async_wait_readable.
+  virtual std::size_t read_some_now(asio::mutable_buffer into, asio::error_code& ec) {
+    (void)into;
+    ec = asio::error::operation_not_supported;
+    return 0;
+  }
+
   // Writes all of buffers (which must stay valid until then), then client->on_written.
   // One at a time, and not while write_some_now could be called.
   virtual void async_write(std::span<const asio::const_buffer> buffers,
                            std::shared_ptr<ByteStreamClient> client) = 0;
 
   // For an idle connection to read without holding a buffer (optional: waits_without_buffer()
-  // says whether this stream can; TLS cannot, its records arrive whole). cancel_read() ends the pending async_read_some (with operation_aborted, unless its
+  // says whether this stream can: a socket, and TLS over one while no part of a record is
+  // buffered). cancel_read() ends the pending async_read_some (with operation_aborted, unless its
   // bytes had already arrived); it is not called while an async_write is pending. Then
   // async_wait_readable() calls client->on_readable once bytes are there to read.
   virtual bool waits_without_buffer() const { return false; }

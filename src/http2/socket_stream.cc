@@ -73,6 +73,22 @@ class SocketStream final : public ByteStream {
                        });
   }
 
+  std::size_t read_some_now(asio::mutable_buffer into, asio::error_code& ec) override {
+    ssize_t n;
+    do {
+      n = ::recv(socket_.native_handle(), into.data(), into.size(), MSG_DONTWAIT);
+    } while (n < 0 && errno == EINTR);
+    if (n > 0) return static_cast<std::size_t>(n);
+    if (n == 0) {
+      ec = into.size() == 0 ? asio::error_code() : asio::error::eof;
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      ec = asio::error::would_block;
+    } else {
+      ec = asio::error_code(errno, asio::system_category());
+    }
+    return 0;
+  }
+
   std::size_t write_some_now(std::span<const iovec> slices, asio::error_code& ec) override {
     return send_gathered(socket_.native_handle(), slices, ec);
   }

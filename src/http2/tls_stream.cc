@@ -17,20 +17,36 @@ namespace {
 
 constexpr std::size_t kInSize = 64 * 1024 + 1024;  // a 64 KiB read plus a partial record
 constexpr std::size_t kRecord = 16384;             // TLS's largest plaintext record
+// OpenSSL's record buffer when it reads from the socket itself: five whole records (more than a
+// 64 KiB read block's worth) per recv, and room for a partial one.
+constexpr std::size_t kReadAhead = 5 * (kRecord + 256) + 1024;
 constexpr std::size_t kBatch = 256 * 1024;         // plaintext encrypted per send at most
 
 asio::error_code protocol_error() { return asio::error_code(EPROTO, asio::system_category()); }
 
 }  // namespace
 
-// The BIO OpenSSL reads ciphertext from (in_) and writes it to (out_): no copies into BIO
-// buffers of its own, no locks.
+// The BIO OpenSSL reads ciphertext from (the socket itself, or in_) and writes it to (out_): no
+// copies into BIO buffers of its own, no locks.
 struct TlsBio {
   static TlsStream* of(BIO* bio) { return static_cast<TlsStream*>(BIO_get_data(bio)); }
 
   static int read(BIO* bio, char* out, int len) {
     TlsStream* s = of(bio);
     BIO_clear_retry_flags(bio);
+    if (s->direct_) {  // into OpenSSL's record buffer, up to all of its free space (read-ahead)
+      asio::error_code ec;
+      const std::size_t n =
+          s->inner_->read_some_now(asio::buffer(out, static_cast<std::size_t>(len)), ec);
+      s->drained_ = n < static_cast<std::size_t>(len);
+      if (n > 0) return static_cast<int>(n);
+      if (ec == asio::error::would_block || ec == asio::error::try_again) {
+        BIO_set_retry_read(bio);
+        return -1;
+      }
+      s->inner_error_ = ec ? ec : asio::error::eof;
+      return 0;
+    }
     const std::size_t avail = s->in_end_ - s->in_begin_;
     if (avail == 0) {
       BIO_set_retry_read(bio);
@@ -46,7 +62,10 @@ struct TlsBio {
   static int write(BIO* bio, const char* data, int len) {
     TlsStream* s = of(bio);
     BIO_clear_retry_flags(bio);
-    s->out_.insert(s->out_.end(), data, data + len);
+    // As bytes (not chars): the same type both sides, so that the copy is a memmove rather than
+    // a converting loop.
+    const auto* p = reinterpret_cast<const std::uint8_t*>(data);
+    s->out_.insert(s->out_.end(), p, p + len);
     return len;
   }
 
@@ -86,16 +105,25 @@ struct TlsStream::Relay final : ByteStreamClient {
   void on_written(const asio::error_code& ec) override {
     if (tls != nullptr) tls->on_inner_written(ec);
   }
+  void on_readable(const asio::error_code& ec) override {
+    if (tls != nullptr) tls->on_inner_read(ec, 0);
+  }
 };
 
 TlsStream::TlsStream(std::unique_ptr<ByteStream> inner, SSL* ssl)
     : inner_(std::move(inner)),
       ssl_(ssl),
       relay_(std::make_shared<Relay>(this)),
-      in_(new std::uint8_t[kInSize]) {
+      direct_(inner_->waits_without_buffer()) {
   BIO* bio = BIO_new(TlsBio::method());
   BIO_set_data(bio, this);
   SSL_set_bio(ssl_, bio, bio);
+  if (direct_) {
+    SSL_set_read_ahead(ssl_, 1);
+    SSL_set_default_read_buffer_len(ssl_, kReadAhead);
+  } else {
+    in_.reset(new std::uint8_t[kInSize]);
+  }
   out_.reserve(kRecord + 1024);
 }
 
@@ -136,7 +164,11 @@ void TlsStream::handshake_step() {
   const int r = SSL_do_handshake(ssl_);
   asio::error_code ec;
   if (r != 1 && SSL_get_error(ssl_, r) != SSL_ERROR_WANT_READ) {
-    fail("TLS handshake failed", ec);
+    ec = inner_error_;
+    fail(!ec                         ? "TLS handshake failed"
+         : ec == asio::error::eof ? "TLS handshake failed: the peer closed the connection"
+                                  : "TLS handshake failed: connection lost",
+         ec);
   }
   // Our flight first (even an alert before failing: the peer then learns why).
   if (out_sent_ < out_.size()) {
@@ -149,7 +181,7 @@ void TlsStream::handshake_step() {
   }
   if (ec) return finish_handshake(ec);
   if (r == 1) return finish_handshake({});
-  read_inner();
+  wait_inner();
 }
 
 void TlsStream::finish_handshake(const asio::error_code& ec) {
@@ -174,8 +206,9 @@ void TlsStream::peek_step() {
   const int r = SSL_peek_ex(ssl_, &byte, 1, &got);
   asio::error_code ec;
   if (r != 1) {
-    if (SSL_get_error(ssl_, r) == SSL_ERROR_WANT_READ) return read_inner();
-    fail("TLS handshake failed", ec);
+    if (SSL_get_error(ssl_, r) == SSL_ERROR_WANT_READ) return wait_inner();
+    ec = inner_error_;
+    fail(ec ? "TLS: the server closed the connection" : "TLS handshake failed", ec);
   }
   waiting_for_data_ = false;
   auto done = std::move(on_handshake_);
@@ -184,13 +217,14 @@ void TlsStream::peek_step() {
 
 // --- reading ---------------------------------------------------------------------------------
 
-void TlsStream::read_inner() {
+void TlsStream::wait_inner() {
+  inner_reading_ = true;
+  if (direct_) return inner_->async_wait_readable(relay_);
   if (in_begin_ > 0 && kInSize - in_end_ < kRecord + 64) {  // move a partial record to the front
     std::memmove(in_.get(), in_.get() + in_begin_, in_end_ - in_begin_);
     in_end_ -= in_begin_;
     in_begin_ = 0;
   }
-  inner_reading_ = true;
   inner_->async_read_some(asio::buffer(in_.get() + in_end_, kInSize - in_end_), relay_);
 }
 
@@ -202,7 +236,11 @@ void TlsStream::async_read_some(asio::mutable_buffer into,
   std::size_t n = 0;
   if (!handshake_done_) {
     ec = asio::error::not_connected;
-  } else if (in_begin_ != in_end_ || SSL_has_pending(ssl_)) {
+  } else if (SSL_has_pending(ssl_) || (direct_ ? !drained_ : in_begin_ != in_end_)) {
+    // Records here, or (direct_) the socket may have more: OpenSSL's last read of it filled
+    // what it asked for. When it did not, the wait comes first: asio's wait re-arms epoll
+    // (an epoll_ctl) where a read's speculative recv would cost the same, so that a small call
+    // makes the same syscalls over TLS as in cleartext.
     n = decrypt(ec);
   }
   if (n > 0 || ec) {
@@ -213,7 +251,7 @@ void TlsStream::async_read_some(asio::mutable_buffer into,
     });
     return;
   }
-  read_inner();
+  wait_inner();
 }
 
 void TlsStream::on_inner_read(const asio::error_code& ec, std::size_t n) {
@@ -241,13 +279,17 @@ void TlsStream::on_inner_read(const asio::error_code& ec, std::size_t n) {
     in_end_ += n;
     return handshake_step();
   }
+  if (wait_client_ != nullptr) {  // async_wait_readable's, for an idle connection
+    auto client = std::move(wait_client_);
+    return client->on_readable(ec);
+  }
   if (read_client_ == nullptr) return;
   if (ec) return complete_read(ec, 0);
   in_end_ += n;
   asio::error_code dec;
   const std::size_t got = decrypt(dec);
   if (got > 0 || dec) return complete_read(dec, got);
-  read_inner();  // a partial record: more ciphertext needed
+  wait_inner();  // a partial record (or a spurious wake-up): more ciphertext needed
 }
 
 std::size_t TlsStream::decrypt(asio::error_code& ec) {
@@ -260,6 +302,9 @@ std::size_t TlsStream::decrypt(asio::error_code& ec) {
     const int r = SSL_read_ex(ssl_, p + total, size - total, &got);
     if (r == 1) {
       total += got;
+      // The socket had no more when OpenSSL last read it: return what is here rather than try
+      // it again (a recv that finds nothing, on every small call's path).
+      if (direct_ && drained_ && !SSL_has_pending(ssl_)) break;
       continue;
     }
     const int err = SSL_get_error(ssl_, r);
@@ -267,6 +312,9 @@ std::size_t TlsStream::decrypt(asio::error_code& ec) {
     if (total == 0) {
       if (err == SSL_ERROR_ZERO_RETURN) {
         ec = asio::error::eof;  // close_notify
+      } else if (inner_error_) {
+        ec = inner_error_;  // the socket's own end or error
+        ERR_clear_error();
       } else {
         fail("TLS read failed", ec);
       }
@@ -282,6 +330,33 @@ std::size_t TlsStream::decrypt(asio::error_code& ec) {
     if (out_sent_ == out_.size()) out_sent_ = 0, out_.clear();
   }
   return total;
+}
+
+bool TlsStream::cancel_read() {
+  // Only a read waiting for the socket, with no part of a record in OpenSSL's buffer.
+  if (!direct_ || read_client_ == nullptr || !inner_reading_ || SSL_has_pending(ssl_)) {
+    return false;
+  }
+  return inner_->cancel_read();
+}
+
+void TlsStream::async_wait_readable(std::shared_ptr<ByteStreamClient> client) {
+  wait_client_ = std::move(client);
+  if (SSL_has_pending(ssl_)) {
+    asio::post(inner_->executor(), [relay = relay_] {
+      if (relay->tls != nullptr) relay->tls->on_inner_read({}, 0);
+    });
+    return;
+  }
+  // Nothing buffered: OpenSSL's record buffers go back too (it takes them again when it next
+  // reads or writes), and so does the ciphertext buffer when no write holds it.
+  SSL_free_buffers(ssl_);
+  if (!inner_writing_ && write_client_ == nullptr && out_sent_ == out_.size()) {
+    std::vector<std::uint8_t>().swap(out_);
+    out_sent_ = 0;
+  }
+  inner_reading_ = true;
+  inner_->async_wait_readable(relay_);
 }
 
 void TlsStream::complete_read(const asio::error_code& ec, std::size_t n) {

@@ -1,7 +1,11 @@
 // A TLS session over another byte stream (http2 layer, private): OpenSSL's record layer through a
-// BIO that reads from and writes to this stream's own buffers, so that a connection runs over
-// TLS exactly as over a socket (TCP or Unix) or memory. The session (SSL_CTX, role, peer
-// verification) is set up by src/tls; this file only moves bytes.
+// BIO of this stream's own, so that a connection runs over TLS exactly as over a socket (TCP or
+// Unix) or memory. The session (SSL_CTX, role, peer verification) is set up by src/tls; this
+// file only moves bytes.
+//
+// Reads over a socket: OpenSSL reads the socket itself (read_some_now, with read-ahead into its
+// ~80 KiB record buffer) once it is readable, and decrypts into the connection's read block;
+// no buffer of ours in between. Over memory, ciphertext is read into a buffer here first.
 //
 // Writes keep the connection's gathered slices: small slices are coalesced into records of up
 // to 16 KiB (a record per small HTTP/2 frame would cost a MAC and 22 bytes each), large ones are
@@ -53,6 +57,12 @@ class TlsStream final : public ByteStream {
                    std::shared_ptr<ByteStreamClient> client) override;
   void close() override;
   std::string peer_address() const override { return inner_->peer_address(); }
+  // An idle connection's buffers: over a socket, a read that waits with no part of a record
+  // here can be cancelled, and the wait for the next bytes then holds none of OpenSSL's buffers
+  // either (SSL_free_buffers: about 100 KiB given back; taken again by the next read or write).
+  bool waits_without_buffer() const override { return direct_; }
+  bool cancel_read() override;
+  void async_wait_readable(std::shared_ptr<ByteStreamClient> client) override;
 
  private:
   struct Relay;  // the inner stream's client: routes its completions back here
@@ -61,7 +71,8 @@ class TlsStream final : public ByteStream {
   void handshake_step();
   void finish_handshake(const asio::error_code& ec);
   void peek_step();
-  void read_inner();
+  // Waits for ciphertext: for the socket to be readable (direct_), or reads it into in_.
+  void wait_inner();
   void on_inner_read(const asio::error_code& ec, std::size_t n);
   void on_inner_written(const asio::error_code& ec);
   // Decrypts buffered records into read_into_: the bytes produced; ec on a fatal error or the
@@ -84,13 +95,20 @@ class TlsStream final : public ByteStream {
   bool waiting_for_data_ = false;
   std::function<void(const asio::error_code&)> on_handshake_;
 
-  // Ciphertext read from the inner stream: [in_begin_, in_end_) not yet given to OpenSSL.
+  // Whether OpenSSL reads the inner stream itself (read_some_now, into its record buffer, with
+  // read-ahead), waiting with async_wait_readable: a socket. Else ciphertext is read into in_.
+  bool direct_;
+  bool drained_ = false;           // the last read_some_now found less than it asked for
+  asio::error_code inner_error_;  // the inner stream's end or error, met by read_some_now
+  // Ciphertext read from the inner stream (not direct_): [in_begin_, in_end_) not yet given to
+  // OpenSSL.
   std::unique_ptr<std::uint8_t[]> in_;
   std::size_t in_begin_ = 0;
   std::size_t in_end_ = 0;
   bool inner_reading_ = false;
   asio::mutable_buffer read_into_;
   std::shared_ptr<ByteStreamClient> read_client_;
+  std::shared_ptr<ByteStreamClient> wait_client_;  // async_wait_readable's
 
   // Ciphertext to send: out_[out_sent_..) is unsent; it covers out_plain_ bytes of plaintext
   // past those the caller was told are written.
