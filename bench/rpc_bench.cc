@@ -3,9 +3,9 @@
 // Measures unary latency with one call in flight (p50/p99), unary calls/s with 64 in flight on
 // one connection, the server's CPU time and heap allocations per call (read on the server's own
 // I/O thread), unary throughput with 1 MiB messages (2 in flight) and server-streaming throughput
-// with 64 KiB and 1 MiB messages (and 1 MiB by reference: write_raw / read_raw); then the small-call and 64 KiB figures over TLS (test/certs,
-// TLS 1.3 with AES-GCM; and each end's CPU per streamed byte) beside cleartext ("tls" as the
-// fifth argument: only these); the small-call figures with one no-op interceptor on the server
+// with 64 KiB and 1 MiB messages (and 1 MiB by reference: write_raw / read_raw); then the
+// small-call and 64 KiB figures over TLS (test/certs, TLS 1.3 with AES-GCM; and each end's CPU per
+// streamed byte) beside cleartext ("tls" as the fifth argument: only these); the small-call figures with one no-op interceptor on the server
 // and the channel (ferry/interceptor.h) beside none; then a channel with round_robin
 // over two servers beside one connection (client calls/s and CPU per call, 64 in flight) and the
 // picker's own cost. Prints tables of medians.
