@@ -142,9 +142,11 @@ TEST(RichStatus, GrpcioClientReadsFerrysDetails) {
   EXPECT_EQ(parsed.SerializeAsString(), sample_details().SerializeAsString());
 }
 
-TEST(RichStatus, FerryClientReadsGrpciosDetails) {
-  if (!have_grpcio()) GTEST_SKIP() << "grpcio not installed in " << FERRY_PEERS_DIR;
-  FILE* server = popen(peer_command("serve").c_str(), "r");
+// Starts a peer's server (command prints "PORT n", serves one call to kFail, then exits), calls
+// it with ferry's client and checks the status and its one EchoResponse detail.
+void expect_peer_details(const std::string& command, const std::string& message,
+                         const std::string& detail_payload) {
+  FILE* server = popen(command.c_str(), "r");
   ASSERT_NE(server, nullptr);
   char line[256] = {};
   int port = 0;
@@ -159,15 +161,20 @@ TEST(RichStatus, FerryClientReadsGrpciosDetails) {
   absl::Status s = channel.call_blocking(kFail, ctx, request, response);
   pclose(server);  // it exits after the one call
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
-  EXPECT_EQ(s.message(), "from python");
+  EXPECT_EQ(s.message(), message);
   google::rpc::Status got;
   ASSERT_TRUE(rich_status(s, &got));
   EXPECT_EQ(got.code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
-  EXPECT_EQ(got.message(), "from python");
+  EXPECT_EQ(got.message(), message);
   ASSERT_EQ(got.details_size(), 1);
   EchoResponse detail;
   ASSERT_TRUE(got.details(0).UnpackTo(&detail));
-  EXPECT_EQ(detail.payload(), "python says");
+  EXPECT_EQ(detail.payload(), detail_payload);
+}
+
+TEST(RichStatus, FerryClientReadsGrpciosDetails) {
+  if (!have_grpcio()) GTEST_SKIP() << "grpcio not installed in " << FERRY_PEERS_DIR;
+  expect_peer_details(peer_command("serve"), "from python", "python says");
 }
 
 // --- with grpc-go -------------------------------------------------------------------------------
@@ -196,30 +203,7 @@ TEST(RichStatus, GrpcGoClientReadsFerrysDetails) {
 
 TEST(RichStatus, FerryClientReadsGrpcGosDetails) {
   if (!have_go_peer()) GTEST_SKIP() << "rich_status_peer_go not installed in " << FERRY_PEERS_DIR;
-  FILE* server = popen(absl::StrCat("timeout 60 ", peer_go(), " serve").c_str(), "r");
-  ASSERT_NE(server, nullptr);
-  char line[256] = {};
-  int port = 0;
-  if (std::fgets(line, sizeof(line), server) != nullptr) std::sscanf(line, "PORT %d", &port);
-  ASSERT_GT(port, 0) << line;
-
-  Channel channel("127.0.0.1:" + std::to_string(port));
-  ClientContext ctx;
-  ctx.set_timeout(std::chrono::seconds(10));
-  EchoRequest request;
-  EchoResponse response;
-  absl::Status s = channel.call_blocking(kFail, ctx, request, response);
-  pclose(server);  // it exits after the one call
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
-  EXPECT_EQ(s.message(), "from go");
-  google::rpc::Status got;
-  ASSERT_TRUE(rich_status(s, &got));
-  EXPECT_EQ(got.code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
-  EXPECT_EQ(got.message(), "from go");
-  ASSERT_EQ(got.details_size(), 1);
-  EchoResponse detail;
-  ASSERT_TRUE(got.details(0).UnpackTo(&detail));
-  EXPECT_EQ(detail.payload(), "go says!");
+  expect_peer_details(absl::StrCat("timeout 60 ", peer_go(), " serve"), "from go", "go says!");
 }
 
 }  // namespace
