@@ -124,13 +124,14 @@ std::string run_capture(const std::string& command, int* exit_code) {
   return out;
 }
 
-TEST(RichStatus, GrpcioClientReadsFerrysDetails) {
-  if (!have_grpcio()) GTEST_SKIP() << "grpcio not installed in " << FERRY_PEERS_DIR;
+// Serves ErrorsService and runs a peer's client (make_command(port) runs it; it prints CODE,
+// MESSAGE and DETAILS as hex); checks it read ferry's status and details.
+template <class MakeCommand>
+void expect_peer_reads_details(MakeCommand make_command) {
   ErrorsService errors;
   Loopback loop({}, {}, &errors);
   int rc = -1;
-  const std::string out =
-      run_capture(peer_command(absl::StrCat("call --port ", loop.port())), &rc);
+  const std::string out = run_capture(make_command(loop.port()), &rc);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("CODE 3\n"), std::string::npos) << out;
   EXPECT_NE(out.find("MESSAGE name is empty\n"), std::string::npos) << out;
@@ -140,6 +141,12 @@ TEST(RichStatus, GrpcioClientReadsFerrysDetails) {
   google::rpc::Status parsed;
   ASSERT_TRUE(parsed.ParseFromString(absl::HexStringToBytes(hex))) << hex;
   EXPECT_EQ(parsed.SerializeAsString(), sample_details().SerializeAsString());
+}
+
+TEST(RichStatus, GrpcioClientReadsFerrysDetails) {
+  if (!have_grpcio()) GTEST_SKIP() << "grpcio not installed in " << FERRY_PEERS_DIR;
+  expect_peer_reads_details(
+      [](int port) { return peer_command(absl::StrCat("call --port ", port)); });
 }
 
 // Starts a peer's server (command prints "PORT n", serves one call to kFail, then exits), calls
@@ -185,20 +192,8 @@ bool have_go_peer() { return access(peer_go().c_str(), X_OK) == 0; }
 
 TEST(RichStatus, GrpcGoClientReadsFerrysDetails) {
   if (!have_go_peer()) GTEST_SKIP() << "rich_status_peer_go not installed in " << FERRY_PEERS_DIR;
-  ErrorsService errors;
-  Loopback loop({}, {}, &errors);
-  int rc = -1;
-  const std::string out =
-      run_capture(absl::StrCat("timeout 60 ", peer_go(), " call ", loop.port()), &rc);
-  ASSERT_EQ(rc, 0) << out;
-  EXPECT_NE(out.find("CODE 3\n"), std::string::npos) << out;
-  EXPECT_NE(out.find("MESSAGE name is empty\n"), std::string::npos) << out;
-  const std::size_t at = out.find("DETAILS ");
-  ASSERT_NE(at, std::string::npos) << out;
-  const std::string hex = out.substr(at + 8, out.find('\n', at) - at - 8);
-  google::rpc::Status parsed;
-  ASSERT_TRUE(parsed.ParseFromString(absl::HexStringToBytes(hex))) << hex;
-  EXPECT_EQ(parsed.SerializeAsString(), sample_details().SerializeAsString());
+  expect_peer_reads_details(
+      [](int port) { return absl::StrCat("timeout 60 ", peer_go(), " call ", port); });
 }
 
 TEST(RichStatus, FerryClientReadsGrpcGosDetails) {
