@@ -47,16 +47,29 @@ bool has_line(const std::string& text, const std::string& line) {
   return text.find("\n" + line + "\n") != std::string::npos || text.rfind(line + "\n", 0) == 0;
 }
 
-TEST(Metrics, CountersAfterKnownCallsOnServerAndClient) {
-  auto registry = std::make_shared<prometheus::Registry>();
+// A registry recorded by the server and client metrics interceptors (in the options to build
+// the Loopback with) and exposed over HTTP on port (0 when the exposer has no listening port).
+struct MetricsSetup {
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
   ServerOptions server_options;
-  server_options.interceptors.push_back(make_server_metrics(*registry));
   ChannelOptions channel_options;
-  channel_options.interceptors.push_back(make_client_metrics(*registry));
-  prometheus::Exposer exposer("127.0.0.1:0");
-  exposer.RegisterCollectable(registry);
-  ASSERT_FALSE(exposer.GetListeningPorts().empty());
-  const int metrics_port = exposer.GetListeningPorts().front();
+  prometheus::Exposer exposer{"127.0.0.1:0"};
+  int port = 0;
+
+  MetricsSetup() {
+    server_options.interceptors.push_back(make_server_metrics(*registry));
+    channel_options.interceptors.push_back(make_client_metrics(*registry));
+    exposer.RegisterCollectable(registry);
+    if (!exposer.GetListeningPorts().empty()) port = exposer.GetListeningPorts().front();
+  }
+};
+
+TEST(Metrics, CountersAfterKnownCallsOnServerAndClient) {
+  MetricsSetup metrics;
+  ASSERT_GT(metrics.port, 0);
+  const ServerOptions& server_options = metrics.server_options;
+  const ChannelOptions& channel_options = metrics.channel_options;
+  const int metrics_port = metrics.port;
 
   Loopback loop(server_options, channel_options);
   loop.run([&]() -> asio::awaitable<void> {
@@ -108,15 +121,11 @@ TEST(Metrics, CountersAfterKnownCallsOnServerAndClient) {
 // server-streaming call of 4 responses of 300 bytes, a client-streaming call of 3 x 2000 bytes
 // and a bidi call of 2 x 2 messages.
 TEST(Metrics, MessageBytesPerCallOnServerAndClient) {
-  auto registry = std::make_shared<prometheus::Registry>();
-  ServerOptions server_options;
-  server_options.interceptors.push_back(make_server_metrics(*registry));
-  ChannelOptions channel_options;
-  channel_options.interceptors.push_back(make_client_metrics(*registry));
-  prometheus::Exposer exposer("127.0.0.1:0");
-  exposer.RegisterCollectable(registry);
-  ASSERT_FALSE(exposer.GetListeningPorts().empty());
-  const int metrics_port = exposer.GetListeningPorts().front();
+  MetricsSetup metrics;
+  ASSERT_GT(metrics.port, 0);
+  const ServerOptions& server_options = metrics.server_options;
+  const ChannelOptions& channel_options = metrics.channel_options;
+  const int metrics_port = metrics.port;
 
   std::size_t echo_request_bytes = 0, echo_response_bytes = 0;
   std::size_t expand_request_bytes = 0, expand_response_bytes = 0;
