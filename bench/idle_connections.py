@@ -15,27 +15,14 @@ The server is started with --port=<free port> appended; its stdout is ignored.
 import argparse
 import os
 import socket
-import subprocess
 import sys
 import time
+
+from server_process import rss_kib, start_server
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 SETTINGS = b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"       # empty SETTINGS
 SETTINGS_ACK = b"\x00\x00\x00\x04\x01\x00\x00\x00\x00"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
 
 
 def settle(pid, seconds=1.0):
@@ -68,15 +55,8 @@ def main():
     cmd = [a for a in args.server if a != "--"]
     if not cmd:
         ap.error("give the server command after --")
-    port = free_port()
-    server = subprocess.Popen(cmd + [f"--port={port}"], stdout=subprocess.DEVNULL)
+    server, port = start_server(cmd)
     try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port)).close()
-                break
-            except OSError:
-                time.sleep(0.05)
         # One connection first so that lazily made per-thread state is not counted per connection.
         warm = connect(port)
         before = settle(server.pid)

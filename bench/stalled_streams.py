@@ -14,9 +14,10 @@ Works against any gRPC interop server that takes --port (ferry's, grpc-go's). Us
 import argparse
 import socket
 import struct
-import subprocess
 import sys
 import time
+
+from server_process import rss_kib, start_server
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
@@ -46,14 +47,6 @@ def request(responses, size):
     return b"\x00" + struct.pack(">I", len(msg)) + msg
 
 
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--streams", type=int, default=200)
@@ -63,17 +56,8 @@ def main():
     ap.add_argument("server", nargs=argparse.REMAINDER)
     args = ap.parse_args()
     cmd = [a for a in args.server if a != "--"]
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = subprocess.Popen(cmd + [f"--port={port}"], stdout=subprocess.DEVNULL)
+    server, port = start_server(cmd)
     try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port)).close()
-                break
-            except OSError:
-                time.sleep(0.05)
         time.sleep(0.5)
         before = rss_kib(server.pid)
         c = socket.create_connection(("127.0.0.1", port))
