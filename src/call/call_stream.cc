@@ -258,10 +258,10 @@ int CallStream::take_message(SliceChain& out) {
 template <class Message>
 asio::awaitable<bool> CallStream::read_any(Message& out) {
   ref();  // the call outlives the wait even if every other holder lets go meanwhile
-  int taken;
-  while ((taken = take_message(out)) == 0 && !inbound_done()) co_await inbound_progress();
+  std::optional<bool> got;
+  while (!(got = next_message(out))) co_await inbound_progress();
   unref();
-  co_return taken > 0;
+  co_return *got;
 }
 
 asio::awaitable<bool> CallStream::read_message(google::protobuf::MessageLite& msg) {

@@ -102,10 +102,11 @@ class CallStream : public http2::Stream, private Deadline {
   int take_message(SliceChain& out);
   // Whether a complete message is queued.
   bool has_message() const { return ready_head_ < ready_.size(); }
-  // read_message's step, without the wait: true when it parsed the next message into msg, false
-  // at the end of the inbound stream (or once the call is aborted), nullopt when the caller must
-  // await inbound_progress() and try again.
-  std::optional<bool> next_message(google::protobuf::MessageLite& msg) {
+  // read_message's step, without the wait: true when it took the next message into msg (a
+  // protobuf message or, raw, a SliceChain), false at the end of the inbound stream (or once the
+  // call is aborted), nullopt when the caller must await inbound_progress() and try again.
+  template <class Message>
+  std::optional<bool> next_message(Message& msg) {
     const int taken = take_message(msg);
     if (taken != 0) return taken > 0;
     if (inbound_done()) return false;
