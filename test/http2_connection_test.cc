@@ -1,7 +1,7 @@
 // http2::Connection driven in memory (src/http2/memory_stream.h), without sockets: a client and
 // a server connection exchanging requests, responses, trailers, resets and GOAWAY; a write that
-// outgrows the pipe and completes asynchronously; a peer that vanishes; and bytes that are not
-// HTTP/2, which end the connection cleanly.
+// outgrows the pipe and completes asynchronously; a peer that vanishes, or closes right after its
+// GOAWAY; and bytes that are not HTTP/2, which end the connection cleanly.
 #include "http2/connection.h"
 
 #include <gtest/gtest.h>
@@ -235,6 +235,45 @@ TEST(Http2Connection, PeerVanishingClosesOpenStreamsAsConnectionLost) {
   EXPECT_TRUE(p.server_observer.opened[0]->closed);
   EXPECT_EQ(p.server_observer.opened[0]->error, ErrorCode::kConnectionLost);
   EXPECT_EQ(call.error, ErrorCode::kConnectionLost);
+}
+
+// The server sends GOAWAY and closes at once (a TCP reset, say) while the client is about to
+// write: the write fails, but the client still reads the GOAWAY that had arrived, so its streams
+// above the GOAWAY's last stream id end as refused (which gRPC retries transparently), not as a
+// lost connection.
+TEST(Http2Connection, GoawayAfterAFailedWriteStillRefusesTheStreamsAboveIt) {
+  asio::io_context io;
+  asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+  auto pipe = MemoryPipe::create(io.get_executor());
+  Observer observer;
+  auto client = std::make_shared<Connection>(pipe->end(0), Role::kClient, ConnectionLimits{},
+                                             &observer);
+  std::unique_ptr<ByteStream> server_end = pipe->end(1);  // played by the test
+  client->start();
+  Recorder first;
+  ASSERT_GT(client->submit_request(&first, request_headers()), 0);
+  io.poll();
+  ASSERT_FALSE(pipe->take_written(0).empty());  // preface, SETTINGS and the request left
+
+  // The server's SETTINGS completes the client's pending read; the GOAWAY (last stream 0,
+  // NO_ERROR) and the close arrive before the client reads again. Answering the SETTINGS, the
+  // client writes, into a closed connection.
+  pipe->inject(0, std::string("\x00\x00\x00\x04\x00\x00\x00\x00\x00", 9));
+  pipe->inject(0, std::string("\x00\x00\x08\x07\x00\x00\x00\x00\x00"
+                              "\x00\x00\x00\x00\x00\x00\x00\x00",
+                              17));
+  server_end->close();
+  Recorder second;
+  ASSERT_GT(client->submit_request(&second, request_headers()), 0);
+  for (int i = 0; i < 1000 && !observer.closed; ++i) {
+    if (io.poll_one() == 0) break;
+  }
+  EXPECT_TRUE(observer.closed);
+  EXPECT_TRUE(observer.goaway);
+  EXPECT_TRUE(first.closed);
+  EXPECT_EQ(first.error, ErrorCode::kRefusedStream);
+  EXPECT_TRUE(second.closed);
+  EXPECT_EQ(second.error, ErrorCode::kRefusedStream);
 }
 
 // A server connection fed bytes that are not HTTP/2 after the preface answers with GOAWAY and

@@ -76,7 +76,8 @@ void Connection::start() {
 }
 
 bool Connection::accepts_new_streams() const {
-  return !closed_ && !goaway_received_ && nghttp2_session_check_request_allowed(session_) != 0;
+  return !closed_ && !goaway_received_ && !write_failed_ &&
+         nghttp2_session_check_request_allowed(session_) != 0;
 }
 
 std::int32_t Connection::submit_request(Stream* stream, std::span<const HeaderField> headers) {
@@ -240,13 +241,14 @@ void Connection::start_read() {
   }
   if (read_block_ == nullptr) read_block_ = BufferPool::instance().acquire();
   read_block_->used = 0;
+  read_pending_ = true;
   stream_->async_read_some(asio::buffer(read_block_->data(), BufferPool::kBlockSize),
                            shared_from_this());
 }
 
 bool Connection::release_read_buffers() {
-  if (closed_ || parking_ != ReadParking::kNone || open_streams_ != 0 || writing_now_ ||
-      !pending_.empty() || receiving_ || !nghttp2_session_want_read(session_)) {
+  if (closed_ || write_failed_ || parking_ != ReadParking::kNone || open_streams_ != 0 ||
+      writing_now_ || !pending_.empty() || receiving_ || !nghttp2_session_want_read(session_)) {
     return false;
   }
   if (!stream_->cancel_read()) return false;
@@ -256,6 +258,7 @@ bool Connection::release_read_buffers() {
 
 void Connection::on_readable(const asio::error_code& ec) {
   parking_ = ReadParking::kNone;
+  read_pending_ = false;
   if (closed_) return;
   if (ec) {
     close();
@@ -266,6 +269,7 @@ void Connection::on_readable(const asio::error_code& ec) {
 }
 
 void Connection::on_read(const asio::error_code& ec, std::size_t n) {
+  read_pending_ = false;
   if (closed_) return;
   if (parking_ == ReadParking::kCancelling) {
     parking_ = ReadParking::kNone;
@@ -276,6 +280,7 @@ void Connection::on_read(const asio::error_code& ec, std::size_t n) {
       pending_.clear();
       writing_.clear();
       parking_ = ReadParking::kWaiting;
+      read_pending_ = true;
       stream_->async_wait_readable(shared_from_this());
       return;
     }
@@ -344,7 +349,11 @@ void Connection::on_read(const asio::error_code& ec, std::size_t n) {
   // suspend have answered: one flush sends it all, now rather than from a posted flush a turn of
   // the loop later (a post and an epoll_wait saved per read, and the answer leaves sooner).
   flush();
-  if (!read_early && !closed_ && nghttp2_session_want_read(session_)) start_read();
+  // (A write that failed in that flush may have started the read already.)
+  if (!read_early && !closed_ && !read_pending_ && nghttp2_session_want_read(session_)) {
+    start_read();
+  }
+  if (write_failed_ && !read_pending_) close();
 }
 
 void Connection::schedule_flush() {
@@ -355,6 +364,10 @@ void Connection::schedule_flush() {
 
 void Connection::flush() {
   flush_scheduled_ = false;
+  if (write_failed_) {
+    close_if_done();
+    return;
+  }
   while (!closed_) {
     if (pending_.size() < kMaxPendingOutput) {
       if (nghttp2_session_send(session_) != 0) {
@@ -369,7 +382,12 @@ void Connection::flush() {
 }
 
 void Connection::close_if_done() {
-  if (closed_ || writing_now_ || !pending_.empty()) return;
+  if (closed_) return;
+  if (write_failed_) {
+    if (!read_pending_ && !receiving_ && !nghttp2_session_want_read(session_)) close();
+    return;
+  }
+  if (writing_now_ || !pending_.empty()) return;
   if (close_after_write_) {
     close();
     return;
@@ -393,8 +411,7 @@ bool Connection::write_now() {
   asio::error_code ec;
   const std::size_t n = stream_->write_some_now(sys_iov_, ec);
   if (ec && ec != asio::error::would_block && ec != asio::error::try_again) {
-    writing_.clear();
-    close();
+    on_write_failed();
     return false;
   }
   if (n == writing_.size()) {
@@ -413,10 +430,22 @@ void Connection::on_written(const asio::error_code& ec) {
   writing_now_ = false;
   writing_.clear();
   if (ec) {
-    close();
+    on_write_failed();
     return;
   }
   flush();
+}
+
+void Connection::on_write_failed() {
+  write_failed_ = true;
+  writing_.clear();
+  pending_.clear();
+  if (read_pending_ || receiving_) return;  // that read goes on, and ends it
+  if (nghttp2_session_want_read(session_)) {
+    start_read();
+  } else {
+    close();
+  }
 }
 
 }  // namespace ferry::http2

@@ -136,6 +136,10 @@ class Connection : public std::enable_shared_from_this<Connection>, public ByteS
   void link(Stream* stream);
   void unlink(Stream* stream);
   void close_if_done();
+  // A write failed (the peer reset or closed the connection): stop writing, but read what the
+  // peer sent before it went, which may say why (a GOAWAY: its refused streams can then be
+  // retried); the read ends in the same error and closes. Closes at once when no read is due.
+  void on_write_failed();
   // Bytes of stream's outbound queue the peer took (send_data): the connection's count falls.
   void on_queued_taken(Stream* stream, std::size_t n);
 
@@ -151,6 +155,8 @@ class Connection : public std::enable_shared_from_this<Connection>, public ByteS
   std::vector<iovec> sys_iov_;           // write_now's gathered view of writing_
   std::vector<asio::const_buffer> iov_;  // the same for the asynchronous rest
   bool writing_now_ = false;
+  bool read_pending_ = false;  // an async_read_some or async_wait_readable is under way
+  bool write_failed_ = false;  // on_write_failed(): nothing more is written
   // release_read_buffers(): the pending read was cancelled (its completion will release the
   // block and wait without one), or that wait is under way.
   enum class ReadParking : std::uint8_t { kNone, kCancelling, kWaiting };
