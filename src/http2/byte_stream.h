@@ -76,6 +76,11 @@ class ByteStream {
 
   // Closes both directions; pending operations complete with operation_aborted.
   virtual void close() = 0;
+  // The same, once the connection has said all it had to (its GOAWAY is written) and the peer
+  // should read all of it: a socket sends its FIN and drains what the peer still sends for a
+  // moment before it is really closed (http2/lingering_close.h), so that the peer does not get
+  // a reset, which can cost it those last bytes.
+  virtual void close_gracefully() { close(); }
 
   // The peer as gRPC names it: "ipv4:127.0.0.1:5000", "ipv6:[::1]:5000", "unix:/path".
   virtual std::string peer_address() const = 0;

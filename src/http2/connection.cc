@@ -170,11 +170,19 @@ void Connection::ping() {
   schedule_flush();
 }
 
-void Connection::close() {
+void Connection::close() { close_stream(/*gracefully=*/false); }
+
+void Connection::close_after_goodbye() { close_stream(/*gracefully=*/true); }
+
+void Connection::close_stream(bool gracefully) {
   if (closed_) return;
   closed_ = true;
   if (lifecycle_ != nullptr) lifecycle_->stop();
-  stream_->close();
+  if (gracefully) {
+    stream_->close_gracefully();
+  } else {
+    stream_->close();
+  }
   // The session is kept (it is deleted with the Connection) but forgets every stream now.
   while (streams_ != nullptr) {
     Stream* stream = streams_;
@@ -388,11 +396,14 @@ void Connection::close_if_done() {
     return;
   }
   if (writing_now_ || !pending_.empty()) return;
+  // Our GOAWAY is out (and, after a graceful one, every stream is done).
   if (close_after_write_) {
-    close();
+    close_after_goodbye();
     return;
   }
-  if (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_)) close();
+  if (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_)) {
+    close_after_goodbye();
+  }
 }
 
 bool Connection::write_now() {

@@ -7,6 +7,7 @@
 #include <climits>
 
 #include "asio/write.hpp"
+#include "http2/lingering_close.h"
 
 namespace ferry::http2 {
 
@@ -105,6 +106,19 @@ class SocketStream final : public ByteStream {
     asio::error_code ignored;
     socket_.shutdown(Protocol::socket::shutdown_both, ignored);
     socket_.close(ignored);
+  }
+
+  void close_gracefully() override {
+    if (!socket_.is_open()) return;
+    // Released rather than closed: the pending operations end (operation_aborted) as they
+    // would, and the descriptor leaves asio's reactor for the lingering read.
+    asio::error_code ec;
+    const int fd = socket_.release(ec);
+    if (ec) {
+      socket_.close(ec);
+      return;
+    }
+    linger_then_close(executor_, fd);
   }
 
   std::string peer_address() const override;

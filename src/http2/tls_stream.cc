@@ -517,4 +517,9 @@ void TlsStream::close() {
   inner_->close();
 }
 
+void TlsStream::close_gracefully() {
+  // Still no close_notify (see close()); the socket under it lingers as a plain one would.
+  inner_->close_gracefully();
+}
+
 }  // namespace ferry::http2

@@ -56,6 +56,7 @@ class TlsStream final : public ByteStream {
   void async_write(std::span<const asio::const_buffer> buffers,
                    std::shared_ptr<ByteStreamClient> client) override;
   void close() override;
+  void close_gracefully() override;
   std::string peer_address() const override { return inner_->peer_address(); }
   // An idle connection's buffers: over a socket, a read that waits with no part of a record
   // here can be cancelled, and the wait for the next bytes then holds none of OpenSSL's buffers
