@@ -123,6 +123,30 @@ struct Pair {
   }
 };
 
+// One connection on a memory pipe whose other end the test plays (MemoryPipe::inject and
+// take_written): its `side` is 0 for a client, 1 for a server.
+struct Played {
+  asio::io_context io;
+  asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+  std::shared_ptr<MemoryPipe> pipe = MemoryPipe::create(io.get_executor());
+  Observer observer;
+  std::shared_ptr<Connection> connection;
+  int side;
+
+  explicit Played(Role role) : side(role == Role::kClient ? 0 : 1) {
+    connection = std::make_shared<Connection>(pipe->end(side), role, ConnectionLimits{},
+                                              &observer);
+    observer.connection = connection.get();
+    connection->start();
+  }
+  // Runs the loop until the connection closed (or nothing is left to run).
+  void run_until_closed() {
+    for (int i = 0; i < 1000 && !observer.closed; ++i) {
+      if (io.poll_one() == 0) break;
+    }
+  }
+};
+
 std::vector<HeaderField> request_headers() {
   return {HeaderField::literal(":method", "POST"), HeaderField::literal(":scheme", "http"),
           HeaderField::literal(":path", "/pkg.Svc/Method"),
@@ -242,34 +266,26 @@ TEST(Http2Connection, PeerVanishingClosesOpenStreamsAsConnectionLost) {
 // above the GOAWAY's last stream id end as refused (which gRPC retries transparently), not as a
 // lost connection.
 TEST(Http2Connection, GoawayAfterAFailedWriteStillRefusesTheStreamsAboveIt) {
-  asio::io_context io;
-  asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
-  auto pipe = MemoryPipe::create(io.get_executor());
-  Observer observer;
-  auto client = std::make_shared<Connection>(pipe->end(0), Role::kClient, ConnectionLimits{},
-                                             &observer);
-  std::unique_ptr<ByteStream> server_end = pipe->end(1);  // played by the test
-  client->start();
+  Played c(Role::kClient);
+  std::unique_ptr<ByteStream> server_end = c.pipe->end(1);
   Recorder first;
-  ASSERT_GT(client->submit_request(&first, request_headers()), 0);
-  io.poll();
-  ASSERT_FALSE(pipe->take_written(0).empty());  // preface, SETTINGS and the request left
+  ASSERT_GT(c.connection->submit_request(&first, request_headers()), 0);
+  c.io.poll();
+  ASSERT_FALSE(c.pipe->take_written(0).empty());  // preface, SETTINGS and the request left
 
   // The server's SETTINGS completes the client's pending read; the GOAWAY (last stream 0,
   // NO_ERROR) and the close arrive before the client reads again. Answering the SETTINGS, the
   // client writes, into a closed connection.
-  pipe->inject(0, std::string("\x00\x00\x00\x04\x00\x00\x00\x00\x00", 9));
-  pipe->inject(0, std::string("\x00\x00\x08\x07\x00\x00\x00\x00\x00"
-                              "\x00\x00\x00\x00\x00\x00\x00\x00",
-                              17));
+  c.pipe->inject(0, std::string("\x00\x00\x00\x04\x00\x00\x00\x00\x00", 9));
+  c.pipe->inject(0, std::string("\x00\x00\x08\x07\x00\x00\x00\x00\x00"
+                                "\x00\x00\x00\x00\x00\x00\x00\x00",
+                                17));
   server_end->close();
   Recorder second;
-  ASSERT_GT(client->submit_request(&second, request_headers()), 0);
-  for (int i = 0; i < 1000 && !observer.closed; ++i) {
-    if (io.poll_one() == 0) break;
-  }
-  EXPECT_TRUE(observer.closed);
-  EXPECT_TRUE(observer.goaway);
+  ASSERT_GT(c.connection->submit_request(&second, request_headers()), 0);
+  c.run_until_closed();
+  EXPECT_TRUE(c.observer.closed);
+  EXPECT_TRUE(c.observer.goaway);
   EXPECT_TRUE(first.closed);
   EXPECT_EQ(first.error, ErrorCode::kRefusedStream);
   EXPECT_TRUE(second.closed);
@@ -279,22 +295,13 @@ TEST(Http2Connection, GoawayAfterAFailedWriteStillRefusesTheStreamsAboveIt) {
 // A server connection fed bytes that are not HTTP/2 after the preface answers with GOAWAY and
 // closes: no crash, no stream opened.
 TEST(Http2Connection, GarbageAfterThePrefaceEndsTheConnectionWithGoaway) {
-  asio::io_context io;
-  asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
-  auto pipe = MemoryPipe::create(io.get_executor());
-  Observer observer;
-  auto server = std::make_shared<Connection>(pipe->end(1), Role::kServer, ConnectionLimits{},
-                                             &observer);
-  observer.connection = server.get();
-  server->start();
-  pipe->inject(1, kPreface);
-  pipe->inject(1, std::string("\x00\x00\x04\x07\x00\x00\x00\x00\x00garbagegarbage", 23));
-  for (int i = 0; i < 1000 && !observer.closed; ++i) {
-    if (io.poll_one() == 0) break;
-  }
-  EXPECT_TRUE(observer.closed);
-  EXPECT_TRUE(observer.opened.empty());
-  const std::string out = pipe->take_written(1);
+  Played s(Role::kServer);
+  s.pipe->inject(1, kPreface);
+  s.pipe->inject(1, std::string("\x00\x00\x04\x07\x00\x00\x00\x00\x00garbagegarbage", 23));
+  s.run_until_closed();
+  EXPECT_TRUE(s.observer.closed);
+  EXPECT_TRUE(s.observer.opened.empty());
+  const std::string out = s.pipe->take_written(1);
   // The server's SETTINGS, then a GOAWAY frame (type 7).
   bool goaway = false;
   for (std::size_t at = 0; at + 9 <= out.size();) {
@@ -304,7 +311,7 @@ TEST(Http2Connection, GarbageAfterThePrefaceEndsTheConnectionWithGoaway) {
     at += 9 + len;
   }
   EXPECT_TRUE(goaway);
-  EXPECT_TRUE(pipe->closed(1));
+  EXPECT_TRUE(s.pipe->closed(1));
 }
 
 }  // namespace
