@@ -200,5 +200,26 @@ TEST(BytesField, MalformedMessagesAreRefusedAndLeftAlone) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// Varints protobuf refuses however small their value: a tag or a length longer than 5 bytes
+// (zero-padded), and a length of 2 GiB or more. The cut refuses them too (found by
+// frame_decoder_fuzzer: a 6-byte tag was accepted).
+TEST(BytesField, OverlongTagsAndLengthsAreRefusedAsProtobufRefusesThem) {
+  const std::string cases[] = {
+      std::string("\xed\xf5\xf5\xf5\x87\x00" "abcd", 10),    // 6-byte tag, then a fixed32
+      std::string("\x8a\x80\x80\x80\x80\x00\x01x", 8),     // field 1's tag in 6 bytes
+      std::string("\x0a\x81\x80\x80\x80\x80\x00x", 8),     // a length of 1 in 6 bytes
+      std::string("\x0a\x80\x80\x80\x80\x08", 6),           // a length of 2 GiB
+  };
+  for (const std::string& wire : cases) {
+    EXPECT_FALSE(EchoRequest().ParseFromString(wire)) << ::testing::PrintToString(wire);
+    SliceChain message;
+    message.append_copy(wire.data(), wire.size());
+    SliceChain body;
+    EXPECT_EQ(take_bytes_field(message, 1, body).code(), absl::StatusCode::kInternal)
+        << ::testing::PrintToString(wire);
+    EXPECT_EQ(message.to_string(), wire);
+  }
+}
+
 }  // namespace
 }  // namespace ferry

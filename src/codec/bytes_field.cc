@@ -43,15 +43,17 @@ class ChainCursor {
     return true;
   }
 
-  bool read_varint(std::uint64_t& out) {
+  // A varint of at most max_bytes bytes (protobuf reads values in up to 10, but tags and
+  // lengths in up to 5, however small the value: a longer, zero-padded one is refused).
+  bool read_varint(std::uint64_t& out, int max_bytes = 10) {
     out = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
+    for (int i = 0, shift = 0; i < max_bytes; ++i, shift += 7) {
       std::uint8_t b;
       if (!read_byte(b)) return false;
       out |= static_cast<std::uint64_t>(b & 0x7f) << shift;
       if ((b & 0x80) == 0) return true;
     }
-    return false;  // more than 10 bytes
+    return false;  // too long
   }
 
   bool skip(std::uint64_t n) {
@@ -80,6 +82,8 @@ class ChainCursor {
   std::size_t offset_ = 0;
   std::size_t position_ = 0;
 };
+
+constexpr int kMaxTagOrLengthBytes = 5;
 
 // One occurrence of the wanted field: where its header starts, where its bytes start and end.
 struct Occurrence {
@@ -138,7 +142,8 @@ absl::Status take_bytes_field(SliceChain& message, std::uint32_t field_number, S
   while (!cursor.at_end()) {
     const std::size_t start = cursor.position();
     std::uint64_t tag;
-    if (!cursor.read_varint(tag) || (tag >> 3) == 0 || (tag >> 3) > kMaxFieldNumber) {
+    if (!cursor.read_varint(tag, kMaxTagOrLengthBytes) || (tag >> 3) == 0 ||
+        (tag >> 3) > kMaxFieldNumber) {
       return malformed("bad field tag");
     }
     const std::uint32_t wire_type = tag & 7;
@@ -153,7 +158,10 @@ absl::Status take_bytes_field(SliceChain& message, std::uint32_t field_number, S
         length = 8;
         break;
       case 2:
-        if (!cursor.read_varint(length)) return malformed("truncated length");
+        // protobuf refuses lengths of 2 GiB and more.
+        if (!cursor.read_varint(length, kMaxTagOrLengthBytes) || length > INT32_MAX) {
+          return malformed("bad length");
+        }
         break;
       case 5:
         length = 4;
