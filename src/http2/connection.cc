@@ -172,8 +172,6 @@ void Connection::ping() {
 
 void Connection::close() { close_stream(/*gracefully=*/false); }
 
-void Connection::close_after_goodbye() { close_stream(/*gracefully=*/true); }
-
 void Connection::close_stream(bool gracefully) {
   if (closed_) return;
   closed_ = true;
@@ -398,11 +396,11 @@ void Connection::close_if_done() {
   if (writing_now_ || !pending_.empty()) return;
   // Our GOAWAY is out (and, after a graceful one, every stream is done).
   if (close_after_write_) {
-    close_after_goodbye();
+    close_stream(/*gracefully=*/true);
     return;
   }
   if (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_)) {
-    close_after_goodbye();
+    close_stream(/*gracefully=*/true);
   }
 }
 

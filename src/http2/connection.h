@@ -136,9 +136,8 @@ class Connection : public std::enable_shared_from_this<Connection>, public ByteS
   void link(Stream* stream);
   void unlink(Stream* stream);
   void close_if_done();
-  // close(), with the byte stream closed gracefully (ByteStream::close_gracefully): everything
-  // this end had to say is written.
-  void close_after_goodbye();
+  // close(); gracefully when everything this end had to say is written (its GOAWAY): the byte
+  // stream is then closed with ByteStream::close_gracefully().
   void close_stream(bool gracefully);
   // A write failed (the peer reset or closed the connection): stop writing, but read what the
   // peer sent before it went, which may say why (a GOAWAY: its refused streams can then be
