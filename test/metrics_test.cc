@@ -67,11 +67,8 @@ struct MetricsSetup {
 TEST(Metrics, CountersAfterKnownCallsOnServerAndClient) {
   MetricsSetup metrics;
   ASSERT_GT(metrics.port, 0);
-  const ServerOptions& server_options = metrics.server_options;
-  const ChannelOptions& channel_options = metrics.channel_options;
-  const int metrics_port = metrics.port;
 
-  Loopback loop(server_options, channel_options);
+  Loopback loop(metrics.server_options, metrics.channel_options);
   loop.run([&]() -> asio::awaitable<void> {
     EchoRequest request;
     EchoResponse response;
@@ -92,7 +89,7 @@ TEST(Metrics, CountersAfterKnownCallsOnServerAndClient) {
     EXPECT_TRUE((co_await reader.finish()).ok());
   });
 
-  const std::string text = scrape(metrics_port);
+  const std::string text = scrape(metrics.port);
   const std::string echo = "grpc_method=\"ferry.testing.Echo/Echo\"";
   const std::string expand = "grpc_method=\"ferry.testing.Echo/Expand\"";
   EXPECT_TRUE(has_line(text, "grpc_server_call_started_total{" + echo + "} 4")) << text;
@@ -123,15 +120,12 @@ TEST(Metrics, CountersAfterKnownCallsOnServerAndClient) {
 TEST(Metrics, MessageBytesPerCallOnServerAndClient) {
   MetricsSetup metrics;
   ASSERT_GT(metrics.port, 0);
-  const ServerOptions& server_options = metrics.server_options;
-  const ChannelOptions& channel_options = metrics.channel_options;
-  const int metrics_port = metrics.port;
 
   std::size_t echo_request_bytes = 0, echo_response_bytes = 0;
   std::size_t expand_request_bytes = 0, expand_response_bytes = 0;
   std::size_t chat_request_bytes = 0, chat_response_bytes = 0;
   std::size_t collect_request_bytes = 0, collect_response_bytes = 0;
-  Loopback loop(server_options, channel_options);
+  Loopback loop(metrics.server_options, metrics.channel_options);
   loop.run([&]() -> asio::awaitable<void> {
     EchoRequest request;
     request.set_payload(std::string(100, 'x'));
@@ -181,7 +175,7 @@ TEST(Metrics, MessageBytesPerCallOnServerAndClient) {
   ASSERT_EQ(echo_request_bytes, 3u * 102);  // the sizes the expectations below rest on
   ASSERT_EQ(expand_response_bytes, 4u * 303 + 3 * 2);
 
-  const std::string text = scrape(metrics_port);
+  const std::string text = scrape(metrics.port);
   auto expect_histogram = [&](const std::string& name, const std::string& method,
                               std::size_t count, std::size_t sum) {
     const std::string labels =
