@@ -1,8 +1,10 @@
 // WritePolicy (ferry/write_policy.h) on an http2::Connection driven in memory: a read holding
 // many calls is answered in parts of calls_per_write, each part written before the rest of the
 // read is parsed; every answer arrives whole on its own stream, also when the reader is slow and
-// the parts' writes complete asynchronously; calls_per_write = 0 keeps one write per read. Then
-// the same over TCP through ferry's server and channel: many calls in flight, each echoed intact.
+// the parts' writes complete asynchronously; calls_per_write = 0 keeps one write per read. Large
+// answers built by coroutines the read woke leave once bytes_per_write of them are queued, before
+// the next is built. Then the same over TCP through ferry's server and channel: many calls in
+// flight, each echoed intact, and large ones too.
 #include "ferry/write_policy.h"
 
 #include <gtest/gtest.h>
@@ -15,6 +17,7 @@
 #include "asio/detached.hpp"
 #include "asio/executor_work_guard.hpp"
 #include "asio/io_context.hpp"
+#include "common/wakeups.h"
 #include "http2/connection.h"
 #include "http2/memory_stream.h"
 #include "support/loopback.h"
@@ -22,12 +25,37 @@
 namespace ferry::http2 {
 namespace {
 
-// One side of a call: records what arrives; a server stream answers as soon as its request has
-// ended (inside the parse, as a handler that does not suspend would, just earlier).
-class Call : public Stream {
+// How a server stream answers once its request has ended.
+enum class Answering {
+  kInParse,    // at once, inside the parse (as a handler that does not suspend would, earlier)
+  kEachWoken,  // from a wake-up of its own, run after the parse (a coroutine the read woke)
+  kOneRunner,  // all from one wake-up, one after the other (the server's handler runner)
+};
+
+class Call;
+
+// One wake-up answering every call queued on it, calling between_calls() after each, as the
+// server's handler runner does.
+class Runner final : public detail::Wakeup {
+ public:
+  void add(Call* call) {
+    if (calls_.empty()) detail::WakeupQueue::current()->push(this);
+    calls_.push_back(call);
+  }
+  void run() override;
+
+ private:
+  std::vector<Call*> calls_;
+};
+
+// One side of a call: records what arrives; a server stream answers once its request has ended.
+class Call : public Stream, public detail::Wakeup {
  public:
   Connection* connection = nullptr;
   bool serving = false;
+  Answering answering = Answering::kInParse;
+  Runner* runner = nullptr;  // kOneRunner
+  bool answered = false;
   std::string answer;  // what a serving stream sends back
   std::string data;
   bool remote_ended = false;
@@ -43,6 +71,21 @@ class Call : public Stream {
   void on_remote_end() override {
     remote_ended = true;
     if (!serving) return;
+    switch (answering) {
+      case Answering::kInParse:
+        answer_now();
+        break;
+      case Answering::kEachWoken:
+        detail::WakeupQueue::current()->push(this);
+        break;
+      case Answering::kOneRunner:
+        runner->add(this);
+        break;
+    }
+  }
+  void run() override { answer_now(); }
+  void answer_now() {
+    answered = true;
     outbound.append_copy(answer.data(), answer.size());
     outbound_end = true;
     trailers.owned.push_back({"grpc-status", "0"});
@@ -61,12 +104,22 @@ class Call : public Stream {
   }
 };
 
-// The server's byte stream, watched: at every write, how many requests had ended by then.
+void Runner::run() {
+  for (Call* c : std::exchange(calls_, {})) {
+    c->answer_now();
+    detail::WakeupQueue::between_calls();
+  }
+}
+
+// The server's byte stream, watched: at every write, how many requests had ended by then, and
+// how many had been answered.
 class WatchedStream final : public ByteStream {
  public:
   WatchedStream(std::unique_ptr<ByteStream> inner, std::vector<int>* ended_at_write,
+                std::vector<int>* answered_at_write,
                 const std::vector<std::unique_ptr<Call>>* served)
-      : inner_(std::move(inner)), ended_at_write_(ended_at_write), served_(served) {}
+      : inner_(std::move(inner)), ended_at_write_(ended_at_write),
+        answered_at_write_(answered_at_write), served_(served) {}
   const asio::any_io_executor& executor() const override { return inner_->executor(); }
   void async_read_some(asio::mutable_buffer into,
                        std::shared_ptr<ByteStreamClient> client) override {
@@ -86,11 +139,17 @@ class WatchedStream final : public ByteStream {
  private:
   void note() {
     int ended = 0;
-    for (const auto& c : *served_) ended += c->remote_ended ? 1 : 0;
+    int answered = 0;
+    for (const auto& c : *served_) {
+      ended += c->remote_ended ? 1 : 0;
+      answered += c->answered ? 1 : 0;
+    }
     ended_at_write_->push_back(ended);
+    answered_at_write_->push_back(answered);
   }
   std::unique_ptr<ByteStream> inner_;
   std::vector<int>* ended_at_write_;
+  std::vector<int>* answered_at_write_;
   const std::vector<std::unique_ptr<Call>>* served_;
 };
 
@@ -99,12 +158,16 @@ class Server : public ConnectionObserver {
   std::vector<std::unique_ptr<Call>> served;
   Connection* connection = nullptr;
   std::size_t answer_size = 16;
+  Answering answering = Answering::kInParse;
+  Runner runner;
 
   Stream* on_stream_open(std::int32_t id) override {
     served.push_back(std::make_unique<Call>());
     Call& c = *served.back();
     c.connection = connection;
     c.serving = true;
+    c.answering = answering;
+    c.runner = &runner;
     // Each answer names its stream, so a mix-up between streams shows.
     c.answer = "answer " + std::to_string(id) + " ";
     c.answer.resize(std::max(c.answer.size(), answer_size), static_cast<char>('a' + id % 26));
@@ -127,25 +190,32 @@ struct Ends {
   std::shared_ptr<MemoryPipe> pipe;
   Client client_observer;
   Server server_observer;
-  std::vector<int> ended_at_write;  // the server's writes
+  std::vector<int> ended_at_write;     // the server's writes
+  std::vector<int> answered_at_write;  // the same
   std::shared_ptr<Connection> client;
   std::shared_ptr<Connection> server;
   std::vector<std::unique_ptr<Call>> calls;
 
-  Ends(std::uint32_t calls_per_write, std::size_t capacity, std::size_t answer_size) {
+  Ends(std::uint32_t calls_per_write, std::size_t capacity, std::size_t answer_size,
+       Answering answering = Answering::kInParse,
+       std::size_t bytes_per_write = WritePolicy{}.bytes_per_write) {
     pipe = MemoryPipe::create(io.get_executor(), capacity);
     ConnectionLimits limits;
     limits.write_policy.calls_per_write = calls_per_write;
+    limits.write_policy.bytes_per_write = bytes_per_write;
     client = std::make_shared<Connection>(pipe->end(0), Role::kClient, limits, &client_observer);
     server = std::make_shared<Connection>(
-        std::make_unique<WatchedStream>(pipe->end(1), &ended_at_write, &server_observer.served),
+        std::make_unique<WatchedStream>(pipe->end(1), &ended_at_write, &answered_at_write,
+                                        &server_observer.served),
         Role::kServer, limits, &server_observer);
     server_observer.connection = server.get();
     server_observer.answer_size = answer_size;
+    server_observer.answering = answering;
     client->start();
     server->start();
     io.poll();  // prefaces and SETTINGS
     ended_at_write.clear();
+    answered_at_write.clear();
   }
   ~Ends() {
     client->close();
@@ -240,6 +310,50 @@ TEST(WritePolicy, PartsQueueBehindAWriteTheReaderHoldsUp) {
   EXPECT_LT(s.ended_at_write.size(), 8u) << ::testing::PrintToString(s.ended_at_write);
 }
 
+// Large answers built after the parse, by coroutines the read woke: once bytes_per_write of
+// them are queued they are written, before the next is built, so the peer reads while this end
+// builds the rest. All 8 requests end in the same read (the pipe holds them all).
+void expect_large_answers_leave_one_by_one(Answering answering) {
+  Ends s(/*calls_per_write=*/32, /*capacity=*/8 << 20, /*answer_size=*/64 << 10, answering,
+         /*bytes_per_write=*/64 << 10);
+  s.send_requests(8);
+  ASSERT_TRUE(s.run_until_all_closed());
+  s.expect_all_answered();
+  EXPECT_EQ(s.answered_at_write, (std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8}))
+      << ::testing::PrintToString(s.answered_at_write);
+  for (int ended : s.ended_at_write) EXPECT_EQ(ended, 8);
+}
+
+TEST(WritePolicy, LargeAnswersOfWokenCallsLeaveOneByOne) {
+  expect_large_answers_leave_one_by_one(Answering::kEachWoken);
+}
+
+TEST(WritePolicy, LargeAnswersOfOneRunnerLeaveOneByOne) {
+  expect_large_answers_leave_one_by_one(Answering::kOneRunner);
+}
+
+// Below bytes_per_write, the answers of one read stay one write (small calls keep their
+// economy); and 0 turns the byte bound off.
+TEST(WritePolicy, AnswersUnderTheByteBoundShareOneWrite) {
+  for (Answering answering : {Answering::kEachWoken, Answering::kOneRunner}) {
+    Ends small(/*calls_per_write=*/32, /*capacity=*/8 << 20, /*answer_size=*/1000, answering,
+               /*bytes_per_write=*/64 << 10);
+    small.send_requests(16);
+    ASSERT_TRUE(small.run_until_all_closed());
+    small.expect_all_answered();
+    EXPECT_EQ(small.answered_at_write, (std::vector<int>{16}))
+        << ::testing::PrintToString(small.answered_at_write);
+
+    Ends off(/*calls_per_write=*/32, /*capacity=*/8 << 20, /*answer_size=*/64 << 10, answering,
+             /*bytes_per_write=*/0);
+    off.send_requests(8);
+    ASSERT_TRUE(off.run_until_all_closed());
+    off.expect_all_answered();
+    EXPECT_EQ(off.answered_at_write, (std::vector<int>{8}))
+        << ::testing::PrintToString(off.answered_at_write);
+  }
+}
+
 }  // namespace
 }  // namespace ferry::http2
 
@@ -248,13 +362,17 @@ namespace {
 
 // Through ferry's server and channel over TCP, both ends answering in parts of a few calls:
 // with many calls in flight, every response is its own request's echo.
-void echo_many_in_flight(std::uint32_t calls_per_write) {
+// payload_base: the smallest payload; sizes vary above it by up to 300 bytes.
+void echo_many_in_flight(std::uint32_t calls_per_write, std::size_t bytes_per_write,
+                         int workers = 64, std::size_t payload_base = 1) {
   ServerOptions server_options;
   server_options.write_policy.calls_per_write = calls_per_write;
+  server_options.write_policy.bytes_per_write = bytes_per_write;
   ChannelOptions channel_options;
   channel_options.write_policy.calls_per_write = calls_per_write;
+  channel_options.write_policy.bytes_per_write = bytes_per_write;
   Loopback lb(server_options, channel_options);
-  constexpr int kWorkers = 64;
+  const int kWorkers = workers;
   constexpr int kCallsEach = 25;
   int mismatches = 0;
   int failures = 0;
@@ -263,8 +381,8 @@ void echo_many_in_flight(std::uint32_t calls_per_write) {
     for (int i = 0; i < kCallsEach; ++i) {
       EchoRequest request;
       // Sizes vary, so that calls end at different points of a read.
-      request.set_payload(std::string(static_cast<std::size_t>(1 + (w * 37 + i * 11) % 300),
-                                      static_cast<char>('a' + (w + i) % 26)) +
+      const std::size_t size = payload_base + static_cast<std::size_t>((w * 37 + i * 11) % 300);
+      request.set_payload(std::string(size, static_cast<char>('a' + (w + i) % 26)) +
                           std::to_string(w * 1000 + i));
       EchoResponse response;
       ClientContext ctx;
@@ -280,8 +398,12 @@ void echo_many_in_flight(std::uint32_t calls_per_write) {
   EXPECT_EQ(mismatches, 0);
 }
 
-TEST(WritePolicy, ManyInFlightOverTcpEachAnswerItsOwn) { echo_many_in_flight(4); }
-TEST(WritePolicy, ManyInFlightOverTcpOneCallPerPart) { echo_many_in_flight(1); }
+TEST(WritePolicy, ManyInFlightOverTcpEachAnswerItsOwn) { echo_many_in_flight(4, 64 << 10); }
+TEST(WritePolicy, ManyInFlightOverTcpOneCallPerPart) { echo_many_in_flight(1, 64 << 10); }
+// Large calls, each end writing every 16 KiB its calls queue.
+TEST(WritePolicy, LargeCallsInFlightOverTcpEachAnswerItsOwn) {
+  echo_many_in_flight(32, 16 << 10, /*workers=*/8, /*payload_base=*/100 << 10);
+}
 
 }  // namespace
 }  // namespace ferry::testing

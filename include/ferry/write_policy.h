@@ -3,6 +3,7 @@
 // layer takes it as it is. README.md, "Write policy", has the measurements behind the default.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace ferry {
@@ -24,6 +25,14 @@ struct WritePolicy {
   // ~0.4 recv more per 64 calls; 24 was as fast with a third write, 16 slower (four parts).
   // Under 2x this many calls in flight a read does not split evenly and the overlap is small.
   std::uint32_t calls_per_write = 32;
+
+  // Bytes of answers after which the calls a read woke stop sharing one write: once the
+  // handlers (or client coroutines) that ran so far have queued this much, it is written before
+  // the next one runs, so the peer reads large answers while this end still builds the others.
+  // A peer that sends several large requests at once (h2load, 8 x 64 KiB) otherwise gets all
+  // answers in one write after the last is built and both ends take turns. Small answers never
+  // reach it (64 x 16 B calls stay one write); 0 turns it off.
+  std::size_t bytes_per_write = std::size_t{64} << 10;
 };
 
 }  // namespace ferry

@@ -8,6 +8,7 @@
 // woken coroutines write leaves in the same flush.
 #pragma once
 
+#include <cstddef>
 #include <utility>
 #include <vector>
 
@@ -24,6 +25,13 @@ class Wakeup {
   ~Wakeup() = default;
 };
 
+// What the owner of a queue does between the calls its wake-ups run: a connection writes the
+// answers built so far once they are large (WritePolicy::bytes_per_write).
+struct BetweenCalls {
+  void (*fn)(void* arg) = nullptr;
+  void* arg = nullptr;
+};
+
 // Whoever is woken must stay alive until the queue runs: a waiting coroutine holds a reference
 // to what it waits on, so that holds for every Wakeup in ferry.
 class WakeupQueue {
@@ -38,14 +46,32 @@ class WakeupQueue {
   bool empty() const { return pending_.empty(); }
 
   // Runs the wake-ups collected so far, in order. Those raised meanwhile (a resumed coroutine
-  // wakes another) are posted as usual, since current() is no longer this queue.
-  void run_all() {
+  // wakes another) are posted as usual, since current() is no longer this queue. `between`
+  // runs after each wake-up but the last, and whenever one of them calls between_calls().
+  void run_all(BetweenCalls between = {}) {
     running_.swap(pending_);
-    for (Wakeup* w : running_) w->run();
+    const BetweenCalls saved = std::exchange(between_now(), between);
+    for (std::size_t i = 0; i < running_.size(); ++i) {
+      running_[i]->run();
+      if (i + 1 < running_.size()) between_calls();
+    }
+    between_now() = saved;
     running_.clear();  // keeps its capacity: no allocation per read once warm
   }
 
+  // Called by code that runs several calls in one wake-up (the server's handler runner), after
+  // each: the calls count as if each had been woken alone. Outside run_all it does nothing.
+  static void between_calls() {
+    const BetweenCalls& b = between_now();
+    if (b.fn != nullptr) b.fn(b.arg);
+  }
+
  private:
+  static BetweenCalls& between_now() {
+    thread_local BetweenCalls between;
+    return between;
+  }
+
   std::vector<Wakeup*> pending_;
   std::vector<Wakeup*> running_;
 };

@@ -27,6 +27,7 @@ Connection::Connection(std::unique_ptr<ByteStream> stream, Role role,
                        const ConnectionLimits& settings, ConnectionObserver* observer)
     : executor_(stream->executor()), stream_(std::move(stream)), role_(role),
       observer_(observer), parts_(settings.write_policy.calls_per_write),
+      bytes_per_write_(settings.write_policy.bytes_per_write),
       max_queued_(settings.max_queued_send_bytes) {
   nghttp2_session_callbacks* const callbacks = Callbacks::table();
   nghttp2_option* option;
@@ -108,18 +109,25 @@ bool Connection::submit_response(Stream* stream, std::span<const HeaderField> he
   append_nv(headers, nva);
   const int rv = nghttp2_submit_response(session_, stream->id_, nva.data(), nva.size(),
                                          with_data ? &provider : nullptr);
-  if (rv == 0 && with_data) stream->has_provider_ = true;
+  if (rv == 0 && with_data) {
+    stream->has_provider_ = true;
+    count_queued(stream);
+  }
   schedule_flush();
   return rv == 0;
 }
 
-void Connection::resume(Stream* stream) {
-  if (closed_) return;
+void Connection::count_queued(Stream* stream) {
   const std::size_t size = stream->outbound.size();
   if (size > stream->queued_counted_) {
     queued_ += size - stream->queued_counted_;
     stream->queued_counted_ = size;
   }
+}
+
+void Connection::resume(Stream* stream) {
+  if (closed_) return;
+  count_queued(stream);
   if (stream->deferred_) {
     stream->deferred_ = false;
     nghttp2_session_resume_data(session_, stream->id_);
@@ -319,9 +327,9 @@ void Connection::on_read(const asio::error_code& ec, std::size_t n) {
     // thread's recycled operation memory, so that the next read's operation is a malloc.
     for (int round = 0; round < 4 && !wakeups_.empty(); ++round) {
       detail::CollectWakeups collect(wakeups_);
-      wakeups_.run_all();
+      run_wakeups();
     }
-    wakeups_.run_all();
+    run_wakeups();
     if (closed_) {
       receiving_ = false;
       return;
@@ -340,8 +348,8 @@ void Connection::on_read(const asio::error_code& ec, std::size_t n) {
   const bool read_early = rv >= 0 && n == BufferPool::kBlockSize;
   if (read_early && nghttp2_session_want_read(session_)) start_read();
   // Coroutines woken by what was read resume now, outside nghttp2's callbacks; what they write
-  // goes out with the flush below.
-  wakeups_.run_all();
+  // goes out with the flush below (large answers earlier, each once it is built).
+  run_wakeups();
   receiving_ = false;
   if (rv < 0) {
     // A protocol error: nghttp2 has queued GOAWAY where it could; send it, then close.
@@ -360,6 +368,24 @@ void Connection::on_read(const asio::error_code& ec, std::size_t n) {
     start_read();
   }
   if (write_failed_ && !read_pending_) close();
+}
+
+void Connection::run_wakeups() {
+  if (bytes_per_write_ == 0) {
+    wakeups_.run_all();
+    return;
+  }
+  // queued_ grows as the woken calls queue answers and falls as flushes hand them to nghttp2.
+  flush_mark_ = queued_;
+  wakeups_.run_all({&Connection::between_calls, this});
+}
+
+void Connection::between_calls(void* arg) {
+  auto* self = static_cast<Connection*>(arg);
+  if (self->closed_ || self->queued_ < self->flush_mark_ + self->bytes_per_write_) return;
+  self->flush();
+  // What the peer's windows held back stays queued: count from here.
+  self->flush_mark_ = self->queued_;
 }
 
 void Connection::schedule_flush() {

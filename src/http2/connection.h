@@ -125,6 +125,12 @@ class Connection : public std::enable_shared_from_this<Connection>, public ByteS
   struct Callbacks;  // the nghttp2 callbacks (session_callbacks.cc), with access to the members
 
   void start_read();
+  // Runs the wake-ups a read raised, flushing between them once their answers pass
+  // WritePolicy::bytes_per_write.
+  void run_wakeups();
+  // Adds what the stream queued since it was last counted to queued_.
+  void count_queued(Stream* stream);
+  static void between_calls(void* self);
   void schedule_flush();
   void flush();
   // Writes pending_: at once if the stream takes it all (true), else the rest asynchronously
@@ -170,6 +176,8 @@ class Connection : public std::enable_shared_from_this<Connection>, public ByteS
   bool receiving_ = false;
   detail::WakeupQueue wakeups_;  // raised while parsing a read, run when it is parsed
   ReadParts parts_;              // where a read's parse pauses to send what it answered
+  std::size_t bytes_per_write_;  // WritePolicy::bytes_per_write (run_wakeups)
+  std::size_t flush_mark_ = 0;   // queued_ after run_wakeups' last flush
   bool closed_ = false;
   bool goaway_received_ = false;
   Stream* streams_ = nullptr;            // open streams, for close()

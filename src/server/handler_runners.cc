@@ -8,6 +8,7 @@
 #include "asio/detached.hpp"
 #include "asio/post.hpp"
 #include "asio/use_awaitable.hpp"
+#include "common/wakeups.h"
 #include "server/server_call.h"
 
 namespace ferry::detail {
@@ -68,6 +69,8 @@ asio::awaitable<void> HandlerRunners::run(Slot* slot) {
         status = absl::UnknownError("handler threw an exception");
       }
       job.call->handler_done(status);
+      // Large answers leave before the next handler runs (WritePolicy::bytes_per_write).
+      WakeupQueue::between_calls();
     }
     if (stopping_ || idle_.size() >= kMaxIdle) break;
     idle_.push_back(slot);
