@@ -8,8 +8,10 @@
 // streamed byte) beside cleartext ("tls" as the fifth argument: only these); the small-call figures with one no-op interceptor on the server
 // and the channel (ferry/interceptor.h) beside none; then a channel with round_robin
 // over two servers beside one connection (client calls/s and CPU per call, 64 in flight) and the
-// picker's own cost. Prints tables of medians.
+// picker's own cost. Prints tables of medians. Servers run on core 0 and the client on core 1
+// (ServerCores below).
 #include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <chrono>
@@ -108,6 +110,38 @@ double percentile(std::vector<double> v, double p) {
   return v[static_cast<std::size_t>(p * static_cast<double>(v.size() - 1))];
 }
 
+// Server threads on core 0, the client (this thread) on core 1, when the process may use both:
+// left to the scheduler, the two now and then shared a core for a whole run, which halved that
+// run's throughput (64 KiB streaming read 1.5 or 3.6 GB/s in otherwise alike runs) and made
+// A/B medians need many more runs. A thread inherits its creator's cores, so servers are started
+// inside a ServerCores scope. FERRY_BENCH_NO_PIN=1 leaves placement to the scheduler.
+constexpr int kServerCore = 0;
+constexpr int kClientCore = 1;
+
+bool pin_this_thread(int core) {
+  static const bool wanted = [] {
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    return std::getenv("FERRY_BENCH_NO_PIN") == nullptr &&
+           sched_getaffinity(0, sizeof allowed, &allowed) == 0 &&
+           CPU_ISSET(kServerCore, &allowed) && CPU_ISSET(kClientCore, &allowed);
+  }();
+  if (!wanted) return false;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(core, &one);
+  return pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;
+}
+
+// Threads started in this scope run on the server's core; the client's core afterwards.
+class ServerCores {
+ public:
+  ServerCores() { pin_this_thread(kServerCore); }
+  ~ServerCores() { pin_this_thread(kClientCore); }
+  ServerCores(const ServerCores&) = delete;
+  ServerCores& operator=(const ServerCores&) = delete;
+};
+
 template <class Make>
 auto run(asio::io_context& io, Make make) {
   auto future = asio::co_spawn(io, make(), asio::use_future);
@@ -155,7 +189,10 @@ FerryResult measure_ferry(int latency_calls, int throughput_calls, int stream_me
   Service stats = make_stats_service();
   server.add_service(echo);
   server.add_service(stats);
-  const int port = server.start("127.0.0.1", 0).value();
+  const int port = [&] {
+    ServerCores on_server_core;
+    return server.start("127.0.0.1", 0).value();
+  }();
   asio::io_context io(1);
   Channel channel(io, "127.0.0.1:" + std::to_string(port), channel_options);
   testing::Echo::Stub stub(channel);
@@ -321,7 +358,10 @@ EchoResult measure_tcp_echo(int latency_msgs, int throughput_msgs) {
     } catch (...) {
     }
   }, asio::detached);
-  std::thread server_thread([&] { server_io.run(); });
+  std::thread server_thread = [&] {
+    ServerCores on_server_core;
+    return std::thread([&] { server_io.run(); });
+  }();
 
   asio::io_context io(1);
   asio::ip::tcp::socket socket(io);
@@ -376,6 +416,7 @@ BalancedResult measure_balanced(int servers, int calls) {
   for (int i = 0; i < servers; ++i) {
     running.push_back(std::make_unique<Server>(options));
     running.back()->add_service(echo);
+    ServerCores on_server_core;
     const int port = running.back()->start("127.0.0.1", 0).value();
     target += (i == 0 ? "" : ",") + std::string("127.0.0.1:") + std::to_string(port);
   }
@@ -452,6 +493,7 @@ int main(int argc, char** argv) {
   // "tls" as the fifth argument: only cleartext and TLS, interleaved, each run's figures shown.
   const bool tls_only = argc > 5 && std::string_view(argv[5]) == "tls";
 
+  pin_this_thread(kClientCore);
   std::vector<FerryResult> ferry, tls, intercepted;
   std::vector<EchoResult> echo;
   std::vector<BalancedResult> one_conn, balanced;
