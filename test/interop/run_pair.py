@@ -2,13 +2,17 @@
 """Runs one interop client against one interop server on 127.0.0.1 and reports the client's result.
 
     run_pair.py [--client-timeout S] [--server-timeout S] [--check-server-exit] \\
-        --server SERVER_CMD... --client CLIENT_CMD...
+        [--client-attempts N] --server SERVER_CMD... --client CLIENT_CMD...
 
 Picks a free port and substitutes it for `{port}` in both commands, starts the server under
 `timeout`, waits until the port accepts connections, runs the client under `timeout`, then stops the
 server with SIGTERM (SIGKILL to its process group if it lingers). Exits with the client's status, or
 1 when the client passed but the server died during the run or (with --check-server-exit) did not
 exit 0 on SIGTERM. The server's output is shown when anything failed. Uses only the standard library.
+
+--client-attempts N (default 1) reruns a failing client up to N times in all, against the same
+server, and passes if one run passes: only for a peer's case that races with itself (each use
+says why); every failed run is printed.
 """
 
 import os
@@ -31,7 +35,8 @@ def usage(why):
 
 
 def parse(argv):
-    opts = {"client_timeout": 30.0, "server_timeout": 60.0, "check_server_exit": False}
+    opts = {"client_timeout": 30.0, "server_timeout": 60.0, "check_server_exit": False,
+            "client_attempts": 1}
     try:
         s = argv.index("--server")
         c = argv.index("--client", s + 1)
@@ -45,6 +50,9 @@ def parse(argv):
             i += 2
         elif head[i] == "--server-timeout" and i + 1 < len(head):
             opts["server_timeout"] = float(head[i + 1])
+            i += 2
+        elif head[i] == "--client-attempts" and i + 1 < len(head):
+            opts["client_attempts"] = max(1, int(head[i + 1]))
             i += 2
         elif head[i] == "--check-server-exit":
             opts["check_server_exit"] = True
@@ -153,12 +161,16 @@ def main():
         print("run_pair: server up on 127.0.0.1:%d: %s" % (port, " ".join(with_port(server_cmd, port))),
               flush=True)
 
-        start = time.monotonic()
-        client = subprocess.run(bounded(with_port(client_cmd, port), opts["client_timeout"]),
-                                stdin=subprocess.DEVNULL)
-        elapsed = time.monotonic() - start
-        rc = client.returncode
-        print("run_pair: client %s after %.2fs" % (describe_exit(rc), elapsed), flush=True)
+        for attempt in range(1, opts["client_attempts"] + 1):
+            start = time.monotonic()
+            client = subprocess.run(bounded(with_port(client_cmd, port), opts["client_timeout"]),
+                                    stdin=subprocess.DEVNULL)
+            elapsed = time.monotonic() - start
+            rc = client.returncode
+            print("run_pair: client %s after %.2fs (run %d of at most %d)"
+                  % (describe_exit(rc), elapsed, attempt, opts["client_attempts"]), flush=True)
+            if rc == 0 or server.poll() is not None:
+                break
 
         died = server.poll() is not None
         server_rc = stop(server)
