@@ -310,47 +310,38 @@ TEST(WritePolicy, PartsQueueBehindAWriteTheReaderHoldsUp) {
   EXPECT_LT(s.ended_at_write.size(), 8u) << ::testing::PrintToString(s.ended_at_write);
 }
 
-// Large answers built after the parse, by coroutines the read woke: once bytes_per_write of
-// them are queued they are written, before the next is built, so the peer reads while this end
-// builds the rest. All 8 requests end in the same read (the pipe holds them all).
-void expect_large_answers_leave_one_by_one(Answering answering) {
-  Ends s(/*calls_per_write=*/32, /*capacity=*/8 << 20, /*answer_size=*/64 << 10, answering,
-         /*bytes_per_write=*/64 << 10);
-  s.send_requests(8);
-  ASSERT_TRUE(s.run_until_all_closed());
+// n calls whose answers (answer_size bytes each) are built as `answering` says, all ending in
+// one read (the pipe holds every request): how many had been answered at each of the server's
+// writes. Every answer must arrive whole on its own stream.
+std::vector<int> answered_at_writes(Answering answering, int n, std::size_t answer_size,
+                                    std::size_t bytes_per_write) {
+  Ends s(/*calls_per_write=*/32, /*capacity=*/8 << 20, answer_size, answering, bytes_per_write);
+  s.send_requests(n);
+  EXPECT_TRUE(s.run_until_all_closed());
   s.expect_all_answered();
-  EXPECT_EQ(s.answered_at_write, (std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8}))
-      << ::testing::PrintToString(s.answered_at_write);
-  for (int ended : s.ended_at_write) EXPECT_EQ(ended, 8);
+  for (int ended : s.ended_at_write) EXPECT_EQ(ended, n);
+  return s.answered_at_write;
 }
 
+// Large answers built after the parse, by coroutines the read woke: once bytes_per_write of
+// them are queued they are written, before the next is built, so the peer reads while this end
+// builds the rest.
 TEST(WritePolicy, LargeAnswersOfWokenCallsLeaveOneByOne) {
-  expect_large_answers_leave_one_by_one(Answering::kEachWoken);
+  EXPECT_EQ(answered_at_writes(Answering::kEachWoken, 8, 64 << 10, 64 << 10),
+            (std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8}));
 }
 
 TEST(WritePolicy, LargeAnswersOfOneRunnerLeaveOneByOne) {
-  expect_large_answers_leave_one_by_one(Answering::kOneRunner);
+  EXPECT_EQ(answered_at_writes(Answering::kOneRunner, 8, 64 << 10, 64 << 10),
+            (std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8}));
 }
 
 // Below bytes_per_write, the answers of one read stay one write (small calls keep their
 // economy); and 0 turns the byte bound off.
 TEST(WritePolicy, AnswersUnderTheByteBoundShareOneWrite) {
   for (Answering answering : {Answering::kEachWoken, Answering::kOneRunner}) {
-    Ends small(/*calls_per_write=*/32, /*capacity=*/8 << 20, /*answer_size=*/1000, answering,
-               /*bytes_per_write=*/64 << 10);
-    small.send_requests(16);
-    ASSERT_TRUE(small.run_until_all_closed());
-    small.expect_all_answered();
-    EXPECT_EQ(small.answered_at_write, (std::vector<int>{16}))
-        << ::testing::PrintToString(small.answered_at_write);
-
-    Ends off(/*calls_per_write=*/32, /*capacity=*/8 << 20, /*answer_size=*/64 << 10, answering,
-             /*bytes_per_write=*/0);
-    off.send_requests(8);
-    ASSERT_TRUE(off.run_until_all_closed());
-    off.expect_all_answered();
-    EXPECT_EQ(off.answered_at_write, (std::vector<int>{8}))
-        << ::testing::PrintToString(off.answered_at_write);
+    EXPECT_EQ(answered_at_writes(answering, 16, 1000, 64 << 10), (std::vector<int>{16}));
+    EXPECT_EQ(answered_at_writes(answering, 8, 64 << 10, 0), (std::vector<int>{8}));
   }
 }
 
@@ -372,7 +363,6 @@ void echo_many_in_flight(std::uint32_t calls_per_write, std::size_t bytes_per_wr
   channel_options.write_policy.calls_per_write = calls_per_write;
   channel_options.write_policy.bytes_per_write = bytes_per_write;
   Loopback lb(server_options, channel_options);
-  const int kWorkers = workers;
   constexpr int kCallsEach = 25;
   int mismatches = 0;
   int failures = 0;
@@ -392,8 +382,8 @@ void echo_many_in_flight(std::uint32_t calls_per_write, std::size_t bytes_per_wr
     }
     ++done;
   };
-  for (int w = 0; w < kWorkers; ++w) asio::co_spawn(lb.io(), worker(w), asio::detached);
-  ASSERT_TRUE(lb.wait_until([&] { return done == kWorkers; }, std::chrono::seconds(30)));
+  for (int w = 0; w < workers; ++w) asio::co_spawn(lb.io(), worker(w), asio::detached);
+  ASSERT_TRUE(lb.wait_until([&] { return done == workers; }, std::chrono::seconds(30)));
   EXPECT_EQ(failures, 0);
   EXPECT_EQ(mismatches, 0);
 }
