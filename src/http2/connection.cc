@@ -27,7 +27,7 @@ Connection::Connection(std::unique_ptr<ByteStream> stream, Role role,
                        const ConnectionLimits& settings, ConnectionObserver* observer)
     : executor_(stream->executor()), stream_(std::move(stream)), role_(role),
       observer_(observer), parts_(settings.write_policy.calls_per_write),
-      bytes_per_write_(settings.write_policy.bytes_per_write),
+      answer_bytes_(settings.write_policy.bytes_per_write),
       max_queued_(settings.max_queued_send_bytes) {
   nghttp2_session_callbacks* const callbacks = Callbacks::table();
   nghttp2_option* option;
@@ -371,21 +371,20 @@ void Connection::on_read(const asio::error_code& ec, std::size_t n) {
 }
 
 void Connection::run_wakeups() {
-  if (bytes_per_write_ == 0) {
+  if (!answer_bytes_.on()) {
     wakeups_.run_all();
     return;
   }
   // queued_ grows as the woken calls queue answers and falls as flushes hand them to nghttp2.
-  flush_mark_ = queued_;
+  answer_bytes_.start(queued_);
   wakeups_.run_all({&Connection::between_calls, this});
 }
 
 void Connection::between_calls(void* arg) {
   auto* self = static_cast<Connection*>(arg);
-  if (self->closed_ || self->queued_ < self->flush_mark_ + self->bytes_per_write_) return;
+  if (self->closed_ || !self->answer_bytes_.due(self->queued_)) return;
   self->flush();
-  // What the peer's windows held back stays queued: count from here.
-  self->flush_mark_ = self->queued_;
+  self->answer_bytes_.start(self->queued_);
 }
 
 void Connection::schedule_flush() {

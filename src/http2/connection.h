@@ -176,8 +176,7 @@ class Connection : public std::enable_shared_from_this<Connection>, public ByteS
   bool receiving_ = false;
   detail::WakeupQueue wakeups_;  // raised while parsing a read, run when it is parsed
   ReadParts parts_;              // where a read's parse pauses to send what it answered
-  std::size_t bytes_per_write_;  // WritePolicy::bytes_per_write (run_wakeups)
-  std::size_t flush_mark_ = 0;   // queued_ after run_wakeups' last flush
+  AnswerBytes answer_bytes_;     // when run_wakeups writes between the calls it runs
   bool closed_ = false;
   bool goaway_received_ = false;
   Stream* streams_ = nullptr;            // open streams, for close()
