@@ -24,15 +24,24 @@ hits all of them alike. Per run: calls/s (h2load's req/s; every request must hav
 with HTTP 200), server CPU per call (the server's threads' CPU time from
 /proc/<pid>/task/*/schedstat, or utime + stime from /proc/<pid>/stat when threads came or went),
 minor page faults per call (/proc/<pid>/stat) and server core busy % (CPU time / h2load's wall
-time); h2load's own busy % shows when the load generator, not the server, is the limit.
+time); h2load's own busy % and CPU per call (its process time, start-up included, so inflated
+only in --smoke's tiny run) show when the load generator, not the server, is the limit: no
+server is served faster than h2load's core makes calls.
 h2load cannot see grpc-status (a failed call still has HTTP status 200), so before loading
 every server is checked once per body size with nghttp (same package as h2load): the response
-body must equal the request (an echo) and grpc-status must be 0.
+body must equal the request (an echo) and grpc-status must be 0. These checks also warm the
+grpc++ servers, and that matters: the first 1 MiB message a grpc++ server frees is an mmap'd
+chunk, and freeing it raises glibc's trim threshold to 2 MiB; until then each of grpc++'s
+per-thread malloc arenas gives memory back after every 64 KiB call (madvise) and faults it in
+again: 64 KiB x 8 without the 1 MiB check measured grpc++ callback at 0.5-0.65x its calls/s,
+with 0.24 madvise calls and 14-25 page faults per call (0 and 0.02 after it). A long-running server will have seen a large message, so
+every run checks every body size first (also with --only) and measures that steady state.
 
 Prints one Markdown table of medians (ratios: medians of the per-round ferry/grpc++ ratios) and
 writes it to --out. Each run makes the scenario's count of calls, or fewer when a warm-up run
 shows they would take more than RUN_SECONDS; FERRY_H2H_SCALE (default 1) multiplies both
-bounds, FERRY_H2H_ROUNDS (default 3) sets the rounds. --smoke: one tiny scenario, one round,
+bounds, FERRY_H2H_ROUNDS (default 3) sets the rounds; --only LABEL_PART runs the scenarios whose
+label has it. --smoke: one tiny scenario, one round,
 ferry against grpc++ async; exits 77 (ctest's skip code) when h2load is missing, where a full
 run reports it and exits 0.
 Exits 1 when a check or a run fails.
@@ -219,6 +228,7 @@ def run_h2load(server, scenario, count, request_file, pin, run_timeout, priority
         "faults": (faults1 - faults0) / total,
         "busy": 100 * cpu / seconds if seconds > 0 else 0.0,
         "client_busy": 100 * (client1 - client0) / seconds if seconds > 0 else 0.0,
+        "client_us": (client1 - client0) * 1e6 / total,
     }
 
 
@@ -251,6 +261,7 @@ def table(scenarios, servers, results):
     head += ["faults/call " + " / ".join(labels[k] for k in keys)]
     head += ["server busy % " + " / ".join(labels[k] for k in keys)]
     head += ["h2load busy % " + " / ".join(labels[k] for k in keys)]
+    head += ["h2load CPU µs/call " + " / ".join(labels[k] for k in keys)]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for scenario in scenarios:
         label = scenario[0]
@@ -262,6 +273,7 @@ def table(scenarios, servers, results):
         row += [" / ".join(fmt(med(label, k, "faults"), 2) for k in keys)]
         row += [" / ".join(fmt(med(label, k, "busy"), 0) for k in keys)]
         row += [" / ".join(fmt(med(label, k, "client_busy"), 0) for k in keys)]
+        row += [" / ".join(fmt(med(label, k, "client_us"), 1) for k in keys)]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
@@ -275,6 +287,9 @@ def main():
     parser.add_argument("--priority", choices=("realtime", "normal"), default="realtime",
                         help="realtime (default): servers and h2load under chrt -r 50 when "
                              "allowed; normal: as started")
+    parser.add_argument("--only", default="",
+                        help="run only the scenarios whose label has this (the echo checks "
+                             "still cover every body size)")
     args = parser.parse_args()
     missing_code = 77 if args.smoke else 0
 
@@ -285,11 +300,16 @@ def main():
 
     scale = float(os.environ.get("FERRY_H2H_SCALE", "1"))
     rounds = int(os.environ.get("FERRY_H2H_ROUNDS", "3"))
-    scenarios, wanted = SCENARIOS, list(SERVERS)
+    scenarios, wanted = [s for s in SCENARIOS if args.only in s[0]], list(SERVERS)
+    checked_sizes = {s[1] for s in SCENARIOS}
     if args.smoke:
         scenarios = [("16 B x 8, 1 conn", 16, 1, 8, 300)]
         wanted = [s for s in SERVERS if s[0] in ("ferry", "async")]
         scale, rounds = 1.0, 1
+        checked_sizes = {s[1] for s in scenarios}
+    if not scenarios:
+        print(f"head_to_head: no scenario label has {args.only!r}")
+        return 1
 
     bin_dir = os.path.join(args.build_dir, "bench", "head_to_head")
     present = [s for s in wanted if os.access(os.path.join(bin_dir, s[2]), os.X_OK)]
@@ -316,7 +336,10 @@ def main():
         for key, label, binary in present:
             servers.append(Server(key, label, os.path.join(bin_dir, binary), pin, priority))
         request_files = {}
-        for size in sorted({s[1] for s in scenarios}):
+        # Every body size is checked, also with --only: the 1 MiB check is the first large
+        # message a grpc++ server sees, and it changes how glibc serves grpc++ afterwards (see
+        # the module comment), so a scenario's figures must not depend on which others ran.
+        for size in sorted(checked_sizes):
             path = os.path.join(tmp.name, f"request_{size}.bin")
             with open(path, "wb") as f:
                 f.write(grpc_request(size))
