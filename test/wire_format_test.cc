@@ -1,5 +1,5 @@
 // Tests for src/call/wire_format.h: grpc-timeout, grpc-message percent-encoding, -bin base64,
-// HTTP and RST_STREAM status mapping.
+// HTTP and RST_STREAM status mapping, content-types.
 #include "call/wire_format.h"
 
 #include <gtest/gtest.h>
@@ -96,6 +96,20 @@ TEST(BinaryHeaders, EncodeUnpaddedDecodePaddedOrNot) {
   EXPECT_EQ(decode_binary_header("YQ"), "a");
   EXPECT_EQ(decode_binary_header("YQ,Yg=="), "a,b");
   EXPECT_FALSE(decode_binary_header("!!!"));
+}
+
+TEST(ContentType, GrpcWithTheProtoCodecOnly) {
+  for (const char* ct : {"application/grpc", "application/grpc+proto",
+                         "application/grpc;charset=utf-8", "application/grpc+proto;x=1"}) {
+    EXPECT_TRUE(is_grpc_content_type(ct)) << ct;
+    EXPECT_TRUE(is_grpc_proto_content_type(ct)) << ct;
+  }
+  for (const char* ct : {"application/grpc+json", "application/grpc+foo", "application/grpc+"}) {
+    EXPECT_TRUE(is_grpc_content_type(ct)) << ct;
+    EXPECT_FALSE(is_grpc_proto_content_type(ct)) << ct;
+  }
+  EXPECT_FALSE(is_grpc_content_type("application/grpc-web"));
+  EXPECT_FALSE(is_grpc_content_type("application/json"));
 }
 
 TEST(StatusMapping, HttpStatusesFollowTheGrpcTable) {

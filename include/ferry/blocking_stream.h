@@ -37,7 +37,7 @@ class BlockingClientStream {
   bool read(google::protobuf::MessageLite& msg);
   absl::Status finish();
   // As ClientStream::finish_with_response: half-closes, reads the single response, waits for
-  // the status (INTERNAL when the server said OK without a response).
+  // the status (UNIMPLEMENTED when the server said OK without a response).
   absl::Status finish_with_response(google::protobuf::MessageLite& response);
   // Does not wait: the call ends with CANCELLED.
   void cancel() { stream_.cancel(); }

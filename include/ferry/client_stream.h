@@ -161,7 +161,7 @@ class ClientStream {
     }
   }
   // A client-streaming call's end: half-closes, reads the single response into response and
-  // waits for the status, which is INTERNAL when the server sent OK but no response.
+  // waits for the status, which is UNIMPLEMENTED when the server sent OK but no response.
   // Completion signature: void(absl::Status).
   template <class Token = const asio::use_awaitable_t<>&>
   auto finish_with_response(google::protobuf::MessageLite& response,
@@ -180,7 +180,7 @@ class ClientStream {
   // Cancels the call: RST_STREAM(CANCEL); pending and later operations fail with CANCELLED.
   void cancel();
   // The server may send one response only (a client-streaming call): a second one fails the
-  // call with INTERNAL, gRPC's cardinality rule. ClientWriter sets it.
+  // call with UNIMPLEMENTED, gRPC's cardinality rule. ClientWriter sets it.
   void expect_single_response();
 
  private:

@@ -96,6 +96,12 @@ class ServerContext {
 
   // Metadata for the response headers; only before the first message is written.
   void add_initial_metadata(std::string_view key, std::string_view value);
+  // Sends the response headers (with the metadata added so far) now rather than with the first
+  // message, so that the client sees them before a handler that waits sends anything (grpc++'s
+  // SendInitialMetadata, grpc-go's SendHeader). Settles the response compression, as a first
+  // write does. Ignored once they are sent or the call is over; then a later status goes in
+  // trailers, never Trailers-Only.
+  void send_initial_metadata();
   // Metadata for the trailers, sent with the status. Reserved grpc- keys are dropped, but for
   // grpc-retry-pushback-ms (gRPC's retry design: a client with a retry policy waits that many
   // milliseconds before its next attempt, or does not retry when the value is negative).

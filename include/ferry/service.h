@@ -127,10 +127,11 @@ class Service {
   }
 
  private:
-  // The status of a unary or server-streaming call whose request never arrived. When the call
-  // itself is over (cancelled, bad message) ferry has already sent the real status.
+  // The status of a unary or server-streaming call whose request never arrived: a request
+  // cardinality violation, UNIMPLEMENTED in gRPC's status code table. When the call itself is
+  // over (cancelled, bad message) ferry has already sent the real status.
   static absl::Status missing_request() {
-    return absl::InternalError("the client closed its stream without sending a request message");
+    return absl::UnimplementedError("the client closed its stream without sending a request message");
   }
 
   std::string full_name_;

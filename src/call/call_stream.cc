@@ -24,8 +24,9 @@ SliceChain& inflate_scratch() {
   return scratch;
 }
 
+// gRPC's status for a request or response count the method does not allow (doc/statuscodes.md).
 absl::Status cardinality_violation() {
-  return absl::InternalError(
+  return absl::UnimplementedError(
       "cardinality violation: a second message where the method carries one (unary side)");
 }
 

@@ -116,7 +116,8 @@ class CallStream : public http2::Stream, private Deadline {
   // aborted (or nothing: try again).
   asio::awaitable<void> inbound_progress() { return read_event_.wait(); }
   // The inbound side may carry one message only (a unary or server-streaming call's request, a
-  // unary call's response): a second one fails the call with INTERNAL, gRPC's cardinality rule.
+  // unary call's response): a second one fails the call with UNIMPLEMENTED, gRPC's cardinality
+  // rule.
   void expect_single_message();
   // INTERNAL when the inbound stream ended inside a message (a truncated message), else OK.
   absl::Status check_inbound_complete() const { return decoder_.finish(); }

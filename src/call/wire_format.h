@@ -2,6 +2,7 @@
 // percent-encoding, -bin base64, and the mapping of HTTP/2 and HTTP failures to gRPC status.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -49,6 +50,15 @@ inline bool is_grpc_content_type(std::string_view ct) {
   constexpr std::string_view kPrefix = "application/grpc";
   if (ct.substr(0, kPrefix.size()) != kPrefix) return false;
   return ct.size() == kPrefix.size() || ct[kPrefix.size()] == '+' || ct[kPrefix.size()] == ';';
+}
+
+// Whether a gRPC content-type names the proto codec: none ("application/grpc", which means
+// proto) or "+proto", before any ";params".
+inline bool is_grpc_proto_content_type(std::string_view ct) {
+  constexpr std::string_view kPrefix = "application/grpc";
+  std::string_view codec = ct.substr(std::min(ct.size(), kPrefix.size()));
+  codec = codec.substr(0, codec.find(';'));
+  return codec.empty() || codec == "+proto";
 }
 
 // grpc-accept-encoding as ferry sends it, both ways: every encoding it can decompress (the

@@ -13,7 +13,8 @@ namespace ferry::detail {
 
 absl::Status single_response_status(absl::Status status, bool got_response) {
   if (status.ok() && !got_response) {
-    return absl::InternalError("the server sent no response message");
+    // A response cardinality violation: UNIMPLEMENTED, as gRPC's status code table says.
+    return absl::UnimplementedError("the server sent no response message");
   }
   return status;
 }

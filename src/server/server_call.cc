@@ -61,7 +61,8 @@ bool ServerCall::on_header(std::string_view name, std::string_view value) {
   // profile.
   if (header_is(name, "content-type")) {
     grpc_content_type_ = is_grpc_content_type(value);
-    if (!grpc_content_type_) content_type_ = value;
+    proto_codec_ = grpc_content_type_ && is_grpc_proto_content_type(value);
+    if (!proto_codec_) content_type_ = value;
     return true;
   }
   if (header_is(name, "grpc-timeout")) {
@@ -114,6 +115,14 @@ void ServerCall::route() {
   }
   if (!grpc_content_type_) {
     reject_http(415);
+    return;
+  }
+  if (!proto_codec_) {
+    // gRPC with another codec ("+json", "+foo"): ferry's methods take protobuf only.
+    finish(absl::UnimplementedError(absl::StrCat("content-type '", to_absl(content_type_),
+                                                 "' names a codec this server does not "
+                                                 "support (it supports proto)")),
+           nullptr);
     return;
   }
   if (absl::Status s = check_timeout(); !s.ok()) {
@@ -197,7 +206,11 @@ void ServerCall::run_when_ready(const Method* method) {
 }
 
 void ServerCall::on_inbound_progress() {
-  if (pending_method_ != nullptr && (has_message() || inbound_done())) {
+  // The handler runs once the client's side has ended, not at the first message: a second
+  // request message is a cardinality violation (UNIMPLEMENTED), which must be known before the
+  // handler answers, as grpc-go's server checks. A client sends its one request with END_STREAM,
+  // so this is the same read either way.
+  if (pending_method_ != nullptr && inbound_done()) {
     run(std::exchange(pending_method_, nullptr));
   }
 }
@@ -242,12 +255,12 @@ void ServerCall::send_headers() {
 
 asio::awaitable<absl::Status> ServerCall::write(const google::protobuf::MessageLite& msg,
                                                 WriteOptions options) {
-  if (!headers_sent_ && can_write() && connection_ != nullptr) send_headers();
+  send_initial_metadata();
   co_return co_await write_message(msg, /*last=*/false, options);
 }
 
 asio::awaitable<absl::Status> ServerCall::write_raw(const SliceChain& message) {
-  if (!headers_sent_ && can_write() && connection_ != nullptr) send_headers();
+  send_initial_metadata();
   co_return co_await write_message(message, /*last=*/false);
 }
 
@@ -275,16 +288,15 @@ void ServerCall::finish(const absl::Status& status_in, const google::protobuf::M
   append_metadata(trailing_metadata_, trailers.owned);
   if (!status.ok()) append_status_details(status);
 
-  if (!headers_sent_ && outbound.empty()) {
-    // Trailers-Only: one HEADERS frame with END_STREAM carries everything.
+  if (!headers_sent_ && outbound.empty() && initial_metadata_.empty()) {
+    // Trailers-Only: one HEADERS frame with END_STREAM carries everything. Not when the
+    // handler added initial metadata: a client files a Trailers-Only block as trailers, so that
+    // metadata goes in headers of its own first, as grpc-go's server sends it.
     headers_sent_ = true;
-    http2::HeaderList initial;
-    append_metadata(initial_metadata_, initial);
     absl::InlinedVector<http2::HeaderField, 16> fields;
     fields.push_back(http2::HeaderField::literal(":status", kStatusOk));
     fields.push_back(http2::HeaderField::literal("content-type", kGrpcContentType));
     fields.push_back(http2::HeaderField::literal("grpc-accept-encoding", kAcceptEncoding));
-    for (const http2::Header& h : initial) fields.push_back({h.name, h.value});
     fields.insert(fields.end(), trailers.literal.begin(), trailers.literal.end());
     for (const http2::Header& h : trailers.owned) fields.push_back({h.name, h.value});
     connection_->submit_response(this, fields, /*with_data=*/false);

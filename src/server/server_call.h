@@ -40,7 +40,8 @@ class ServerCall final : public CallStream {
   // Whether content-type is application/grpc[+codec|;params].
   bool has_grpc_content_type() const { return grpc_content_type_; }
   std::string_view method() const { return method_; }              // only when not POST
-  std::string_view content_type() const { return content_type_; }  // only when not gRPC
+  // Only when not gRPC with the proto codec.
+  std::string_view content_type() const { return content_type_; }
   std::string_view encoding() const { return encoding_; }
   const Metadata& client_metadata() const { return client_metadata_; }
   std::chrono::steady_clock::time_point deadline() const { return deadline_; }
@@ -79,6 +80,10 @@ class ServerCall final : public CallStream {
   asio::awaitable<bool> read_raw(SliceChain& message) { return read_message(message); }
   asio::awaitable<absl::Status> write_raw(const SliceChain& message);
   void finish(const absl::Status& status, const google::protobuf::MessageLite* msg);
+  // Sends the response headers now, unless they are sent already or the call is over.
+  void send_initial_metadata() {
+    if (!headers_sent_ && can_write() && connection_ != nullptr) send_headers();
+  }
   absl::Status queue_response(const google::protobuf::MessageLite& msg);
 
   // Cancels the call from the server side (shutdown past its grace): RST_STREAM(CANCEL).
@@ -106,8 +111,9 @@ class ServerCall final : public CallStream {
   // The request headers are in: rejects a request that is not gRPC or names no method this
   // server has, else starts the deadline and runs the handler.
   void route();
-  // Runs method's handler now (streaming requests), or once the request message is in (unary
-  // and server-streaming calls: their handler then takes it without suspending). The handler
+  // Runs method's handler now (streaming requests), or once the client's side has ended with
+  // its one request message in (unary and server-streaming calls: their handler then takes it
+  // without suspending). The handler
   // runs on one of the thread's runners (server/handler_runners.h), which then calls
   // handler_done.
   void run(const Method* method);
@@ -138,6 +144,7 @@ class ServerCall final : public CallStream {
   // The request line, kept as flags and a pointer: strings are stored only for error messages.
   bool is_post_ = false;
   bool grpc_content_type_ = false;
+  bool proto_codec_ = false;  // the content-type is gRPC with the proto codec
   bool client_accepts_gzip_ = false;  // grpc-accept-encoding lists gzip
   bool send_compression_fixed_ = false;
   Compression requested_compression_ = Compression::kIdentity;

@@ -17,6 +17,8 @@ void ServerContext::add_initial_metadata(std::string_view key, std::string_view 
   call_->initial_metadata().add(key, value);
 }
 
+void ServerContext::send_initial_metadata() { call_->send_initial_metadata(); }
+
 void ServerContext::add_trailing_metadata(std::string_view key, std::string_view value) {
   call_->trailing_metadata().add(key, value);
 }
