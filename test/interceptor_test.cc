@@ -15,7 +15,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "ferry/channel.h"
+#include "asio/steady_timer.hpp"
+#include "asio/this_coro.hpp"
 #include "ferry/server.h"
+#include "ferry/slice_chain.h"
 #include "ferry/testing/echo.pb.h"
 #include "support/loopback.h"
 
@@ -356,6 +359,85 @@ INSTANTIATE_TEST_SUITE_P(AllKinds, InterceptorKinds,
                            }
                            return std::string("?");
                          });
+
+// Handlers whose answers the client must turn into an error itself: a response that does not
+// parse (raw bytes that are no EchoResponse), and OK with no response where one is due.
+Service make_bad_answers() {
+  Service bad("ferry.testing.Bad");
+  bad.add_server_streaming<EchoRequest, EchoResponse>(
+      "Garbage", [](ServerContext& ctx, const EchoRequest&,
+                    ServerWriter<EchoResponse>& writer) -> asio::awaitable<absl::Status> {
+        static const char kNotAMessage[] = "\xff\xff\xff";  // a truncated varint tag
+        SliceChain message;
+        message.append(Slice::external(kNotAMessage, 3, nullptr));
+        if (absl::Status s = co_await writer.write_raw(message); !s.ok()) co_return s;
+        ctx.add_trailing_metadata("x-sent", "1");
+        co_return absl::OkStatus();
+      });
+  bad.add_bidi_streaming<EchoRequest, EchoResponse>(
+      "Silent", [](ServerContext&, ServerReaderWriter<EchoRequest, EchoResponse>& stream)
+                    -> asio::awaitable<absl::Status> {
+        EchoRequest request;
+        while (co_await stream.read(request)) {
+        }
+        co_return absl::OkStatus();
+      });
+  return bad;
+}
+
+// Waits on the client's loop until ctx holds the trailer key (the call's status is in).
+asio::awaitable<void> wait_for_trailer(const ClientContext& ctx, std::string_view key) {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  for (int i = 0; i < 1000 && !ctx.trailing_metadata().get(key); ++i) {
+    timer.expires_after(5ms);
+    co_await timer.async_wait(asio::use_awaitable);
+  }
+}
+
+// The server's OK arrives before the application reads the response, which then fails to
+// parse: the application gets INTERNAL, and so must the interceptor (it was told OK).
+TEST(Interceptors, ClientObservesAResponseThatFailsToParse) {
+  Log log;
+  ChannelOptions channel_options;
+  channel_options.interceptors = {std::make_shared<RecordingClientInterceptor>("a", &log)};
+  Service bad = make_bad_answers();
+  Loopback loop({}, channel_options, &bad);
+  ClientContext ctx;
+  absl::Status status = loop.run([&]() -> asio::awaitable<absl::Status> {
+    const EchoRequest request;
+    ClientReader<EchoResponse> reader(
+        co_await loop.channel().open("/ferry.testing.Bad/Garbage", ctx, request));
+    co_await wait_for_trailer(ctx, "x-sent");
+    EchoResponse response;
+    EXPECT_FALSE(co_await reader.read(response));
+    co_return co_await reader.finish();
+  });
+  EXPECT_EQ(status.code(), absl::StatusCode::kInternal) << status;
+  ASSERT_EQ(log.lines().size(), 2u);
+  EXPECT_EQ(log.outcome("a").status, status);
+}
+
+// OK without the one response a client-streaming call is due: the application gets
+// UNIMPLEMENTED (a cardinality violation), and so does the interceptor.
+TEST(Interceptors, ClientObservesAMissingResponse) {
+  Log log;
+  ChannelOptions channel_options;
+  channel_options.interceptors = {std::make_shared<RecordingClientInterceptor>("a", &log)};
+  Service bad = make_bad_answers();
+  Loopback loop({}, channel_options, &bad);
+  ClientContext ctx;
+  absl::Status status = loop.run([&]() -> asio::awaitable<absl::Status> {
+    ClientWriter<EchoRequest> writer(
+        co_await loop.channel().open("/ferry.testing.Bad/Silent", RpcKind::kClientStreaming, ctx));
+    const EchoRequest request;
+    (void)co_await writer.write(request);
+    EchoResponse response;
+    co_return co_await writer.finish(response);
+  });
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented) << status;
+  ASSERT_EQ(log.lines().size(), 2u);
+  EXPECT_EQ(log.outcome("a").status, status);
+}
 
 // The deadline ends the call while the handler waits: the interceptor sees DEADLINE_EXCEEDED,
 // not what the handler returned afterwards. The client's loop is frozen past the deadline, so

@@ -219,7 +219,6 @@ int CallStream::take_message(google::protobuf::MessageLite& msg) {
   DecodedMessage message;
   if (!pop_ready(message)) return 0;
   last_compressed_ = message.compressed;
-  on_message_taken(message.compressed);
   absl::Status parsed;
   if (!message.compressed) {
     parsed = parse_message(message.payload, msg);
@@ -233,6 +232,7 @@ int CallStream::take_message(google::protobuf::MessageLite& msg) {
     on_receive_error(std::move(parsed));
     return -1;
   }
+  on_message_taken(message.compressed);
   return 1;
 }
 
@@ -241,9 +241,9 @@ int CallStream::take_message(SliceChain& out) {
   DecodedMessage message;
   if (!pop_ready(message)) return 0;
   last_compressed_ = message.compressed;
-  on_message_taken(message.compressed);
   if (!message.compressed) {
     out = std::move(message.payload);
+    on_message_taken(false);
     return 1;
   }
   out.clear();
@@ -251,6 +251,7 @@ int CallStream::take_message(SliceChain& out) {
     on_receive_error(std::move(inflated));
     return -1;
   }
+  on_message_taken(true);
   return 1;
 }
 

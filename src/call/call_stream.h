@@ -62,6 +62,8 @@ class CallStream : public http2::Stream, private Deadline {
 
   // Messages received complete (read or not) and messages queued to send, for interceptors.
   std::size_t messages_received() const { return messages_received_; }
+  // Whether expect_single_message() was called.
+  bool expects_single_message() const { return single_message_; }
   std::size_t messages_sent() const { return messages_sent_; }
   // The same messages' payload bytes as they crossed the wire (compressed when they were; the
   // 5-byte gRPC prefix not counted): gRPC's "compressed message size" metrics.
@@ -165,7 +167,8 @@ class CallStream : public http2::Stream, private Deadline {
   virtual void on_operation_cancelled() = 0;
   // The Event hook (call/event.h) that calls on_operation_cancelled.
   static void cancel_operation(void* self);
-  // A message was taken by a read (before it is parsed); compressed: its flag.
+  // A read took a message and delivered it (parsed, or inflated for a raw read); compressed:
+  // its flag. A message that fails to parse calls on_receive_error instead.
   virtual void on_message_taken(bool compressed) { (void)compressed; }
 
   // http2::Stream

@@ -6,6 +6,7 @@
 #include "call/call_storage.h"
 #include "call/wire_format.h"
 #include "client/retry.h"
+#include "client/unary_call.h"
 #include "ferry/status_details.h"
 
 namespace ferry::detail {
@@ -212,6 +213,11 @@ void ClientCall::on_remote_end() {
   } else {
     absl::Status status(grpc_status_, grpc_message_);
     if (!status_details_.empty()) set_status_details(status, status_details_);
+    if (status.ok() && expects_single_message() && messages_received() == 0) {
+      // A unary or client-streaming call answered OK with no response: a response
+      // cardinality violation, decided here so that observers see it too.
+      status = single_response_status(std::move(status), false);
+    }
     complete(std::move(status));
   }
   // The server has ended the call while our side is still open (it answered before we
@@ -246,9 +252,21 @@ void ClientCall::on_receive_error(absl::Status status) {
     // grpc-go report it), not with "no response message".
     status_ = status;
     abort(std::move(status));
+    tell_observer();  // held back until now: this is the status the application sees
     return;
   }
   abort_call(std::move(status));
+}
+
+void ClientCall::on_message_taken(bool compressed) {
+  context_->response_compressed_ = compressed;
+  if (status_final()) tell_observer();
+}
+
+void ClientCall::tell_observer() {
+  if (observer_ == nullptr || observer_told_) return;
+  observer_told_ = true;
+  observer_->on_call_done(*this);
 }
 
 void ClientCall::complete(absl::Status status) {
@@ -257,7 +275,7 @@ void ClientCall::complete(absl::Status status) {
   status_ = std::move(status);
   disarm_deadline();
   if (parent_ != nullptr) parent_->remove(std::exchange(parent_registration_, 0));
-  if (observer_ != nullptr) observer_->on_call_done(*this);
+  if (status_final()) tell_observer();
   done_event_.notify();
   wake_all();
 }
@@ -273,7 +291,7 @@ void ClientCall::cancel(absl::Status why) { abort_call(std::move(why)); }
 
 void ClientCall::set_observer(std::unique_ptr<ClientCallObserver> observer) {
   observer_ = std::move(observer);
-  if (done_ && observer_ != nullptr) observer_->on_call_done(*this);
+  if (status_final()) tell_observer();
 }
 
 asio::awaitable<absl::Status> ClientCall::write(const google::protobuf::MessageLite& msg,
@@ -307,6 +325,7 @@ asio::awaitable<absl::Status> ClientCall::finish() {
   ref();
   while (!done_) co_await done_event_.wait();
   absl::Status status = status_;
+  settle();  // finish() is the status the application takes, read or not
   unref();
   co_return status;
 }

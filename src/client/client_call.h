@@ -69,9 +69,16 @@ class ClientCall final : public CallStream {
   const absl::Status& status() const { return status_; }
   void cancel(absl::Status why);
   bool done() const { return done_; }
-  // Observer told when the call is done (at once if it is); the call owns it. Only calls with
-  // interceptors have one.
+  // Observer told once the call's status is final (at once if it is); the call owns it. Only
+  // calls with interceptors have one. A call that ended OK with responses still unread is not
+  // final yet: one of them may fail to parse, which fails the call with INTERNAL, so the
+  // observer is told when the last is delivered, when finish() returns, or when the application
+  // lets go of the call (settle()), whichever comes first: it sees the status the application
+  // sees.
   void set_observer(std::unique_ptr<ClientCallObserver> observer);
+  // The application has let go of the call: what it left unread no longer matters, so its
+  // status is final. Tells the observer if it was not told.
+  void settle() { tell_observer(); }
   // The server never saw the call: it could not be sent (the connection took no new stream) or
   // was refused before any response (REFUSED_STREAM, or above a GOAWAY's last stream id). gRPC's
   // retry design lets such a call be retried transparently.
@@ -87,7 +94,7 @@ class ClientCall final : public CallStream {
   void on_remote_end() override;
   void on_stream_closed(http2::ErrorCode h2_error) override;
   void on_receive_error(absl::Status status) override;
-  void on_message_taken(bool compressed) override { context_->response_compressed_ = compressed; }
+  void on_message_taken(bool compressed) override;
   bool can_write() const override { return !done_ && !closed_ && !outbound_end; }
   bool inbound_done() const override { return done_ || CallStream::inbound_done(); }
   void on_deadline() override;  // DEADLINE_EXCEEDED, and RST_STREAM(CANCEL) to the server
@@ -96,6 +103,11 @@ class ClientCall final : public CallStream {
 
   // Records the call's status (the first one wins) and wakes everyone waiting.
   void complete(absl::Status status);
+  // Whether status_ can no longer change: the call is done, and either failed or has no
+  // response left that could fail to parse.
+  bool status_final() const { return done_ && (!status_.ok() || !has_message()); }
+  // Tells the observer, once.
+  void tell_observer();
   // Ends the call from this side: status, RST_STREAM(CANCEL).
   void abort_call(absl::Status status);
   // Registers with the parent server call's cancellation (from_server_context).
@@ -119,6 +131,7 @@ class ClientCall final : public CallStream {
   absl::Status status_;
   Event done_event_;
   std::unique_ptr<ClientCallObserver> observer_;
+  bool observer_told_ = false;
   // The server call this one was made on behalf of (ClientContext::from_server_context), and
   // this call's registration with it; null and 0 otherwise.
   std::shared_ptr<CancellationLink> parent_;

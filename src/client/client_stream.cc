@@ -42,6 +42,7 @@ ClientStream::~ClientStream() {
   // Cancel an unfinished call; on the call's thread, since its state lives there.
   asio::post(call->executor(), [call] {
     if (!call->done()) call->cancel(absl::CancelledError("the client dropped the call"));
+    call->settle();
     call->unref();
   });
 }
