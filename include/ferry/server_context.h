@@ -84,9 +84,11 @@ class ServerContext {
   // Runs fn once when the call is cancelled (as is_cancelled() turns true), on the thread that
   // cancels it (the call's I/O thread), or at once, here, when it is already. For a handler
   // that waits on something other than the call (a watch, a long poll) and must stop waiting
-  // then: fn must be quick and must not call back into this context or the registration
-  // (hand the work on, e.g. asio::post to the handler's executor). Active as long as the
-  // returned registration lives; keep it within the handler. Takes a lock and allocates.
+  // then: fn should be quick, since the call's thread runs it (hand the work on, e.g.
+  // asio::post to the handler's executor); it runs outside ferry's locks, so it may reset its
+  // own or another registration. Active as long as the returned registration lives (resetting
+  // it from another thread waits for a run under way); keep it within the handler. Takes a
+  // lock and allocates.
   [[nodiscard]] CancellationRegistration on_cancel(std::function<void(const absl::Status&)> fn);
   // "ipv4:127.0.0.1:54321", "ipv6:[::1]:54321", "unix:/path" or "unix-abstract:name".
   std::string peer() const;

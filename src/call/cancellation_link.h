@@ -5,9 +5,11 @@
 // threads.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -20,21 +22,32 @@ class CancellationLink {
   using Callback = std::function<void(const absl::Status&)>;
 
   // Runs every registered callback once, with why (the first cancel wins; later ones do
-  // nothing). Callbacks run on the calling thread, under the link's lock: they must only hand
-  // the work to their own executor (post), never call back into the link.
+  // nothing). Callbacks run on the calling thread, one at a time and outside the link's lock
+  // (user code runs there: ServerContext::on_cancel), so a callback may add, remove or cancel.
   void cancel(const absl::Status& why) {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
     if (!why_.ok()) return;
+    // Set once and never changed again: callbacks read it without the lock.
     why_ = why.ok() ? absl::CancelledError("the parent call was cancelled") : why;
-    for (auto& [id, fn] : callbacks_) fn(why_);
-    callbacks_.clear();
+    runner_ = std::this_thread::get_id();
+    while (!callbacks_.empty()) {
+      auto [id, fn] = std::move(callbacks_.front());
+      callbacks_.erase(callbacks_.begin());
+      running_ = id;
+      lock.unlock();
+      fn(why_);
+      lock.lock();
+      running_ = 0;
+      idle_.notify_all();
+    }
   }
 
-  // Registers fn, run once by cancel(); at once (here, under the lock) when cancel() has run.
-  // Returns an id for remove(); 0 when fn ran already.
+  // Registers fn, run once by cancel(); at once, here, when cancel() has run. Returns an id for
+  // remove(); 0 when fn ran already.
   std::uint64_t add(Callback fn) {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
     if (!why_.ok()) {
+      lock.unlock();
       fn(why_);
       return 0;
     }
@@ -42,22 +55,30 @@ class CancellationLink {
     return next_id_;
   }
 
-  // Unregisters; once it returns, the callback is not running and will not run. id 0: nothing.
+  // Unregisters; once it returns, the callback is not running and will not run (from another
+  // thread it waits for a run under way; from inside the callback itself it returns at once).
+  // id 0: nothing.
   void remove(std::uint64_t id) {
     if (id == 0) return;
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
     for (auto it = callbacks_.begin(); it != callbacks_.end(); ++it) {
       if (it->first == id) {
         callbacks_.erase(it);
         return;
       }
     }
+    if (runner_ != std::this_thread::get_id()) {
+      idle_.wait(lock, [&] { return running_ != id; });
+    }
   }
 
  private:
   std::mutex mutex_;
-  absl::Status why_;  // OK until cancelled
+  std::condition_variable idle_;  // a callback's run ended
+  absl::Status why_;              // OK until cancelled
   std::uint64_t next_id_ = 0;
+  std::uint64_t running_ = 0;     // the callback cancel() runs now, 0 when none
+  std::thread::id runner_;        // the thread that cancelled
   std::vector<std::pair<std::uint64_t, Callback>> callbacks_;
 };
 
