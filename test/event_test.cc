@@ -3,6 +3,8 @@
 // read), inline when the queue runs and not before.
 #include "call/event.h"
 
+#include <chrono>
+#include <string>
 #include <vector>
 
 #include "asio/co_spawn.hpp"
@@ -102,6 +104,20 @@ TEST(Event, WakeupForAnotherThreadIsPostedNotRunInline) {
   EXPECT_TRUE(log.empty());
   io.poll();
   EXPECT_EQ(log, (std::vector<std::string>{"woken"}));
+}
+
+TEST(EventDeathTest, ASecondWaiterAbortsInsteadOfSpinning) {
+  // Two waiters used to wake each other for ever; now the second one is a loud failure.
+  EXPECT_DEATH(
+      {
+        asio::io_context io(1);
+        Event event(io.get_executor());
+        std::vector<std::string> log;
+        asio::co_spawn(io, wait_and_record(event, log), asio::detached);
+        asio::co_spawn(io, wait_and_record(event, log), asio::detached);
+        io.run_for(std::chrono::seconds(2));
+      },
+      "two operations of one kind");
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 // is edge-triggered and may be spurious, so waiters re-check their condition in a loop; with the
 // state and the waiters on one thread, no wake-up is lost between the check and the wait.
 //
-// Event serves one waiter at a time (a call's reader, writer or finisher): it keeps the waiting
+// Event serves one waiter at a time (a call's reader, writer or finisher; a second one aborts): it keeps the waiting
 // coroutine's completion handler in place and posts it on notify(), with no timer, no lock and
 // no allocation (asio recycles the posted operation). Signal serves any number of waiters (calls
 // waiting for a connection): a timer that never expires, cancelled to wake them all.
@@ -14,6 +14,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <new>
 #include <type_traits>
 #include <utility>
@@ -109,10 +111,10 @@ class Event {
   void store(Handler&& handler) {
     using W = WaiterOf<std::decay_t<Handler>>;
     static_assert(sizeof(W) <= sizeof(storage_) && alignof(W) <= alignof(std::max_align_t));
-    if (waiter_ != nullptr) {  // never two waiters: wake the old one to re-check
-      release_slot();
-      waiter_->post();
-    }
+    // Two waiters would wake each other for ever (each re-checks and waits again): a second
+    // operation of a kind on one call (two reads at once, say) is a bug in the caller, which
+    // ferry's streams document; fail loudly rather than spin.
+    if (waiter_ != nullptr) second_waiter();
     auto* w = new (storage_) W(std::move(handler));
     waiter_ = w;
     if (cancel_hook_ != nullptr) {
@@ -122,6 +124,13 @@ class Event {
         hook_ = &slot.template emplace<SlotHandler>(this);
       }
     }
+  }
+
+  [[noreturn]] static void second_waiter() {
+    std::fputs("ferry: two operations of one kind wait on one call at once (e.g. two reads); "
+               "the streams allow one at a time\n",
+               stderr);
+    std::abort();
   }
 
   // Installed in the waiting operation's cancellation slot.
