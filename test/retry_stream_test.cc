@@ -21,6 +21,7 @@
 #include "asio/steady_timer.hpp"
 #include "asio/use_future.hpp"
 #include "ferry/channel.h"
+#include "ferry/interceptor.h"
 #include "ferry/server.h"
 #include "ferry/service.h"
 #include "ferry/testing/echo.pb.h"
@@ -183,6 +184,50 @@ TEST(RetryStream, ServerStreamingRetriedBeforeAnyResponse) {
   EXPECT_EQ(server.attempts(), 3);
   EXPECT_EQ(server.previous_attempts(), (std::vector<std::string>{"(none)", "1", "2"}));
   EXPECT_EQ(server.payloads(), (std::vector<std::string>{"abc", "abc", "abc"}));
+}
+
+// Records each call's on_start and the outcome its on_finish saw.
+class CountingInterceptor : public ClientInterceptor {
+ public:
+  asio::awaitable<absl::Status> on_start(ClientContext&, const CallInfo&) override {
+    ++starts;
+    co_return absl::OkStatus();
+  }
+  void on_finish(ClientContext&, const CallInfo&, const CallOutcome& outcome) override {
+    std::lock_guard lock(mu);
+    finishes.push_back(outcome.status);
+  }
+  std::atomic<int> starts{0};
+  std::mutex mu;
+  std::vector<absl::Status> finishes;
+};
+
+// An interceptor on the channel (the metrics one, say) must not turn the method's retry policy
+// off: the call is retried as without it, and the interceptor sees one call and its final
+// status, once.
+TEST(RetryStream, InterceptorsKeepTheRetryPolicy) {
+  for (const bool fails_for_good : {false, true}) {
+    FlakyStreams server(fails_for_good ? 10 : 2, FailAt::kStart);
+    auto interceptor = std::make_shared<CountingInterceptor>();
+    ChannelOptions options = retrying(3);
+    options.interceptors = {interceptor};
+    Channel channel(server.target(), options);
+    ClientContext ctx;
+    ctx.set_timeout(10s);
+    BlockingClientStream stream = channel.open_blocking(kExpand, ctx, request("abc", 3));
+    EchoResponse r;
+    int n = 0;
+    while (stream.read(r)) ++n;
+    const absl::Status status = stream.finish();
+    EXPECT_EQ(server.attempts(), 3) << fails_for_good;
+    EXPECT_EQ(n, fails_for_good ? 0 : 3);
+    EXPECT_EQ(status.code(),
+              fails_for_good ? absl::StatusCode::kUnavailable : absl::StatusCode::kOk)
+        << status;
+    EXPECT_EQ(interceptor->starts.load(), 1);
+    std::lock_guard lock(interceptor->mu);
+    EXPECT_EQ(interceptor->finishes, std::vector<absl::Status>{status}) << fails_for_good;
+  }
 }
 
 TEST(RetryStream, ServerStreamingCommitsOnTheFirstResponse) {

@@ -119,22 +119,33 @@ asio::awaitable<ClientStream> Channel::open_on(std::shared_ptr<detail::ChannelCo
                                                std::string_view method, ClientContext& context,
                                                const google::protobuf::MessageLite* request,
                                                RpcKind kind) {
+  // The interceptors' on_finish hooks, given to the call (or its last attempt) once it is open.
+  std::unique_ptr<detail::ClientCallObserver> observer;
   if (!core->interceptors().empty()) {
-    co_return ClientStream(
-        co_await detail::intercepted_start(core, method, context, request, kind));
+    detail::StreamHooks hooks = co_await detail::start_stream_hooks(core, method, context, kind);
+    observer = std::move(hooks.observer);
+    if (!hooks.status.ok()) {
+      // Rejected: a call that is over already, whose observer is told at once.
+      auto* rejected = new detail::ClientCall(core->executor(), &context, std::move(hooks.status));
+      rejected->set_observer(std::move(observer));
+      co_return ClientStream(rejected);
+    }
   }
   if (core->retries_streams(method)) {
     // A retry policy for the method: the call keeps its request messages for further attempts.
     // Held by stream from here: should the start throw (asio does so when the operation's slot
     // has cancelled it), the stream's destructor releases it.
-    ClientStream stream(
-        new detail::RetryingStream(core, method, context, core->retry_buffer_per_call()));
+    ClientStream stream(new detail::RetryingStream(core, method, context,
+                                                   core->retry_buffer_per_call(),
+                                                   std::move(observer)));
     co_await stream.retrying_->start(request);
     co_return stream;
   }
   detail::ClientCall* call = request == nullptr
                                  ? co_await core->start_call(method, context)
                                  : co_await detail::start_with_request(core, method, context, *request);
+  // Told at once when the call is over already (it could not start).
+  if (observer != nullptr) call->set_observer(std::move(observer));
   co_return ClientStream(call);
 }
 

@@ -115,25 +115,17 @@ asio::awaitable<absl::Status> unary_with_hooks(RecycledFrame, std::shared_ptr<Ch
   co_return status;
 }
 
-asio::awaitable<ClientCall*> start_with_hooks(RecycledFrame, std::shared_ptr<ChannelCore> core,
-                                              std::string_view method, ClientContext& context,
-                                              const google::protobuf::MessageLite* request,
-                                              RpcKind kind) {
+asio::awaitable<StreamHooks> stream_hooks(RecycledFrame, std::shared_ptr<ChannelCore> core,
+                                          std::string_view method, ClientContext& context,
+                                          RpcKind kind) {
   const auto started = Clock::now();
   std::size_t entered = 0;
-  absl::Status status = co_await start_hooks(RecycledFrame{}, *core, context, CallInfo{method, kind}, &entered);
-  ClientCall* call;
-  if (!status.ok()) {
-    call = new ClientCall(core->executor(), &context, std::move(status));
-  } else if (request == nullptr) {
-    call = co_await core->start_call(method, context);
-  } else {
-    call = co_await start_with_request(core, method, context, *request);
-  }
-  // Told at once when the call is over already (rejected, or it could not start).
-  call->set_observer(
-      std::make_unique<InterceptedStream>(core, &context, method, kind, started, entered));
-  co_return call;
+  StreamHooks hooks;
+  hooks.status =
+      co_await start_hooks(RecycledFrame{}, *core, context, CallInfo{method, kind}, &entered);
+  hooks.observer =
+      std::make_unique<InterceptedStream>(core, &context, method, kind, started, entered);
+  co_return hooks;
 }
 
 }  // namespace
@@ -146,11 +138,10 @@ asio::awaitable<absl::Status> intercepted_unary_call(std::shared_ptr<ChannelCore
   return unary_with_hooks(RecycledFrame{}, std::move(core), method, context, request, response);
 }
 
-asio::awaitable<ClientCall*> intercepted_start(std::shared_ptr<ChannelCore> core,
-                                               std::string_view method, ClientContext& context,
-                                               const google::protobuf::MessageLite* request,
-                                               RpcKind kind) {
-  return start_with_hooks(RecycledFrame{}, std::move(core), method, context, request, kind);
+asio::awaitable<StreamHooks> start_stream_hooks(std::shared_ptr<ChannelCore> core,
+                                                std::string_view method, ClientContext& context,
+                                                RpcKind kind) {
+  return stream_hooks(RecycledFrame{}, std::move(core), method, context, kind);
 }
 
 }  // namespace ferry::detail

@@ -20,6 +20,7 @@ namespace ferry::detail {
 
 class ChannelCore;
 class ClientCall;
+class ClientCallObserver;
 
 // unary_call with the interceptors: their on_start hooks (a rejection is returned without
 // sending anything), the call, then their on_finish hooks.
@@ -29,13 +30,16 @@ asio::awaitable<absl::Status> intercepted_unary_call(std::shared_ptr<ChannelCore
                                                      const google::protobuf::MessageLite& request,
                                                      google::protobuf::MessageLite& response);
 
-// Starts a streaming call (with its one request when request is non-null) with the
-// interceptors: on_start hooks first; the on_finish hooks run when the call is done (the call
-// owns that observer); kind is what they are told the call is. A rejected call is returned over, with the rejection. The returned call
-// holds one reference for the caller.
-asio::awaitable<ClientCall*> intercepted_start(std::shared_ptr<ChannelCore> core,
-                                               std::string_view method, ClientContext& context,
-                                               const google::protobuf::MessageLite* request,
-                                               RpcKind kind);
+// A streaming call's on_start hooks, run before it is opened: status is the first rejection
+// (OK when none rejected), and observer runs the on_finish hooks of those that ran once the call
+// it is given to is over (ClientCall::set_observer; a call retried by its method's policy gives
+// it to its last attempt). kind is what the hooks are told the call is.
+struct StreamHooks {
+  absl::Status status;
+  std::unique_ptr<ClientCallObserver> observer;
+};
+asio::awaitable<StreamHooks> start_stream_hooks(std::shared_ptr<ChannelCore> core,
+                                                std::string_view method, ClientContext& context,
+                                                RpcKind kind);
 
 }  // namespace ferry::detail

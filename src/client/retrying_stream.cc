@@ -15,17 +15,26 @@
 namespace ferry::detail {
 
 RetryingStream::RetryingStream(std::shared_ptr<ChannelCore> core, std::string_view method,
-                               ClientContext& context, std::size_t buffer_limit)
+                               ClientContext& context, std::size_t buffer_limit,
+                               std::unique_ptr<ClientCallObserver> observer)
     : executor_(core->executor()),
       core_(std::move(core)),
       method_(method),
       context_(&context),
+      observer_(std::move(observer)),
       buffer_limit_(buffer_limit),
       backoff_timer_(executor_),
       retried_(executor_) {}
 
 RetryingStream::~RetryingStream() {
-  if (call_ != nullptr) call_->unref();
+  if (call_ == nullptr) return;
+  last_attempt();  // dropped: nothing follows the current attempt
+  call_->settle();
+  call_->unref();
+}
+
+void RetryingStream::last_attempt() {
+  if (observer_ != nullptr && call_ != nullptr) call_->set_observer(std::move(observer_));
 }
 
 void RetryingStream::unref() {
@@ -69,6 +78,7 @@ void RetryingStream::keep(const google::protobuf::MessageLite& msg, WriteOptions
 
 void RetryingStream::commit() {
   committed_ = true;
+  last_attempt();
   kept_.clear();
   kept_.shrink_to_fit();
   kept_bytes_ = 0;
@@ -141,6 +151,7 @@ asio::awaitable<bool> RetryingStream::retry() {
     }
     // next failed too (could not connect, refused, failed at once): decide again.
   }
+  if (!started) last_attempt();
   retrying_ = false;
   retried_.notify_all();
   unref();
@@ -228,10 +239,13 @@ asio::awaitable<absl::Status> RetryingStream::finish() {
     if (replaced) continue;
     if (status.ok()) {
       core_->on_call_succeeded();
+      last_attempt();
       break;
     }
+    if (!retryable) last_attempt();  // (retry() says so itself when it starts none)
     if (!retryable || !co_await retry()) break;
   }
+  call_->settle();  // the status the application takes
   unref();
   co_return status;
 }
@@ -249,6 +263,8 @@ asio::awaitable<absl::Status> RetryingStream::finish_with_response(
 void RetryingStream::cancel(absl::Status why) {
   cancelled_ = true;
   backoff_timer_.cancel();
+  // During a retry, retry() sees cancelled_ and gives the observer to where it ends.
+  if (!retrying_) last_attempt();
   if (call_ != nullptr) call_->cancel(std::move(why));
 }
 

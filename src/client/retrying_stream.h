@@ -29,12 +29,16 @@ namespace ferry::detail {
 
 class ChannelCore;
 class ClientCall;
+class ClientCallObserver;
 
 class RetryingStream {
  public:
   // On the channel's executor. The creator holds one reference (ClientStream adopts it).
+  // observer (the interceptors' on_finish hooks; may be null) is given to the last attempt, the
+  // one whose status is the call's, once no further attempt can follow.
   RetryingStream(std::shared_ptr<ChannelCore> core, std::string_view method,
-                 ClientContext& context, std::size_t buffer_limit);
+                 ClientContext& context, std::size_t buffer_limit,
+                 std::unique_ptr<ClientCallObserver> observer = nullptr);
   ~RetryingStream();
   RetryingStream(const RetryingStream&) = delete;
   RetryingStream& operator=(const RetryingStream&) = delete;
@@ -80,6 +84,9 @@ class RetryingStream {
   bool may_retry(const ClientCall& attempt) const;
   // Waits while a retry is under way.
   asio::awaitable<void> wait_for_retry();
+  // No attempt follows the current one (committed, cancelled, succeeded, out of attempts, or
+  // dropped): it gets the observer, which it tells when its status is final.
+  void last_attempt();
 
   std::atomic<int> refs_{1};
   asio::any_io_executor executor_;
@@ -87,6 +94,7 @@ class RetryingStream {
   std::string method_;
   ClientContext* context_;
   ClientCall* call_ = nullptr;  // the current attempt (one reference)
+  std::unique_ptr<ClientCallObserver> observer_;  // until the last attempt takes it
   std::vector<Kept> kept_;
   std::size_t kept_bytes_ = 0;
   std::size_t buffer_limit_;
