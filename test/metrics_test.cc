@@ -15,6 +15,7 @@
 #include "asio/write.hpp"
 #include "ferry/channel.h"
 #include "ferry/interceptor.h"
+#include "ferry/retry.h"
 #include "ferry/server.h"
 #include "ferry/testing/echo.pb.h"
 #include "prometheus/exposer.h"
@@ -110,6 +111,50 @@ TEST(Metrics, CountersAfterKnownCallsOnServerAndClient) {
                                  ",grpc_status=\"NOT_FOUND\"} 1"))
       << text;
   EXPECT_TRUE(has_line(text, "grpc_client_call_rcvd_messages_total{" + expand + "} 4")) << text;
+}
+
+// A call retried by its method's policy: the attempt metrics count its attempts, the call
+// metrics the call (before, every attempt metric counted calls). Unary and server-streaming
+// calls answered NOT_FOUND, which the policy retries, 3 attempts each.
+TEST(Metrics, ClientAttemptsOfRetriedCalls) {
+  MetricsSetup metrics;
+  ASSERT_GT(metrics.port, 0);
+  RetryPolicy& policy = metrics.channel_options.method_retry_policies["/ferry.testing.Echo/"];
+  policy.max_attempts = 3;
+  policy.initial_backoff = std::chrono::milliseconds(1);
+  policy.max_backoff = std::chrono::milliseconds(1);
+  policy.retryable_status_codes = {absl::StatusCode::kNotFound};
+
+  Loopback loop(metrics.server_options, metrics.channel_options);
+  loop.run([&]() -> asio::awaitable<void> {
+    EchoRequest request;
+    request.set_status_code(static_cast<int>(absl::StatusCode::kNotFound));
+    EchoResponse response;
+    ClientContext ctx;
+    EXPECT_EQ((co_await loop.stub().Echo(ctx, request, response)).code(),
+              absl::StatusCode::kNotFound);
+    ClientContext stream_ctx;
+    ClientReader<EchoResponse> reader = co_await loop.stub().Expand(stream_ctx, request);
+    while (co_await reader.read(response)) {
+    }
+    EXPECT_EQ((co_await reader.finish()).code(), absl::StatusCode::kNotFound);
+  });
+
+  const std::string text = scrape(metrics.port);
+  for (const std::string method : {"Echo", "Expand"}) {
+    const std::string m = "grpc_method=\"ferry.testing.Echo/" + method + "\"";
+    const std::string not_found = m + ",grpc_status=\"NOT_FOUND\"";
+    EXPECT_TRUE(has_line(text, "grpc_server_call_started_total{" + m + "} 3")) << method << text;
+    EXPECT_TRUE(has_line(text, "grpc_client_attempt_started_total{" + m + "} 3")) << method << text;
+    EXPECT_TRUE(has_line(text, "grpc_client_attempt_duration_seconds_count{" + not_found + "} 3"))
+        << method << text;
+    EXPECT_TRUE(has_line(text,
+                         "grpc_client_attempt_sent_total_compressed_message_size_bytes_count{" +
+                             not_found + "} 3"))
+        << method << text;
+    EXPECT_TRUE(has_line(text, "grpc_client_call_duration_seconds_count{" + not_found + "} 1"))
+        << method << text;
+  }
 }
 
 // The byte histograms (gRPC's *_total_compressed_message_size): one observation per call of its

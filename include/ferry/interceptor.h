@@ -43,15 +43,17 @@ struct CallOutcome {
   // The call's final status: the handler's (or the rejecting interceptor's), or, when ferry
   // ended the call itself (deadline, cancellation, lost connection, bad message), that one.
   absl::Status status;
-  // From the first on_start hook to the end of the call.
+  // From the first on_start hook to the end of the call (on_attempt_end: from the attempt's
+  // start to its end).
   std::chrono::steady_clock::duration duration{};
   // Messages sent and received on the call (received: arrived complete, read or not). For a
   // client unary call: 1 sent once it started, 1 received when it succeeded.
   std::size_t messages_sent = 0;
   std::size_t messages_received = 0;
   // Those messages' bytes as they crossed the wire: payloads after compression, without the
-  // 5-byte gRPC message prefix or any HTTP/2 framing (gRPC's "compressed message size"). A
-  // client call that was retried reports its last attempt.
+  // 5-byte gRPC message prefix or any HTTP/2 framing (gRPC's "compressed message size"). In
+  // on_finish, a client call that was retried reports its last attempt (on_attempt_end reports
+  // each).
   std::size_t bytes_sent = 0;
   std::size_t bytes_received = 0;
 };
@@ -98,13 +100,32 @@ class ClientInterceptor {
     return ready_status();
   }
 
-  // Once the call's status is known (for a stream: when the server's status arrives or the
-  // call is cancelled, whether or not the application called finish()). The server's metadata
-  // is in ctx by then. Must not block. Default: nothing.
+  // Once the call's status is final, which is the status the application gets: for a stream,
+  // when the server's status arrives or the call is cancelled, whether or not the application
+  // called finish(); when responses are still unread then (one may yet fail to parse), once the
+  // last is read, finish() returns or the stream is dropped. The server's metadata is in ctx by
+  // then. Must not block. Default: nothing.
   virtual void on_finish(ClientContext& ctx, const CallInfo& call, const CallOutcome& outcome) {
     (void)ctx;
     (void)call;
     (void)outcome;
+  }
+
+  // Per attempt (gRPC's grpc.client.attempt.* metrics): a call makes one attempt, or more when
+  // its method's retry policy retries it or a transparent retry resends what the server never
+  // saw. on_attempt_start runs as each attempt starts; on_attempt_end once its status is known,
+  // with its own duration, messages and bytes; the last attempt's end comes just before
+  // on_finish. Both run between the call's on_start and on_finish, and not for a call an
+  // interceptor rejected. Must not block. Default: nothing.
+  virtual void on_attempt_start(ClientContext& ctx, const CallInfo& call) {
+    (void)ctx;
+    (void)call;
+  }
+  virtual void on_attempt_end(ClientContext& ctx, const CallInfo& call,
+                              const CallOutcome& attempt) {
+    (void)ctx;
+    (void)call;
+    (void)attempt;
   }
 };
 

@@ -144,8 +144,11 @@ asio::awaitable<ClientStream> Channel::open_on(std::shared_ptr<detail::ChannelCo
   detail::ClientCall* call = request == nullptr
                                  ? co_await core->start_call(method, context)
                                  : co_await detail::start_with_request(core, method, context, *request);
-  // Told at once when the call is over already (it could not start).
-  if (observer != nullptr) call->set_observer(std::move(observer));
+  if (observer != nullptr) {
+    observer->attempt_started();  // a call without a retry policy is its one attempt
+    // Told at once when the call is over already (it could not start).
+    call->set_observer(std::move(observer));
+  }
   co_return ClientStream(call);
 }
 

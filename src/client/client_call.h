@@ -18,11 +18,16 @@ namespace ferry::detail {
 
 class ClientCall;
 
-// Told once a call's status is known (the client interceptors' on_finish hooks).
+// Told once a call's status is known (the client interceptors' on_finish hooks), and of its
+// attempts (their on_attempt_* hooks). On the call's thread.
 class ClientCallObserver {
  public:
   virtual ~ClientCallObserver() = default;
-  // On the call's thread, before the call's waiters wake.
+  // An attempt of the call has started: the first, or one that follows attempt_ended.
+  virtual void attempt_started() {}
+  // An attempt that another one follows is over (a retry): it is done.
+  virtual void attempt_ended(const ClientCall& attempt) { (void)attempt; }
+  // The call's last attempt is over and its status final; before the call's waiters wake.
   virtual void on_call_done(const ClientCall& call) = 0;
 };
 

@@ -58,27 +58,71 @@ void finish_hooks(const ChannelCore& core, ClientContext& context, const CallInf
   }
 }
 
-// A streaming call's on_finish hooks, run by the call when it is done.
-class InterceptedStream final : public ClientCallObserver {
+// What one attempt (or the last attempt of a call) carried.
+CallOutcome outcome_of(const ClientCall& call, Clock::duration duration) {
+  CallOutcome outcome;
+  outcome.status = call.status();
+  outcome.duration = duration;
+  outcome.messages_sent = call.messages_sent();
+  outcome.messages_received = call.messages_received();
+  outcome.bytes_sent = call.message_bytes_sent();
+  outcome.bytes_received = call.message_bytes_received();
+  return outcome;
+}
+
+// A call's hooks after on_start: the attempt hooks as each attempt starts and ends, then the
+// on_finish hooks, of the interceptors whose on_start ran. A stream's call (or its last attempt)
+// owns it; a unary call keeps it in its frame. own_method: keep a copy of method (a stream's
+// caller need not keep its string after open()); a unary call's lasts as long as its frame, and
+// a copy would be an allocation per call.
+class InterceptedCall final : public ClientCallObserver {
  public:
-  InterceptedStream(std::shared_ptr<ChannelCore> core, ClientContext* context,
-                    std::string_view method, RpcKind kind, Clock::time_point started,
-                    std::size_t entered)
+  InterceptedCall(std::shared_ptr<ChannelCore> core, ClientContext* context,
+                  std::string_view method, bool own_method, RpcKind kind,
+                  Clock::time_point started, std::size_t entered)
       : core_(std::move(core)),
         context_(context),
-        method_(method),
+        owned_method_(own_method ? method : std::string_view()),
+        method_(own_method ? std::string_view(owned_method_) : method),
         kind_(kind),
         started_(started),
         entered_(entered) {}
 
+  void attempt_started() override {
+    attempt_started_ = Clock::now();
+    attempt_open_ = true;
+    const CallInfo info{method_, kind_};
+    const auto& interceptors = core_->interceptors();
+    for (std::size_t i = 0; i < entered_; ++i) {
+      try {
+        interceptors[i]->on_attempt_start(*context_, info);
+      } catch (...) {
+        // An observer's failure must not take the call down.
+      }
+    }
+  }
+
+  void attempt_ended(const ClientCall& attempt) override {
+    if (!attempt_open_) return;
+    attempt_open_ = false;
+    const CallOutcome outcome = outcome_of(attempt, Clock::now() - attempt_started_);
+    const CallInfo info{method_, kind_};
+    const auto& interceptors = core_->interceptors();
+    for (std::size_t i = entered_; i > 0; --i) {
+      try {
+        interceptors[i - 1]->on_attempt_end(*context_, info, outcome);
+      } catch (...) {
+      }
+    }
+  }
+
   void on_call_done(const ClientCall& call) override {
-    CallOutcome outcome;
-    outcome.status = call.status();
-    outcome.duration = Clock::now() - started_;
-    outcome.messages_sent = call.messages_sent();
-    outcome.messages_received = call.messages_received();
-    outcome.bytes_sent = call.message_bytes_sent();
-    outcome.bytes_received = call.message_bytes_received();
+    attempt_ended(call);  // the last attempt, unless a retry that never started reported it
+    finish(outcome_of(call, Clock::now() - started_));
+  }
+
+  // The on_finish hooks (once): with the call's outcome, or a rejection's.
+  void finish(const CallOutcome& outcome) {
     finish_hooks(*core_, *context_, CallInfo{method_, kind_}, std::exchange(entered_, 0),
                  outcome);
   }
@@ -86,9 +130,12 @@ class InterceptedStream final : public ClientCallObserver {
  private:
   std::shared_ptr<ChannelCore> core_;  // keeps the interceptors
   ClientContext* context_;
-  std::string method_;  // the caller's string need not outlive open()
+  std::string owned_method_;
+  std::string_view method_;  // owned_method_, or the unary caller's
   RpcKind kind_;
   Clock::time_point started_;
+  Clock::time_point attempt_started_;
+  bool attempt_open_ = false;
   std::size_t entered_;
 };
 
@@ -97,22 +144,20 @@ asio::awaitable<absl::Status> unary_with_hooks(RecycledFrame, std::shared_ptr<Ch
                                                const google::protobuf::MessageLite& request,
                                                google::protobuf::MessageLite& response) {
   const auto started = Clock::now();
-  const CallInfo info{method, RpcKind::kUnary};
   std::size_t entered = 0;
-  absl::Status status = co_await start_hooks(RecycledFrame{}, *core, context, info, &entered);
-  CallOutcome outcome;
-  if (status.ok()) {
-    AttemptTraffic traffic;
-    status = co_await unary_call(core, method, context, request, response, &traffic);
-    outcome.messages_sent = traffic.messages_sent;
-    outcome.messages_received = traffic.messages_received;
-    outcome.bytes_sent = traffic.bytes_sent;
-    outcome.bytes_received = traffic.bytes_received;
+  absl::Status status = co_await start_hooks(RecycledFrame{}, *core, context,
+                                             CallInfo{method, RpcKind::kUnary}, &entered);
+  InterceptedCall hooks(core, &context, method, /*own_method=*/false, RpcKind::kUnary, started,
+                        entered);
+  if (!status.ok()) {
+    CallOutcome rejected;
+    rejected.status = status;
+    rejected.duration = Clock::now() - started;
+    hooks.finish(rejected);
+    co_return status;
   }
-  outcome.status = status;
-  outcome.duration = Clock::now() - started;
-  finish_hooks(*core, context, info, entered, outcome);
-  co_return status;
+  // unary_call tells hooks of each attempt, and of the last one (on_call_done) before it returns.
+  co_return co_await unary_call(core, method, context, request, response, &hooks);
 }
 
 asio::awaitable<StreamHooks> stream_hooks(RecycledFrame, std::shared_ptr<ChannelCore> core,
@@ -124,7 +169,8 @@ asio::awaitable<StreamHooks> stream_hooks(RecycledFrame, std::shared_ptr<Channel
   hooks.status =
       co_await start_hooks(RecycledFrame{}, *core, context, CallInfo{method, kind}, &entered);
   hooks.observer =
-      std::make_unique<InterceptedStream>(core, &context, method, kind, started, entered);
+      std::make_unique<InterceptedCall>(core, &context, method, /*own_method=*/true, kind,
+                                        started, entered);
   co_return hooks;
 }
 

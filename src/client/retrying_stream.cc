@@ -46,6 +46,7 @@ void RetryingStream::unref() {
 asio::awaitable<void> RetryingStream::start(const google::protobuf::MessageLite* request) {
   ref();
   call_ = co_await core_->start_call(method_, *context_, 0);
+  if (observer_ != nullptr) observer_->attempt_started();
   if (request != nullptr) {
     keep(*request, WriteOptions{});
     half_closed_ = true;
@@ -118,12 +119,16 @@ asio::awaitable<bool> RetryingStream::retry() {
     }
     if (failed->never_processed() && transparent_ < 8) {
       ++transparent_;  // the server never saw it: at once, whatever the policy (see unary_call)
+      if (observer_ != nullptr) observer_->attempt_ended(*failed);
     } else {
       ++attempts_;
       std::optional<std::chrono::milliseconds> wait =
           core_->retry_after(method_, status, /*committed=*/false, attempts_,
                              failed->retry_pushback_ms(), backoff_step_, context_->deadline());
       if (!wait) break;
+      // Over: another attempt follows (the observer ignores a second report of it, should
+      // a cancellation during the wait make it the last after all).
+      if (observer_ != nullptr) observer_->attempt_ended(*failed);
       if (wait->count() > 0) {
         backoff_timer_.expires_after(*wait);
         asio::error_code ignored;
@@ -133,6 +138,7 @@ asio::awaitable<bool> RetryingStream::retry() {
     }
     ClientCall* next = co_await core_->start_call(method_, *context_, attempts_);
     if (single_message_) next->expect_single_message();
+    if (observer_ != nullptr) observer_->attempt_started();
     call_ = next;
     failed->unref();
     if (cancelled_) {

@@ -46,7 +46,7 @@ asio::awaitable<absl::Status> unary_call(std::shared_ptr<ChannelCore> core, std:
                                          ClientContext& context,
                                          const google::protobuf::MessageLite& request,
                                          google::protobuf::MessageLite& response,
-                                         AttemptTraffic* traffic) {
+                                         ClientCallObserver* observer) {
   // Two kinds of retry, neither of which buffers anything: the request stays the caller's until
   // the call completes. A call the server never processed (refused, or above a GOAWAY's last
   // stream id) is sent again at once on whatever connection the picker gives next (gRPC's
@@ -62,6 +62,7 @@ asio::awaitable<absl::Status> unary_call(std::shared_ptr<ChannelCore> core, std:
     ClientCall* call = core->try_start_call(method, context, attempts);
     if (call == nullptr) call = co_await core->start_call(method, context, attempts);
     call->expect_single_message();
+    if (observer != nullptr) observer->attempt_started();
     if (!call->done()) {
       absl::Status written = call->send_request(request);
       if (!written.ok()) call->cancel(written);  // e.g. over the send limit: the write's status
@@ -78,27 +79,32 @@ asio::awaitable<absl::Status> unary_call(std::shared_ptr<ChannelCore> core, std:
     absl::Status status = call->status();
     const bool never_processed = call->never_processed();
     const bool committed = call->committed() || *got;
-    if (traffic != nullptr) {
-      *traffic = AttemptTraffic{call->messages_sent(), call->messages_received(),
-                                call->message_bytes_sent(), call->message_bytes_received()};
-    }
     const std::int64_t pushback_ms = call->retry_pushback_ms();
+    std::optional<std::chrono::milliseconds> wait;
+    bool again = false;
+    if (status.ok()) {
+      core->on_call_succeeded();
+    } else if (never_processed && transparent < kTransparentRetries) {
+      ++transparent;
+      again = true;
+    } else {
+      ++attempts;
+      wait = core->retry_after(method, status, committed, attempts, pushback_ms, backoff_step,
+                               context.deadline());
+      again = wait.has_value();
+    }
+    if (observer != nullptr) {
+      if (again) {
+        observer->attempt_ended(*call);
+      } else {
+        observer->on_call_done(*call);
+      }
+    }
     // This coroutine runs on the call's executor, resumed from its queue: nothing of the
     // call's is below it on the stack, so the last reference may delete the call at once.
     call->unref_inline();
-    if (status.ok()) {
-      core->on_call_succeeded();
-      co_return single_response_status(std::move(status), *got);
-    }
-    if (never_processed && transparent < kTransparentRetries) {
-      ++transparent;
-      continue;
-    }
-    ++attempts;
-    std::optional<std::chrono::milliseconds> wait =
-        core->retry_after(method, status, committed, attempts, pushback_ms, backoff_step,
-                          context.deadline());
-    if (!wait) co_return single_response_status(std::move(status), *got);
+    if (!again) co_return single_response_status(std::move(status), *got);
+    if (!wait) continue;  // transparent: at once
     if (wait->count() > 0) co_await retry_wait(core->executor(), *wait);
   }
 }

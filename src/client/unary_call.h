@@ -20,25 +20,20 @@ namespace ferry::detail {
 class ChannelCore;
 class ClientCall;
 
-// What one attempt of a call carried, for the interceptors (CallOutcome).
-struct AttemptTraffic {
-  std::size_t messages_sent = 0;
-  std::size_t messages_received = 0;
-  std::size_t bytes_sent = 0;
-  std::size_t bytes_received = 0;
-};
+class ClientCallObserver;
 
 // A whole unary call: starts it, sends request with the end of the client's stream, reads the
-// one response and returns the status. One coroutine frame per call in flight. When traffic is
-// non-null it receives what the last attempt carried.
+// one response and returns the status. One coroutine frame per call in flight. observer, when
+// non-null (a call with interceptors), is told of every attempt: attempt_started, then
+// attempt_ended for one a retry follows, or on_call_done for the last.
 asio::awaitable<absl::Status> unary_call(std::shared_ptr<ChannelCore> core, std::string_view method,
                                          ClientContext& context,
                                          const google::protobuf::MessageLite& request,
                                          google::protobuf::MessageLite& response,
-                                         AttemptTraffic* traffic = nullptr);
+                                         ClientCallObserver* observer = nullptr);
 
 // The status of a call whose server must send exactly one response (unary, client-streaming):
-// the call's status, or INTERNAL when the server said OK without sending the response.
+// the call's status, or UNIMPLEMENTED when the server said OK without sending the response.
 absl::Status single_response_status(absl::Status status, bool got_response);
 
 // Starts a call and sends its one request with the end of the client's stream (server-streaming

@@ -128,24 +128,29 @@ class ClientMetrics final : public ClientInterceptor {
                               "Message bytes (compressed) the client received per call attempt "
                               "(grpc.client.attempt.rcvd_total_compressed_message_size).")) {}
 
-  asio::awaitable<absl::Status> on_start(ClientContext&, const CallInfo& call) override {
+  // The attempt metrics count attempts (a retried call makes several), the call metrics calls.
+  void on_attempt_start(ClientContext&, const CallInfo& call) override {
     started_.Add({{"grpc_method", method_label(call.method)}}).Increment();
-    return ready_status();  // not a coroutine of its own: no frame from asio's small cache
+  }
+
+  void on_attempt_end(ClientContext&, const CallInfo& call, const CallOutcome& attempt) override {
+    const std::string method = method_label(call.method);
+    const std::string status = status_label(attempt.status);
+    attempt_duration_.Add({{"grpc_method", method}, {"grpc_status", status}}, latency_buckets())
+        .Observe(seconds(attempt.duration));
+    sent_bytes_.Add({{"grpc_method", method}, {"grpc_status", status}}, size_buckets())
+        .Observe(static_cast<double>(attempt.bytes_sent));
+    rcvd_bytes_.Add({{"grpc_method", method}, {"grpc_status", status}}, size_buckets())
+        .Observe(static_cast<double>(attempt.bytes_received));
   }
 
   void on_finish(ClientContext&, const CallInfo& call, const CallOutcome& outcome) override {
     const std::string method = method_label(call.method);
     const std::string status = status_label(outcome.status);
-    attempt_duration_.Add({{"grpc_method", method}, {"grpc_status", status}}, latency_buckets())
-        .Observe(seconds(outcome.duration));
     call_duration_.Add({{"grpc_method", method}, {"grpc_status", status}}, latency_buckets())
         .Observe(seconds(outcome.duration));
     sent_.Add({{"grpc_method", method}}).Increment(static_cast<double>(outcome.messages_sent));
     rcvd_.Add({{"grpc_method", method}}).Increment(static_cast<double>(outcome.messages_received));
-    sent_bytes_.Add({{"grpc_method", method}, {"grpc_status", status}}, size_buckets())
-        .Observe(static_cast<double>(outcome.bytes_sent));
-    rcvd_bytes_.Add({{"grpc_method", method}, {"grpc_status", status}}, size_buckets())
-        .Observe(static_cast<double>(outcome.bytes_received));
   }
 
  private:
