@@ -2,6 +2,7 @@
 #include "http2/connection.h"
 
 #include <algorithm>
+#include <utility>
 
 #include <nghttp2/nghttp2.h>
 
@@ -320,7 +321,10 @@ void Connection::on_read(const asio::error_code& ec, std::size_t n) {
     }
     if (rv < 0) break;
     parsed += static_cast<std::size_t>(rv);
-    if (parsed >= n) break;
+    // Paused on the read's last bytes: the answers go first as below, then one more call
+    // (with no bytes) lets nghttp2 finish the frame it paused in, whose END_STREAM a server's
+    // unary call waits for before its handler runs.
+    if (parsed >= n && !std::exchange(paused_in_data_, false)) break;
     // Paused with the part full: answer it now. The wake-ups the part's own raise (a server's
     // handler runner calling another to take the rest) run here too, not posted: a posted one
     // per part would hold the calls of the next part until this read is done, and take the

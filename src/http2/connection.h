@@ -176,6 +176,9 @@ class Connection : public std::enable_shared_from_this<Connection>, public ByteS
   bool receiving_ = false;
   detail::WakeupQueue wakeups_;  // raised while parsing a read, run when it is parsed
   ReadParts parts_;              // where a read's parse pauses to send what it answered
+  // The parse paused in a DATA frame's chunk: nghttp2 finishes that frame (its END_STREAM)
+  // only when called again, even if the read has no bytes left.
+  bool paused_in_data_ = false;
   AnswerBytes answer_bytes_;     // when run_wakeups writes between the calls it runs
   bool closed_ = false;
   bool goaway_received_ = false;

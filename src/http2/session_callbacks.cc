@@ -207,7 +207,9 @@ int Connection::Callbacks::data_chunk(nghttp2_session* session, std::uint8_t, st
     stream->on_data(Slice::copy_of(data, len));
   }
   // Enough calls of this read are parsed: stop here, so that their answers leave first.
-  return c.parts_.full() ? NGHTTP2_ERR_PAUSE : 0;
+  if (!c.parts_.full()) return 0;
+  c.paused_in_data_ = true;
+  return NGHTTP2_ERR_PAUSE;
 }
 
 int Connection::Callbacks::stream_close(nghttp2_session* session, std::int32_t stream_id, std::uint32_t error,
