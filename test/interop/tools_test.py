@@ -36,7 +36,8 @@ check and exits 0 only if every check passed. Bad-input cases (gRPC status the s
     unsupported_encoding     raw, grpc-encoding x-ferry-unsupported        UNIMPLEMENTED
     gzip_garbage             raw, grpc-encoding gzip, flag 1, a gzip magic
                              number followed by garbage                    INTERNAL
-    unary_two_requests       raw, two request messages on the method       INTERNAL
+    unary_two_requests       raw, two request messages on the method       UNIMPLEMENTED
+                             (a cardinality violation, gRPC's doc/statuscodes.md)
 After each one the first spec call must still succeed (the server still serves).
 """
 
@@ -336,7 +337,7 @@ RAW_CASES = {
                              UNIMPLEMENTED),
     "gzip_garbage": (framed(b"\x1f\x8b\x08\x00" + b"garbage, not deflate" * 4, flag=1),
                      (("grpc-encoding", "gzip"),), INTERNAL),
-    "unary_two_requests": (framed(b"") + framed(b""), (), INTERNAL),
+    "unary_two_requests": (framed(b"") + framed(b""), (), UNIMPLEMENTED),
 }
 
 
