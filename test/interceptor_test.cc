@@ -469,6 +469,32 @@ TEST(Interceptors, ServerSeesTheDeadlineAsTheOutcome) {
   EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
 }
 
+// A handler that ends its call itself (ServerContext::finish) and then returns another status:
+// the client gets the first, and the interceptors see what the client got, not the return.
+TEST(Interceptors, ServerSeesTheStatusThatWentToTheClient) {
+  Service finishes("ferry.testing.Finishes");
+  finishes.add_unary<EchoRequest, EchoResponse>(
+      "Early", [](ServerContext& ctx, const EchoRequest&,
+                  EchoResponse&) -> asio::awaitable<absl::Status> {
+        ctx.finish(absl::NotFoundError("ended early"));
+        co_return absl::OkStatus();
+      });
+  Log log;
+  ServerOptions options;
+  options.interceptors = {std::make_shared<RecordingServerInterceptor>("a", &log)};
+  Loopback loop(options, {}, &finishes);
+  ClientContext ctx;
+  absl::Status status = loop.run([&]() -> asio::awaitable<absl::Status> {
+    const EchoRequest request;
+    EchoResponse response;
+    co_return co_await loop.channel().call("/ferry.testing.Finishes/Early", ctx, request,
+                                           response);
+  });
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound) << status;
+  ASSERT_TRUE(loop.wait_until([&] { return log.lines().size() == 2; }));
+  EXPECT_EQ(log.outcome("a").status.code(), absl::StatusCode::kNotFound) << log.outcome("a").status;
+}
+
 // An interceptor that throws ends the call with UNKNOWN; the handler does not run.
 TEST(Interceptors, ServerInterceptorThatThrowsFailsTheCall) {
   class Throws : public ServerInterceptor {

@@ -272,6 +272,7 @@ void ServerCall::finish(const absl::Status& status_in, const google::protobuf::M
     if (absl::Status s = enqueue_message(*msg, WriteOptions{}); !s.ok()) status = s;
   }
   finished_ = true;
+  sent_status_ = status;
   disarm_deadline();
 
   // Built in place in the stream's trailers, which the connection sends after the last DATA.
@@ -319,6 +320,7 @@ absl::Status ServerCall::queue_response(const google::protobuf::MessageLite& msg
 void ServerCall::reject_http(int http_status) {
   if (finished_ || connection_ == nullptr) return;
   finished_ = true;
+  sent_status_ = absl::InternalError("not a gRPC request");
   headers_sent_ = true;
   const std::string code = std::to_string(http_status);
   const std::string message = http_status == 415
@@ -337,6 +339,7 @@ void ServerCall::reject_http(int http_status) {
 
 void ServerCall::cancel(absl::Status why) {
   if (closed_) return;
+  if (!finished_) sent_status_ = why;  // what the client learns from the RST_STREAM
   finished_ = true;
   if (connection_ != nullptr) connection_->reset(this, http2::ErrorCode::kCancel);
   abort(std::move(why));

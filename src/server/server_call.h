@@ -51,6 +51,15 @@ class ServerCall final : public CallStream {
   google::protobuf::Arena* arena() { return &arena_; }
   bool is_cancelled() const { return !abort_.ok(); }
   bool finished() const { return finished_; }
+  // The call's status, decided in one place: once the call is finished, the status that went to
+  // the client (ServerContext::finish's, a send limit's, the deadline's, a cancellation's), else
+  // the status the call was aborted with (the client cancelled, the connection was lost), else
+  // returned, what the handler returned, which will be sent. What the interceptors observe.
+  const absl::Status& final_status(const absl::Status& returned) const {
+    if (finished_) return sent_status_;
+    if (!abort_status().ok()) return abort_status();
+    return returned;
+  }
 
   Metadata& initial_metadata() { return initial_metadata_; }
   Metadata& trailing_metadata() { return trailing_metadata_; }
@@ -141,6 +150,7 @@ class ServerCall final : public CallStream {
   bool headers_done_ = false;
   bool headers_sent_ = false;
   bool finished_ = false;
+  absl::Status sent_status_;  // set with finished_
   // The request line, kept as flags and a pointer: strings are stored only for error messages.
   bool is_post_ = false;
   bool grpc_content_type_ = false;

@@ -53,9 +53,10 @@ asio::awaitable<absl::Status> ServerInterceptorChain::run(RecycledFrame,
   }
   const ServerCall& call = *ctx.call_;
   CallOutcome outcome;
-  // When ferry ended the call itself (deadline, cancellation, bad message), that is its status,
-  // whatever the handler returned afterwards.
-  outcome.status = call.abort_status().ok() ? status : call.abort_status();
+  // What goes (or went) to the client: when the handler or ferry ended the call already
+  // (ServerContext::finish, deadline, cancellation, bad message), that status, whatever the
+  // handler returned afterwards.
+  outcome.status = call.final_status(status);
   outcome.duration = std::chrono::steady_clock::now() - started;
   outcome.messages_sent = call.messages_sent();
   outcome.messages_received = call.messages_received();
