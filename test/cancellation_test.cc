@@ -163,6 +163,38 @@ TEST(Cancellation, DestroyingTheChannelMidStreamCancelsOnTheServer) {
   EXPECT_EQ(loop.probe().saw_cancellation.load(), 1);
 }
 
+// A stream may outlive a Channel that runs its own thread (Channel(target)): the channel's
+// close ends the call, then the stream's operations complete at once, blocking or awaited, and
+// destroying the stream touches nothing the channel took with it (it posted to the destroyed
+// io_context before: a use after free, which AddressSanitizer reports).
+TEST(Cancellation, AStreamMayOutliveItsChannel) {
+  Loopback loop;
+  auto channel = std::make_unique<Channel>(loop.target());
+  ClientContext blocking_ctx;
+  BlockingClientStream blocking = channel->open_blocking(kCollect, blocking_ctx);
+  EchoRequest request;
+  ASSERT_TRUE(blocking.write(request).ok());
+  ClientContext awaited_ctx;
+  ClientStream awaited;
+  loop.run([&]() -> asio::awaitable<void> {
+    awaited = co_await channel->open(kCollect, awaited_ctx);
+    (void)co_await awaited.write(request);
+  });
+  ASSERT_TRUE(loop.wait_until([&] { return loop.probe().messages_read.load() == 2; }));
+  channel.reset();
+  EchoResponse response;
+  EXPECT_FALSE(blocking.read(response));
+  const absl::Status blocking_status = blocking.finish();
+  EXPECT_TRUE(cancelled_or_unavailable(blocking_status)) << blocking_status;
+  absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
+    EXPECT_FALSE(co_await awaited.read(response));
+    EXPECT_FALSE((co_await awaited.write(request)).ok());
+    co_return co_await awaited.finish();
+  }, std::chrono::seconds(5));
+  EXPECT_TRUE(cancelled_or_unavailable(s)) << s;
+  awaited.cancel();
+}  // both streams go here, after their channel
+
 // --- the server ends the call -------------------------------------------------------------------
 
 TEST(Cancellation, ServerStatusMidStreamStopsAClientThatKeepsSending) {

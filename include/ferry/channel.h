@@ -101,6 +101,7 @@ struct ChannelOptions : MessageLimits, ConnectionLimits {
 };
 
 namespace detail {
+class ChannelLoop;
 struct ChannelCore;
 }
 
@@ -246,7 +247,9 @@ class Channel {
       std::shared_ptr<detail::ChannelCore> core, ConnectivityState last_observed,
       std::chrono::steady_clock::time_point deadline);
 
-  std::unique_ptr<asio::io_context> own_io_;
+  // Channel(target)'s loop, which its streams share (they may outlive the channel); null for a
+  // channel on the caller's io_context.
+  std::shared_ptr<detail::ChannelLoop> own_loop_;
   std::shared_ptr<detail::ChannelCore> core_;
   std::thread own_thread_;
 };

@@ -5,7 +5,8 @@
 // Threading: the operations run on the channel's executor; awaited from a coroutine on another
 // executor, each one hops there and back (one co_spawn). Each takes a completion token
 // (ferry/completion.h), asio::use_awaitable by default. Destroying a stream that has not
-// finished cancels the call (RST_STREAM).
+// finished cancels the call (RST_STREAM). A stream may outlive its Channel: the channel's
+// close ended the call, and its operations then complete at once on the caller's thread.
 #pragma once
 
 #include <type_traits>
@@ -26,6 +27,7 @@ namespace ferry {
 class SliceChain;
 
 namespace detail {
+class ChannelLoop;
 class ClientCall;
 class RetryingStream;
 }
@@ -35,7 +37,8 @@ class ClientStream {
   ClientStream() = default;
   ClientStream(ClientStream&& other) noexcept
       : call_(std::exchange(other.call_, nullptr)),
-        retrying_(std::exchange(other.retrying_, nullptr)) {}
+        retrying_(std::exchange(other.retrying_, nullptr)),
+        loop_(std::move(other.loop_)) {}
   ClientStream& operator=(ClientStream&& other) noexcept;
   ~ClientStream();
 
@@ -185,9 +188,21 @@ class ClientStream {
 
  private:
   friend class Channel;  // opens calls
-  explicit ClientStream(detail::ClientCall* call) : call_(call) {}  // adopts a reference
+  // Adopts a reference to call; loop: the channel's own loop, if it has one.
+  ClientStream(detail::ClientCall* call, std::shared_ptr<detail::ChannelLoop> loop)
+      : call_(call), loop_(std::move(loop)) {}
   // A call retried by its method's policy (client/retrying_stream.h); adopts a reference.
-  explicit ClientStream(detail::RetryingStream* retrying) : retrying_(retrying) {}
+  ClientStream(detail::RetryingStream* retrying, std::shared_ptr<detail::ChannelLoop> loop)
+      : retrying_(retrying), loop_(std::move(loop)) {}
+  // Runs fn on the call's thread: posted there, or here once the channel's own loop has ended.
+  template <class Fn>
+  void on_call_thread(Fn fn) const;
+  // The same without deferring when already on that thread (asio::dispatch).
+  template <class Fn>
+  void dispatch_on_call_thread(const asio::any_io_executor& executor, Fn fn) const;
+  // Whether the channel's own loop has ended (its Channel is gone): the operations then run on
+  // the caller's thread, since nothing else touches the call.
+  bool loop_ended() const;
 
   // The operations for asio::use_awaitable: from any executor, hopping to the call's.
   asio::awaitable<absl::Status> write_awaitable(const google::protobuf::MessageLite& msg,
@@ -225,6 +240,8 @@ class ClientStream {
   // attempts.
   detail::ClientCall* call_ = nullptr;
   detail::RetryingStream* retrying_ = nullptr;
+  // Channel(target)'s loop: kept, so that the stream may outlive its channel; null otherwise.
+  std::shared_ptr<detail::ChannelLoop> loop_;
 };
 
 template <class Response>

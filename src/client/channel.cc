@@ -10,6 +10,7 @@
 #include "asio/post.hpp"
 #include "asio/use_future.hpp"
 #include "client/channel_core.h"
+#include "client/channel_loop.h"
 #include "client/client_call.h"
 #include "client/client_interceptors.h"
 #include "client/on_executor.h"
@@ -38,27 +39,19 @@ Channel::Channel(asio::io_context& io, std::string target, ChannelOptions option
                                                   std::move(options))) {}
 
 Channel::Channel(std::string target, ChannelOptions options)
-    : own_io_(std::make_unique<asio::io_context>(1)),
-      core_(std::make_shared<detail::ChannelCore>(own_io_->get_executor(), std::move(target),
-                                                  std::move(options))) {
-  own_thread_ = std::thread([io = own_io_.get()] {
-    auto work = asio::make_work_guard(*io);
-    io->run();  // until ~Channel stops it, right after closing the connection
-    // Then let what the close set off finish: the calls' deletion (posted by their last
-    // release), the socket's aborted operations that hold the connection. Stopped with those
-    // still queued, the io_context destroyed them unrun and leaked every call and connection.
-    // Bounded, in case a user's operation on this loop is still waiting on something.
-    io->restart();
-    work.reset();
-    io->run_for(std::chrono::seconds(1));
-  });
+    : own_loop_(std::make_shared<detail::ChannelLoop>()),
+      core_(std::make_shared<detail::ChannelCore>(own_loop_->io().get_executor(),
+                                                  std::move(target), std::move(options))) {
+  core_->set_loop(own_loop_);
+  // Until ~Channel stops it, right after closing the connections (detail::ChannelLoop::run).
+  own_thread_ = std::thread([loop = own_loop_] { loop->run(); });
 }
 
 Channel::~Channel() {
   auto core = core_;
-  if (own_io_ != nullptr) {
+  if (own_loop_ != nullptr) {
     asio::post(core->executor(), [core] { core->close(); });
-    asio::post(core->executor(), [io = own_io_.get()] { io->stop(); });
+    asio::post(core->executor(), [loop = own_loop_] { loop->stop(); });
     own_thread_.join();
   } else {
     asio::post(core->executor(), [core] { core->close(); });
@@ -128,7 +121,7 @@ asio::awaitable<ClientStream> Channel::open_on(std::shared_ptr<detail::ChannelCo
       // Rejected: a call that is over already, whose observer is told at once.
       auto* rejected = new detail::ClientCall(core->executor(), &context, std::move(hooks.status));
       rejected->set_observer(std::move(observer));
-      co_return ClientStream(rejected);
+      co_return ClientStream(rejected, core->loop());
     }
   }
   if (core->retries_streams(method)) {
@@ -137,7 +130,8 @@ asio::awaitable<ClientStream> Channel::open_on(std::shared_ptr<detail::ChannelCo
     // has cancelled it), the stream's destructor releases it.
     ClientStream stream(new detail::RetryingStream(core, method, context,
                                                    core->retry_buffer_per_call(),
-                                                   std::move(observer)));
+                                                   std::move(observer)),
+                        core->loop());
     co_await stream.retrying_->start(request);
     co_return stream;
   }
@@ -149,7 +143,7 @@ asio::awaitable<ClientStream> Channel::open_on(std::shared_ptr<detail::ChannelCo
     // Told at once when the call is over already (it could not start).
     call->set_observer(std::move(observer));
   }
-  co_return ClientStream(call);
+  co_return ClientStream(call, core->loop());
 }
 
 BlockingClientStream Channel::open_blocking(std::string_view method, ClientContext& context) {

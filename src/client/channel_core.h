@@ -27,6 +27,7 @@
 
 namespace ferry::detail {
 
+class ChannelLoop;
 class ClientCall;
 
 class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
@@ -38,6 +39,9 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   ~ChannelCore() override;
 
   const asio::io_context::executor_type& executor() const { return executor_; }
+  // The channel's own loop (Channel(target)), which its streams keep; null on the caller's.
+  void set_loop(std::shared_ptr<ChannelLoop> loop) { loop_ = std::move(loop); }
+  const std::shared_ptr<ChannelLoop>& loop() const { return loop_; }
 
   // Starts a call: the returned ClientCall holds one reference for the caller. A call that
   // cannot get a connection is returned over, with its status (UNAVAILABLE, DEADLINE_EXCEEDED,
@@ -97,6 +101,7 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   void close();
 
  private:
+  std::shared_ptr<ChannelLoop> loop_;
   void on_subchannel_state(Subchannel* subchannel, ConnectivityState state) override;
   void update_picker(Picker picker, ConnectivityState state, absl::Status error) override;
 

@@ -5,8 +5,12 @@
 #include <optional>
 
 #include "asio/co_spawn.hpp"
+#include "asio/dispatch.hpp"
+#include "asio/post.hpp"
+#include "asio/this_coro.hpp"
 #include "asio/system_executor.hpp"
 #include "asio/use_awaitable.hpp"
+#include "client/channel_loop.h"
 #include "client/client_call.h"
 #include "client/on_executor.h"
 #include "client/retrying_stream.h"
@@ -24,14 +28,35 @@ ClientStream& ClientStream::operator=(ClientStream&& other) noexcept {
     ClientStream dying(std::move(*this));
     call_ = std::exchange(other.call_, nullptr);
     retrying_ = std::exchange(other.retrying_, nullptr);
+    loop_ = std::move(other.loop_);
   }
   return *this;
+}
+
+template <class Fn>
+void ClientStream::on_call_thread(Fn fn) const {
+  if (loop_ != nullptr) {
+    loop_->post_or_run(std::move(fn));
+  } else {
+    asio::post(retrying_ != nullptr ? retrying_->executor() : call_->executor(), std::move(fn));
+  }
+}
+
+bool ClientStream::loop_ended() const { return loop_ != nullptr && loop_->ended(); }
+
+template <class Fn>
+void ClientStream::dispatch_on_call_thread(const asio::any_io_executor& executor, Fn fn) const {
+  if (loop_ended()) {
+    fn();
+  } else {
+    asio::dispatch(executor, std::move(fn));
+  }
 }
 
 ClientStream::~ClientStream() {
   if (retrying_ != nullptr) {
     detail::RetryingStream* r = retrying_;
-    asio::post(r->executor(), [r] {
+    on_call_thread([r] {
       r->cancel(absl::CancelledError("the client dropped the call"));  // no-op once finished
       r->unref();
     });
@@ -40,7 +65,7 @@ ClientStream::~ClientStream() {
   if (call_ == nullptr) return;
   detail::ClientCall* call = call_;
   // Cancel an unfinished call; on the call's thread, since its state lives there.
-  asio::post(call->executor(), [call] {
+  on_call_thread([call] {
     if (!call->done()) call->cancel(absl::CancelledError("the client dropped the call"));
     call->settle();
     call->unref();
@@ -52,30 +77,30 @@ asio::awaitable<absl::Status> ClientStream::write_awaitable(
   if (retrying_ != nullptr) {
     detail::RetryingStream* r = retrying_;
     auto make = [r, &msg, last, options] { return r->write(msg, last, options); };
-    co_return co_await detail::on_executor(r->executor(), std::move(make));
+    co_return co_await detail::on_executor(loop_ended() ? co_await asio::this_coro::executor : r->executor(), std::move(make));
   }
   if (call_ == nullptr) co_return no_call();
   detail::ClientCall* call = call_;
   auto make = [call, &msg, last, options] { return call->write(msg, last, options); };
-  co_return co_await detail::on_executor(call->executor(), std::move(make));
+  co_return co_await detail::on_executor(loop_ended() ? co_await asio::this_coro::executor : call->executor(), std::move(make));
 }
 
 asio::awaitable<void> ClientStream::writes_done_awaitable() {
   if (call_ == nullptr && retrying_ == nullptr) co_return;
   auto make = [call = call_, r = retrying_] { return writes_done_on(call, r); };
-  co_await detail::on_executor(executor_for_ops(), std::move(make));
+  co_await detail::on_executor(loop_ended() ? co_await asio::this_coro::executor : executor_for_ops(), std::move(make));
 }
 
 asio::awaitable<bool> ClientStream::read_awaitable(google::protobuf::MessageLite& msg) {
   if (retrying_ != nullptr) {
     detail::RetryingStream* r = retrying_;
     auto make = [r, &msg] { return r->read(msg); };
-    co_return co_await detail::on_executor(r->executor(), std::move(make));
+    co_return co_await detail::on_executor(loop_ended() ? co_await asio::this_coro::executor : r->executor(), std::move(make));
   }
   if (call_ == nullptr) co_return false;
   detail::ClientCall* call = call_;
   auto make = [call, &msg] { return call->read(msg); };
-  co_return co_await detail::on_executor(call->executor(), std::move(make));
+  co_return co_await detail::on_executor(loop_ended() ? co_await asio::this_coro::executor : call->executor(), std::move(make));
 }
 
 bool ClientStream::last_message_compressed() const {
@@ -87,12 +112,12 @@ asio::awaitable<absl::Status> ClientStream::finish_awaitable() {
   if (retrying_ != nullptr) {
     detail::RetryingStream* r = retrying_;
     auto make = [r] { return r->finish(); };
-    co_return co_await detail::on_executor(r->executor(), std::move(make));
+    co_return co_await detail::on_executor(loop_ended() ? co_await asio::this_coro::executor : r->executor(), std::move(make));
   }
   if (call_ == nullptr) co_return no_call();
   detail::ClientCall* call = call_;
   auto make = [call] { return call->finish(); };
-  co_return co_await detail::on_executor(call->executor(), std::move(make));
+  co_return co_await detail::on_executor(loop_ended() ? co_await asio::this_coro::executor : call->executor(), std::move(make));
 }
 
 asio::awaitable<absl::Status> ClientStream::finish_with_response_awaitable(
@@ -101,14 +126,16 @@ asio::awaitable<absl::Status> ClientStream::finish_with_response_awaitable(
   auto make = [call = call_, r = retrying_, &response] {
     return finish_with_response_on(call, r, response);
   };
-  co_return co_await detail::on_executor(executor_for_ops(), std::move(make));
+  co_return co_await detail::on_executor(loop_ended() ? co_await asio::this_coro::executor : executor_for_ops(), std::move(make));
 }
 
 asio::any_io_executor ClientStream::executor_for_ops() const {
   // A moved-from stream has no call and so no executor: its operations fail at once, on the
   // system executor.
+  // Nor has a stream whose channel's own loop has ended: its operations complete at once (the
+  // close ended the call) on the system executor, as nothing else touches the call any more.
+  if ((call_ == nullptr && retrying_ == nullptr) || loop_ended()) return asio::system_executor();
   if (retrying_ != nullptr) return retrying_->executor();
-  if (call_ == nullptr) return asio::system_executor();
   return call_->executor();
 }
 
@@ -124,13 +151,13 @@ asio::awaitable<absl::Status> ClientStream::write_on(detail::ClientCall* call,
 asio::awaitable<absl::Status> ClientStream::write_raw_awaitable(const SliceChain& message) {
   if (call_ == nullptr && retrying_ == nullptr) co_return no_call();
   auto make = [call = call_, r = retrying_, &message] { return write_raw_on(call, r, message); };
-  co_return co_await detail::on_executor(executor_for_ops(), std::move(make));
+  co_return co_await detail::on_executor(loop_ended() ? co_await asio::this_coro::executor : executor_for_ops(), std::move(make));
 }
 
 asio::awaitable<bool> ClientStream::read_raw_awaitable(SliceChain& message) {
   if (call_ == nullptr && retrying_ == nullptr) co_return false;
   auto make = [call = call_, r = retrying_, &message] { return read_raw_on(call, r, message); };
-  co_return co_await detail::on_executor(executor_for_ops(), std::move(make));
+  co_return co_await detail::on_executor(loop_ended() ? co_await asio::this_coro::executor : executor_for_ops(), std::move(make));
 }
 
 namespace {
@@ -206,7 +233,7 @@ void ClientStream::expect_single_response() {
   if (retrying_ != nullptr) {
     detail::RetryingStream* r = retrying_;
     r->ref();
-    asio::dispatch(r->executor(), [r] {
+    dispatch_on_call_thread(r->executor(), [r] {
       r->expect_single_message();
       r->unref();
     });
@@ -215,7 +242,7 @@ void ClientStream::expect_single_response() {
   if (call_ == nullptr) return;
   detail::ClientCall* call = call_;
   call->ref();
-  asio::dispatch(call->executor(), [call] {
+  dispatch_on_call_thread(call->executor(), [call] {
     call->expect_single_message();
     call->unref();
   });
@@ -225,7 +252,7 @@ void ClientStream::cancel() {
   if (retrying_ != nullptr) {
     detail::RetryingStream* r = retrying_;
     r->ref();
-    asio::dispatch(r->executor(), [r] {
+    dispatch_on_call_thread(r->executor(), [r] {
       r->cancel(absl::CancelledError("cancelled by the client"));
       r->unref();
     });
@@ -234,7 +261,7 @@ void ClientStream::cancel() {
   if (call_ == nullptr) return;
   detail::ClientCall* call = call_;
   call->ref();
-  asio::dispatch(call->executor(), [call] {
+  dispatch_on_call_thread(call->executor(), [call] {
     call->cancel(absl::CancelledError("cancelled by the client"));
     call->unref();
   });
