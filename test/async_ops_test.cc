@@ -10,12 +10,15 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <memory>
+#include <string>
 #include <thread>
 #include <variant>
 
 #include "asio/bind_cancellation_slot.hpp"
 #include "asio/cancellation_signal.hpp"
 #include "asio/experimental/awaitable_operators.hpp"
+#include "asio/ip/tcp.hpp"
 #include "asio/steady_timer.hpp"
 #include "asio/this_coro.hpp"
 #include "asio/use_awaitable.hpp"
@@ -137,6 +140,34 @@ TEST(AsyncOps, TotalCancellationAloneIsNotHonoured) {
   ASSERT_TRUE(loop.wait_until([&] { return status.has_value(); }));
   EXPECT_TRUE(status->ok()) << *status;
   EXPECT_EQ(response.payload(), "kept");
+}
+
+TEST(AsyncOps, UnaryCallCancelledWhileItWaitsForAConnection) {
+  // A listener that never answers: TCP connects (into its backlog) but the TLS handshake never
+  // completes, so the call waits for a connection when it is cancelled. Cancelled there, the
+  // call once threw asio's "co_await: Operation aborted" out of the channel's thread.
+  asio::io_context listener_io;
+  asio::ip::tcp::acceptor silent(listener_io, {asio::ip::make_address("127.0.0.1"), 0});
+  ChannelOptions options;
+  absl::StatusOr<std::shared_ptr<ChannelCredentials>> credentials =
+      ChannelCredentials::create({});  // the system's roots: the handshake never starts anyway
+  ASSERT_TRUE(credentials.ok()) << credentials.status();
+  options.credentials = *credentials;
+  Channel channel("127.0.0.1:" + std::to_string(silent.local_endpoint().port()), options);
+  ClientContext ctx;
+  EchoRequest request;
+  EchoResponse response;
+  asio::cancellation_signal signal;
+  std::promise<absl::Status> done;
+  channel.call(kEcho, ctx, request, response,
+               asio::bind_cancellation_slot(signal.slot(),
+                                            [&](absl::Status s) { done.set_value(std::move(s)); }));
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(channel.state(), ConnectivityState::kConnecting);
+  signal.emit(asio::cancellation_type::terminal);
+  std::future<absl::Status> status = done.get_future();
+  ASSERT_EQ(status.wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(status.get().code(), absl::StatusCode::kCancelled);
 }
 
 TEST(AsyncOps, StreamReadRacedAgainstATimerCancelsTheCall) {

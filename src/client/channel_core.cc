@@ -9,6 +9,7 @@
 #include "asio/detached.hpp"
 #include "asio/post.hpp"
 #include "asio/redirect_error.hpp"
+#include "asio/this_coro.hpp"
 #include "asio/use_awaitable.hpp"
 #include "client/client_call.h"
 #include "client/target_resolver.h"
@@ -227,6 +228,15 @@ asio::awaitable<ClientCall*> ChannelCore::start_call(std::string_view method,
     }
     if (s == ConnectivityState::kIdle || !resolved_once_) exit_idle();
     co_await wait_for_change(context.deadline());
+    // A cancellation through the awaiting operation's slot (Channel::call with a bound slot,
+    // the losing side of `||`) ends the wait; the call fails with CANCELLED. Awaiting the next
+    // wait_for_change would throw instead (asio, once the coroutine is cancelled), and that
+    // exception escaped the non-awaitable tokens' completion and terminated the program.
+    asio::cancellation_state cancellation = co_await asio::this_coro::cancellation_state;
+    if (cancellation.cancelled() != asio::cancellation_type::none) {
+      failure = absl::CancelledError("the call was cancelled while waiting for a connection");
+      break;
+    }
   }
   --waiting_calls_;
   co_return new ClientCall(executor_, &context, std::move(failure));
