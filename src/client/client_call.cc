@@ -152,6 +152,14 @@ bool ClientCall::on_header(std::string_view name, std::string_view value) {
     http_status_ = code;
     return true;
   }
+  if (initial_done_ && !in_trailers_) {
+    // The trailers begin. Outside Trailers-Only, the call's status is the trailers' alone (a
+    // grpc-status in the response headers does not count, as in grpc-go).
+    in_trailers_ = true;
+    has_grpc_status_ = false;
+    grpc_message_.clear();
+    status_details_.clear();
+  }
   if (header_is(name, "grpc-status")) {
     has_grpc_status_ = true;
     grpc_status_ = parse_grpc_status(value);
@@ -171,7 +179,11 @@ bool ClientCall::on_header(std::string_view name, std::string_view value) {
     retry_pushback_ms_ = parse_retry_pushback(value);
     return true;
   }
-  if (name[0] == ':' || header_is(name, "content-type") || header_starts_with(name, "grpc-")) {
+  if (header_is(name, "content-type")) {
+    if (!initial_done_) grpc_content_type_ = is_grpc_content_type(value);
+    return true;
+  }
+  if (name[0] == ':' || header_starts_with(name, "grpc-")) {
     if (header_is(name, "grpc-status-details-bin")) {
       if (std::optional<std::string> raw = decode_binary_header(value)) status_details_ = *raw;
     }
@@ -191,11 +203,24 @@ bool ClientCall::on_header(std::string_view name, std::string_view value) {
 void ClientCall::on_headers_done() {
   initial_done_ = true;
   ++header_blocks_;
+  if (header_blocks_ == 1 && http_status_ == 200 && !grpc_content_type_) {
+    // Not a gRPC response (say, a proxy's page): the call fails with the code the HTTP status
+    // maps to (UNKNOWN for 200), as gRPC's spec and grpc-go have it, rather than its body being
+    // read as messages. Other statuses are mapped when the stream ends.
+    abort_call(absl::Status(status_code_from_http(http_status_),
+                            "the response is not gRPC: its content-type is not application/grpc"));
+  }
 }
 
 void ClientCall::on_remote_end() {
   CallStream::on_remote_end();
-  if (header_blocks_ == 1) {
+  // Trailers-Only: one HEADERS block, and it ended the stream (nothing of a message came).
+  const bool body_came = messages_received() > 0 || !check_inbound_complete().ok();
+  if (header_blocks_ == 1 && body_came) {
+    // The stream ended after the headers and a body, without trailers: a status the headers
+    // carried does not count.
+    has_grpc_status_ = false;
+  } else if (header_blocks_ == 1) {
     trailers_only_ = true;
     // Trailers-Only: the one HEADERS block was the trailers, so its metadata is trailing
     // metadata (as grpc++ and grpc-go file it).
@@ -213,7 +238,10 @@ void ClientCall::on_remote_end() {
   } else {
     absl::Status status(grpc_status_, grpc_message_);
     if (!status_details_.empty()) set_status_details(status, status_details_);
-    if (status.ok() && expects_single_message() && messages_received() == 0) {
+    if (absl::Status truncated = check_inbound_complete(); status.ok() && !truncated.ok()) {
+      // The stream ended inside a message: whatever the server says, the call did not deliver.
+      status = std::move(truncated);
+    } else if (status.ok() && expects_single_message() && messages_received() == 0) {
       // A unary or client-streaming call answered OK with no response: a response
       // cardinality violation, decided here so that observers see it too.
       status = single_response_status(std::move(status), false);

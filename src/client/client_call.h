@@ -130,6 +130,11 @@ class ClientCall final : public CallStream {
   int http_status_ = 0;
   std::int64_t retry_pushback_ms_ = -1;  // kNoPushback
   bool has_grpc_status_ = false;
+  // The response headers named a gRPC content-type (application/grpc[+codec]).
+  bool grpc_content_type_ = false;
+  // A field of the trailers (the second header block) came: a status the response headers
+  // carried no longer counts.
+  bool in_trailers_ = false;
   absl::StatusCode grpc_status_ = absl::StatusCode::kUnknown;
   std::string grpc_message_;
   std::string status_details_;  // grpc-status-details-bin, decoded
