@@ -7,6 +7,8 @@
 #   PREFIX/bin/grpc-health-probe                   go install
 #   PREFIX/bin/h2spec     HTTP/2 conformance tester  go build (pinned go.mod, see below)
 #   PREFIX/bin/rich_status_peer_go  test/peers/rich_status_go against grpc-go  go build (pinned)
+#   PREFIX/bin/connectconformance    connectrpc's conformance suite      go install; its .proto
+#                        files stay in the module cache, PREFIX/go/pkg/mod/connectrpc.com/conformance@V
 #   PREFIX/java/lib       grpc-java interop-testing jars + runtime deps   mvn
 # Go's caches live under PREFIX/go and Maven's repository under PREFIX/java/m2, so nothing lands in
 # the repo or in $HOME. Idempotent: a step is skipped when its peer is already present at the pinned
@@ -28,6 +30,7 @@ GRPC_HEALTH_PROBE_VERSION=v0.4.61   # the newest the Go proxy serves
 H2SPEC_VERSION=v2.2.1+incompatible
 H2SPEC_DEPS=(github.com/fatih/color@v1.19.0 github.com/spf13/cobra@v1.10.2
              golang.org/x/net@v0.62.0)
+CONNECT_CONFORMANCE_VERSION=v1.0.7  # test/conformance's CMakeLists names the same version
 GRPC_JAVA_VERSION=1.79.0
 MAVEN_DEPENDENCY_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
 
@@ -123,6 +126,12 @@ step "ghz $GHZ_VERSION" "$prefix/logs/ghz.log" \
 step "grpc-health-probe $GRPC_HEALTH_PROBE_VERSION" "$prefix/logs/grpc-health-probe.log" \
   "go_has grpc-health-probe github.com/grpc-ecosystem/grpc-health-probe $GRPC_HEALTH_PROBE_VERSION" \
   "go install github.com/grpc-ecosystem/grpc-health-probe@$GRPC_HEALTH_PROBE_VERSION"
+
+# --- (c1) connectrpc's conformance suite: the runner, and (in the module cache) the .proto files
+# test/conformance generates its server and client from.
+step "connectconformance $CONNECT_CONFORMANCE_VERSION" "$prefix/logs/connectconformance.log" \
+  "go_has connectconformance connectrpc.com/conformance $CONNECT_CONFORMANCE_VERSION && [ -f '$prefix/go/pkg/mod/connectrpc.com/conformance@$CONNECT_CONFORMANCE_VERSION/proto/connectrpc/conformance/v1/service.proto' ]" \
+  "go install connectrpc.com/conformance/cmd/connectconformance@$CONNECT_CONFORMANCE_VERSION"
 
 # --- (c2) h2spec, the HTTP/2 conformance tester. `go install h2spec@v2.2.1+incompatible` would
 # take the newest version of each dependency (h2spec has no go.mod): build it from a scratch

@@ -20,8 +20,8 @@ import sys
 import xml.etree.ElementTree as ET
 
 # Lines of a test's output that say why it failed, in the formats of run_pair.py, the interop
-# clients (ferry, grpc-go, grpcio, tools_test.py) and grpc-java.
-WHY = re.compile(r"^(FAIL\b|run_pair: FAIL|Exception in thread|.*\bpanic:|.*Sanitizer)")
+# clients (ferry, grpc-go, grpcio, tools_test.py), grpc-java and connectconformance.
+WHY = re.compile(r"^(FAIL\b|FAILED: |run_pair: FAIL|Exception in thread|.*\bpanic:|.*Sanitizer)")
 
 
 def label_tests(build_dir, label):
