@@ -54,21 +54,33 @@ void ClientStream::dispatch_on_call_thread(const asio::any_io_executor& executor
 }
 
 ClientStream::~ClientStream() {
+  // The loop, if it has ended when the release runs: the last reference then deletes at once,
+  // here, rather than posting the deletion to a loop that no longer runs. (A raw pointer: the
+  // release runs either now or from the loop's own queue, while the loop lives.)
+  const detail::ChannelLoop* loop = loop_.get();
   if (retrying_ != nullptr) {
     detail::RetryingStream* r = retrying_;
-    on_call_thread([r] {
+    on_call_thread([r, loop] {
       r->cancel(absl::CancelledError("the client dropped the call"));  // no-op once finished
-      r->unref();
+      if (loop != nullptr && loop->ended()) {
+        r->unref_inline();
+      } else {
+        r->unref();
+      }
     });
     return;
   }
   if (call_ == nullptr) return;
   detail::ClientCall* call = call_;
   // Cancel an unfinished call; on the call's thread, since its state lives there.
-  on_call_thread([call] {
+  on_call_thread([call, loop] {
     if (!call->done()) call->cancel(absl::CancelledError("the client dropped the call"));
     call->settle();
-    call->unref();
+    if (loop != nullptr && loop->ended()) {
+      call->unref_inline();
+    } else {
+      call->unref();
+    }
   });
 }
 

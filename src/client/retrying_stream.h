@@ -46,6 +46,11 @@ class RetryingStream {
   // From any thread; the last unref deletes it (later, on its executor).
   void ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
   void unref();
+  // unref() that deletes at once: for a caller with nothing of the stream's below it on the
+  // stack, on its thread or once its loop has ended (ClientStream's release).
+  void unref_inline() {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
   const asio::any_io_executor& executor() const { return executor_; }
 
   // Starts the first attempt; request (a server-streaming call's one message), when not null,
