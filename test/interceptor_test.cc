@@ -385,6 +385,18 @@ Service make_bad_answers() {
   return bad;
 }
 
+// The bad answers served beside Echo, to a channel with one RecordingClientInterceptor "a".
+struct BadAnswersObserved {
+  static ChannelOptions observed_by(Log* log) {
+    ChannelOptions options;
+    options.interceptors = {std::make_shared<RecordingClientInterceptor>("a", log)};
+    return options;
+  }
+  Log log;
+  Service bad = make_bad_answers();
+  Loopback loop{{}, observed_by(&log), &bad};
+};
+
 // Waits on the client's loop until ctx holds the trailer key (the call's status is in).
 asio::awaitable<void> wait_for_trailer(const ClientContext& ctx, std::string_view key) {
   asio::steady_timer timer(co_await asio::this_coro::executor);
@@ -397,11 +409,8 @@ asio::awaitable<void> wait_for_trailer(const ClientContext& ctx, std::string_vie
 // The server's OK arrives before the application reads the response, which then fails to
 // parse: the application gets INTERNAL, and so must the interceptor (it was told OK).
 TEST(Interceptors, ClientObservesAResponseThatFailsToParse) {
-  Log log;
-  ChannelOptions channel_options;
-  channel_options.interceptors = {std::make_shared<RecordingClientInterceptor>("a", &log)};
-  Service bad = make_bad_answers();
-  Loopback loop({}, channel_options, &bad);
+  BadAnswersObserved observed;
+  Loopback& loop = observed.loop;
   ClientContext ctx;
   absl::Status status = loop.run([&]() -> asio::awaitable<absl::Status> {
     const EchoRequest request;
@@ -413,18 +422,15 @@ TEST(Interceptors, ClientObservesAResponseThatFailsToParse) {
     co_return co_await reader.finish();
   });
   EXPECT_EQ(status.code(), absl::StatusCode::kInternal) << status;
-  ASSERT_EQ(log.lines().size(), 2u);
-  EXPECT_EQ(log.outcome("a").status, status);
+  ASSERT_EQ(observed.log.lines().size(), 2u);
+  EXPECT_EQ(observed.log.outcome("a").status, status);
 }
 
 // OK without the one response a client-streaming call is due: the application gets
 // UNIMPLEMENTED (a cardinality violation), and so does the interceptor.
 TEST(Interceptors, ClientObservesAMissingResponse) {
-  Log log;
-  ChannelOptions channel_options;
-  channel_options.interceptors = {std::make_shared<RecordingClientInterceptor>("a", &log)};
-  Service bad = make_bad_answers();
-  Loopback loop({}, channel_options, &bad);
+  BadAnswersObserved observed;
+  Loopback& loop = observed.loop;
   ClientContext ctx;
   absl::Status status = loop.run([&]() -> asio::awaitable<absl::Status> {
     ClientWriter<EchoRequest> writer(
@@ -435,8 +441,8 @@ TEST(Interceptors, ClientObservesAMissingResponse) {
     co_return co_await writer.finish(response);
   });
   EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented) << status;
-  ASSERT_EQ(log.lines().size(), 2u);
-  EXPECT_EQ(log.outcome("a").status, status);
+  ASSERT_EQ(observed.log.lines().size(), 2u);
+  EXPECT_EQ(observed.log.outcome("a").status, status);
 }
 
 // The deadline ends the call while the handler waits: the interceptor sees DEADLINE_EXCEEDED,

@@ -133,23 +133,27 @@ asio::awaitable<absl::Status> stream_responses(ServerContext& ctx,
   co_return error_status(definition.error(), &info);
 }
 
+// Unary and IdempotentUnary: their request and response types differ, their handling does not.
+template <class Request, class Response>
+asio::awaitable<absl::Status> unary(ServerContext& ctx, const Request& request,
+                                    Response& response) {
+  const Requests requests = one_request(request);
+  co_return co_await respond_once(
+      ctx, request.has_response_definition() ? &request.response_definition() : nullptr,
+      requests, *response.mutable_payload());
+}
+
 class ConformanceImpl final : public v1::ConformanceService::Service {
  public:
   asio::awaitable<absl::Status> Unary(ServerContext& ctx, const v1::UnaryRequest& request,
                                       v1::UnaryResponse& response) override {
-    const Requests requests = one_request(request);
-    co_return co_await respond_once(
-        ctx, request.has_response_definition() ? &request.response_definition() : nullptr,
-        requests, *response.mutable_payload());
+    return unary(ctx, request, response);
   }
 
   asio::awaitable<absl::Status> IdempotentUnary(ServerContext& ctx,
                                                 const v1::IdempotentUnaryRequest& request,
                                                 v1::IdempotentUnaryResponse& response) override {
-    const Requests requests = one_request(request);
-    co_return co_await respond_once(
-        ctx, request.has_response_definition() ? &request.response_definition() : nullptr,
-        requests, *response.mutable_payload());
+    return unary(ctx, request, response);
   }
 
   asio::awaitable<absl::Status> ClientStream(ServerContext& ctx,
