@@ -6,7 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/install_deps.sh clang  # clang: libFuzzer, for scripts/fuzz.sh
+# For scripts/fuzz.sh: clang, and libclang-rt-14-dev, its sanitizer headers and runtimes (libFuzzer
+# among them), which clang only recommends (install_deps.sh installs no recommends).
+bash scripts/install_deps.sh clang libclang-rt-14-dev
 jobs=$(nproc)
 
 # Real gRPC peers for the interop tests (grpcio + h2, grpc-go's and grpc-java's interop programs,
