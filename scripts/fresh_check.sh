@@ -16,7 +16,9 @@
 #   - the toolchains a new machine has preinstalled outside Debian's packages, bind-mounted from
 #     the host read-only: Go (/usr/local/go), pyenv's Python (/root/.pyenv), rustup's Rust
 #     (/root/.cargo, /root/.rustup), the Temurin JDK (/usr/lib/jvm/temurin-*), and root's
-#     .profile/.bashrc, which put them on PATH in a login shell (the commands run in one).
+#     .profile/.bashrc, which put them on PATH in a login shell (the commands run in one);
+#   - the machine's trust in its TLS egress proxy (the CAs in /usr/local/share/ca-certificates,
+#     /etc/pip.conf and the CA variables of its environment): without it no registry answers.
 # That base is built once and cached (FRESH_ROOT_CACHE/base); every run starts from a fresh copy
 # of it (FRESH_ROOT_CACHE/run), so nothing a previous run installed survives. A clean clone of
 # the repository at REV goes to /root/ferry in the copy, and each command runs there under
@@ -124,9 +126,11 @@ build_base() {
 
   # The host's apt sources for Debian, not third-party ones; the apt settings of the image.
   rm -f "$root/etc/apt/sources.list"
-  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
+           /etc/apt/sources.list.d/*.sources; do
     [ -f "$f" ] || continue
-    if grep -Eo '(https?|file|cdrom)://[^ ]+' "$f" | grep -qvE '^https?://[a-z.-]*debian\.org/'; then
+    if grep -Eo '(https?|file|cdrom)://[^ ]+' "$f" |
+         grep -qvE '^https?://[a-z.-]*debian\.org/'; then
       echo "fresh_check: apt source left out (not Debian's): $f"
     else
       cp "$f" "$root$f"
@@ -134,7 +138,7 @@ build_base() {
   done
   for f in /etc/apt/apt.conf.d/docker-* /etc/apt/apt.conf.d/99artifact-registry \
            /etc/dpkg/dpkg.cfg.d/docker-*; do
-    [ -f "$f" ] && cp "$f" "$root$f"
+    if [ -f "$f" ]; then cp "$f" "$root$f"; fi
   done
 
   # The env's list: `apt<TAB>name<TAB>version` lines, installed by name.
@@ -209,10 +213,25 @@ cp -a "$base" "$run"
 rm -f "$run/.fresh-base"
 mount_system "$run"
 for t in "${toolchains[@]}"; do
-  [ -e "$t" ] && bind_ro "$t" "$run$t"
+  if [ -e "$t" ]; then bind_ro "$t" "$run$t"; fi
 done
 for f in /root/.profile /root/.bashrc; do
-  [ -f "$f" ] && cp "$f" "$run$f"
+  if [ -f "$f" ]; then cp "$f" "$run$f"; fi
+done
+# The machine's own trust settings: its registries are reached through a TLS proxy whose CA a new
+# machine trusts (/usr/local/share/ca-certificates, the egress one made at boot, so taken afresh
+# for each run), and pip is told to use the system's bundle (/etc/pip.conf, and the environment
+# variables in ca_env below, which a new machine's environment has).
+if compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null; then
+  cp /usr/local/share/ca-certificates/*.crt "$run/usr/local/share/ca-certificates/"
+  chroot "$run" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin update-ca-certificates \
+    >"$logs/ca.log" 2>&1 || { cat "$logs/ca.log"; exit 1; }
+fi
+if [ -f /etc/pip.conf ]; then cp /etc/pip.conf "$run/etc/pip.conf"; fi
+ca_env=()
+for v in SSL_CERT_FILE SSL_CERT_DIR REQUESTS_CA_BUNDLE CURL_CA_BUNDLE PIP_CERT GIT_SSL_CAINFO \
+         NODE_EXTRA_CA_CERTS GRPC_DEFAULT_SSL_ROOTS_FILE_PATH; do
+  if [ -n "${!v:-}" ]; then ca_env+=("$v=${!v}"); fi
 done
 git clone -q --no-checkout "$repo" "$run/root/ferry"
 git -C "$run/root/ferry" checkout -q --detach "$sha"
@@ -221,8 +240,9 @@ echo "fresh_check: cloned $(git -C "$repo" log -1 --format='%h %s' "$sha" | cut 
 status=0
 for c in "${commands[@]}"; do
   log="$logs/$c.log"
-  env=(HOME=/root LANG=C.UTF-8 TERM=dumb PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)
-  [ -n "${FERRY_FUZZ_SECONDS:-}" ] && env+=("FERRY_FUZZ_SECONDS=$FERRY_FUZZ_SECONDS")
+  env=(HOME=/root LANG=C.UTF-8 TERM=dumb "${ca_env[@]}"
+       PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)
+  if [ -n "${FERRY_FUZZ_SECONDS:-}" ]; then env+=("FERRY_FUZZ_SECONDS=$FERRY_FUZZ_SECONDS"); fi
   echo "fresh_check: bash scripts/$c.sh started $(date -u +%H:%M:%S) UTC (log $log)"
   start=$(date +%s)
   rc=0
