@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages ferry builds with, when any is missing. Idempotent and quiet when
 # everything is already there. Used by scripts/main.sh and scripts/test.sh; packages named as
-# arguments are installed too (scripts/test.sh adds clang for the fuzzers). With --bench it
-# installs instead what only the benchmarks need (h2load, for bench/head_to_head).
+# arguments are installed too (scripts/test.sh adds clang and libclang-rt-14-dev for the fuzzers,
+# and nghttp2-client for the head-to-head benchmark's smoke test).
+# With --bench it installs instead what only the benchmarks need (h2load, for bench/head_to_head).
+# Recommends are never installed, so every package the scripts rely on is named here or by the
+# caller, unless a new machine already has it (scripts/fresh_check.sh checks that).
 set -euo pipefail
 
 packages=(

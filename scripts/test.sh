@@ -6,7 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/install_deps.sh clang  # clang: libFuzzer, for scripts/fuzz.sh
+# For scripts/fuzz.sh: clang, and libclang-rt-14-dev, its sanitizer headers and runtimes (libFuzzer
+# among them), which clang only recommends (install_deps.sh installs no recommends). For the
+# head_to_head_smoke test: nghttp2-client (h2load and nghttp; without them the test is skipped).
+bash scripts/install_deps.sh clang libclang-rt-14-dev nghttp2-client
 jobs=$(nproc)
 
 # Real gRPC peers for the interop tests (grpcio + h2, grpc-go's and grpc-java's interop programs,
