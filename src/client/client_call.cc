@@ -214,8 +214,10 @@ void ClientCall::on_headers_done() {
 
 void ClientCall::on_remote_end() {
   CallStream::on_remote_end();
+  // INTERNAL when the stream ended inside a message.
+  absl::Status truncated = check_inbound_complete();
   // Trailers-Only: one HEADERS block, and it ended the stream (nothing of a message came).
-  const bool body_came = messages_received() > 0 || !check_inbound_complete().ok();
+  const bool body_came = messages_received() > 0 || !truncated.ok();
   if (header_blocks_ == 1 && body_came) {
     // The stream ended after the headers and a body, without trailers: a status the headers
     // carried does not count.
@@ -238,7 +240,7 @@ void ClientCall::on_remote_end() {
   } else {
     absl::Status status(grpc_status_, grpc_message_);
     if (!status_details_.empty()) set_status_details(status, status_details_);
-    if (absl::Status truncated = check_inbound_complete(); status.ok() && !truncated.ok()) {
+    if (status.ok() && !truncated.ok()) {
       // The stream ended inside a message: whatever the server says, the call did not deliver.
       status = std::move(truncated);
     } else if (status.ok() && expects_single_message() && messages_received() == 0) {
