@@ -44,10 +44,12 @@ inline bool header_starts_with(std::string_view name, const char (&prefix)[N]) {
   return name.size() >= N - 1 && std::memcmp(name.data(), prefix, N - 1) == 0;
 }
 
+inline constexpr std::string_view kGrpcContentTypePrefix = "application/grpc";
+
 // Whether a content-type names gRPC: "application/grpc", optionally followed by "+codec" or
 // ";params".
 inline bool is_grpc_content_type(std::string_view ct) {
-  constexpr std::string_view kPrefix = "application/grpc";
+  constexpr std::string_view kPrefix = kGrpcContentTypePrefix;
   if (ct.substr(0, kPrefix.size()) != kPrefix) return false;
   return ct.size() == kPrefix.size() || ct[kPrefix.size()] == '+' || ct[kPrefix.size()] == ';';
 }
@@ -55,8 +57,7 @@ inline bool is_grpc_content_type(std::string_view ct) {
 // Whether a gRPC content-type names the proto codec: none ("application/grpc", which means
 // proto) or "+proto", before any ";params".
 inline bool is_grpc_proto_content_type(std::string_view ct) {
-  constexpr std::string_view kPrefix = "application/grpc";
-  std::string_view codec = ct.substr(std::min(ct.size(), kPrefix.size()));
+  std::string_view codec = ct.substr(std::min(ct.size(), kGrpcContentTypePrefix.size()));
   codec = codec.substr(0, codec.find(';'));
   return codec.empty() || codec == "+proto";
 }
