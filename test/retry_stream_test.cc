@@ -166,6 +166,14 @@ EchoRequest request(std::string payload, int response_count = 0) {
   return r;
 }
 
+// Reads every response of stream; how many came.
+int read_all(BlockingClientStream& stream) {
+  EchoResponse r;
+  int n = 0;
+  while (stream.read(r)) ++n;
+  return n;
+}
+
 TEST(RetryStream, ServerStreamingRetriedBeforeAnyResponse) {
   FlakyStreams server(2, FailAt::kStart);
   Channel channel(server.target(), retrying());
@@ -215,9 +223,7 @@ TEST(RetryStream, InterceptorsKeepTheRetryPolicy) {
     ClientContext ctx;
     ctx.set_timeout(10s);
     BlockingClientStream stream = channel.open_blocking(kExpand, ctx, request("abc", 3));
-    EchoResponse r;
-    int n = 0;
-    while (stream.read(r)) ++n;
+    const int n = read_all(stream);
     const absl::Status status = stream.finish();
     EXPECT_EQ(server.attempts(), 3) << fails_for_good;
     EXPECT_EQ(n, fails_for_good ? 0 : 3);
@@ -236,10 +242,7 @@ TEST(RetryStream, ServerStreamingCommitsOnTheFirstResponse) {
   ClientContext ctx;
   ctx.set_timeout(10s);
   BlockingClientStream stream = channel.open_blocking(kExpand, ctx, request("abc", 3));
-  EchoResponse r;
-  int n = 0;
-  while (stream.read(r)) ++n;
-  EXPECT_EQ(n, 1);
+  EXPECT_EQ(read_all(stream), 1);
   EXPECT_EQ(stream.finish().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(server.attempts(), 1);
 }
