@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "asio/post.hpp"
+#include "common/ref.h"
 #include "ferry/frame_encoder.h"
 #include "google/protobuf/message_lite.h"
 
@@ -47,9 +48,8 @@ CallStream::CallStream(const asio::any_io_executor& executor, http2::Connection*
 
 void CallStream::cancel_operation(void* self) {
   auto* stream = static_cast<CallStream*>(self);
-  stream->ref();  // what the subclass sets off may drop the other references
+  Ref<CallStream> keep(stream);  // what the subclass sets off may drop the other references
   stream->on_operation_cancelled();
-  stream->unref();
 }
 
 void CallStream::on_closed(http2::ErrorCode error) {
@@ -259,10 +259,9 @@ int CallStream::take_message(SliceChain& out) {
 // once asio's small per-thread recycling cache is exhausted by many calls in flight.
 template <class Message>
 asio::awaitable<bool> CallStream::read_any(Message& out) {
-  ref();  // the call outlives the wait even if every other holder lets go meanwhile
+  Ref<CallStream> keep(this);  // the call outlives the wait even if every other holder lets go
   std::optional<bool> got;
   while (!(got = next_message(out))) co_await inbound_progress();
-  unref();
   co_return *got;
 }
 
@@ -330,23 +329,24 @@ asio::awaitable<absl::Status> CallStream::write_any(const Message& message, bool
   // queue is empty (its peer reads it) goes on, so streams the peer does not read cannot starve
   // those it does; unless the peer reads nothing at all (its connection window is used up), when
   // every writer waits.
+  // The call outlives the waits even if every other holder lets go meanwhile.
+  Ref<CallStream> keep;
   if (connection_ != nullptr && connection_->send_queue_full() && must_wait_for_send_room()) {
-    ref();
+    keep = Ref<CallStream>(this);
     while (abort_.ok() && connection_ != nullptr && connection_->send_queue_full() &&
            must_wait_for_send_room()) {
       connection_->wait_for_send_room();
       co_await write_event_.wait();
     }
-    unref();
   }
   if (absl::Status s = queue_any(message, last, options); !s.ok()) co_return s;
-  ref();
-  while (abort_.ok() && connection_ != nullptr && outbound.size() >= kWriteHighWater) {
-    co_await write_event_.wait();
+  if (abort_.ok() && connection_ != nullptr && outbound.size() >= kWriteHighWater) {
+    if (!keep) keep = Ref<CallStream>(this);
+    while (abort_.ok() && connection_ != nullptr && outbound.size() >= kWriteHighWater) {
+      co_await write_event_.wait();
+    }
   }
-  absl::Status result = abort_;
-  unref();
-  co_return result;
+  co_return abort_;
 }
 
 asio::awaitable<absl::Status> CallStream::write_message(const google::protobuf::MessageLite& msg,

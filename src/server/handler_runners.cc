@@ -13,8 +13,13 @@
 
 namespace ferry::detail {
 
-void HandlerRunners::submit(ServerCall* call, const Method* method) {
-  jobs_.push_back(Job{call, method});
+// Out of line, as the destructor: a Job's reference needs ServerCall whole.
+HandlerRunners::HandlerRunners(asio::any_io_executor executor) : executor_(std::move(executor)) {}
+
+HandlerRunners::~HandlerRunners() = default;
+
+void HandlerRunners::submit(Ref<ServerCall> call, const Method* method) {
+  jobs_.push_back(Job{std::move(call), method});
   if (!another_called_) call_another();
 }
 
@@ -53,7 +58,7 @@ asio::awaitable<void> HandlerRunners::run(Slot* slot) {
   while (true) {
     another_called_ = false;  // this runner is the one that was called: it takes the jobs now
     while (next_job_ < jobs_.size()) {
-      const Job job = jobs_[next_job_++];
+      Job job = std::move(jobs_[next_job_++]);
       if (next_job_ == jobs_.size()) {
         jobs_.clear();
         next_job_ = 0;
@@ -69,6 +74,9 @@ asio::awaitable<void> HandlerRunners::run(Slot* slot) {
         status = absl::UnknownError("handler threw an exception");
       }
       job.call->handler_done(status);
+      // Resumed from the executor's queue or a connection's wake-ups: nothing of the call's is
+      // below this on the stack, so the last reference may delete it at once.
+      job.call.reset_inline();
       // Large answers leave before the next handler runs (WritePolicy::bytes_per_write).
       WakeupQueue::between_calls();
     }

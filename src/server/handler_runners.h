@@ -20,6 +20,7 @@
 #include "asio/awaitable.hpp"
 #include "ferry/service.h"
 #include "call/event.h"
+#include "common/ref.h"
 
 namespace ferry::detail {
 
@@ -29,15 +30,15 @@ class ServerCall;
 // executor's io_context: idle runners' frames go with it.
 class HandlerRunners {
  public:
-  explicit HandlerRunners(asio::any_io_executor executor) : executor_(std::move(executor)) {}
+  explicit HandlerRunners(asio::any_io_executor executor);
   // Idle runners go with their slots (their frames' destruction is posted to the executor).
   // Runners inside a handler belong to what the handler waits on, and need nothing of this.
-  ~HandlerRunners() = default;
+  ~HandlerRunners();
   HandlerRunners(const HandlerRunners&) = delete;
   HandlerRunners& operator=(const HandlerRunners&) = delete;
 
-  // Runs method's handler for call (which holds a reference for it until the handler is done).
-  void submit(ServerCall* call, const Method* method);
+  // Runs method's handler for call, holding the reference it is given until the handler is done.
+  void submit(Ref<ServerCall> call, const Method* method);
 
   // Server shutdown: idle runners end, and busy ones end once they run out of jobs, so that
   // the io_context runs out of work (an idle runner counts as work).
@@ -45,7 +46,7 @@ class HandlerRunners {
 
  private:
   struct Job {
-    ServerCall* call;
+    Ref<ServerCall> call;  // released once the handler is done, or with a runner's frame
     const Method* method;
   };
   // Where an idle runner waits. Owned here, not by the runner's frame: destroying the slot

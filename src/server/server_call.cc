@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/ref.h"
 #include "common/strings.h"
 #include "ferry/status_details.h"
 #include "call/call_storage.h"
@@ -181,23 +182,16 @@ ServerCall::~ServerCall() = default;
 void ServerCall::on_deadline() {
   if (finished_ || closed_) return;
   const absl::Status expired = absl::DeadlineExceededError("deadline exceeded");
-  ref();  // finish() may drop what else keeps the call
+  Ref<ServerCall> keep(this);  // finish() may drop what else keeps the call
   finish(expired, nullptr);
   abort(expired);
-  unref();
 }
 
 void ServerCall::run(const Method* method) {
-  ref();  // the handler's reference, dropped by handler_done
-  site_->runners->submit(this, method);
+  site_->runners->submit(Ref<ServerCall>(this), method);  // the handler's reference
 }
 
-void ServerCall::handler_done(const absl::Status& status) {
-  finish(status, nullptr);
-  // The runner calls this from its coroutine, resumed from the executor's queue or a
-  // connection's wake-ups: nothing of the call's is below it on the stack.
-  unref_inline();
-}
+void ServerCall::handler_done(const absl::Status& status) { finish(status, nullptr); }
 
 void ServerCall::run_when_ready(const Method* method) {
   pending_method_ = method;

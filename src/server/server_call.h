@@ -77,8 +77,8 @@ class ServerCall final : public CallStream {
   // ("0n"): the call must then be finished with that status and its handler never run.
   absl::Status check_timeout() const;
   ServerContext& context() { return context_; }
-  // The handler returned status (or threw): ends the call with it if it has not ended, and
-  // drops the handler's reference. From the runner, on the call's thread.
+  // The handler returned status (or threw): ends the call with it if it has not ended. From the
+  // runner, on the call's thread; the runner then drops the handler's reference.
   void handler_done(const absl::Status& status);
 
   // Handler operations (see ServerContext).
