@@ -157,16 +157,11 @@ class Channel {
   auto call(std::string_view method, ClientContext& context,
             const google::protobuf::MessageLite& request, google::protobuf::MessageLite& response,
             Token&& token = asio::use_awaitable) {
-    if constexpr (detail::is_use_awaitable_v<Token>) {
-      return call_awaitable(method, context, request, response);
-    } else {
-      return detail::initiate_on<absl::Status>(
-          executor(),
-          [core = core_, method, &context, &request, &response] {
-            return call_on(core, method, context, request, response);
-          },
-          std::forward<Token>(token));
-    }
+    return detail::async_operation<absl::Status>(
+        std::forward<Token>(token), executor(),
+        [core = core_, method, &context, &request, &response]() mutable {
+          return call_awaitable(std::move(core), method, context, request, response);
+        });
   }
 
   // Starts a streaming call (any kind). Failures (cannot connect, deadline already passed)
@@ -184,16 +179,10 @@ class Channel {
   template <class Token = const asio::use_awaitable_t<>&>
   auto open(std::string_view method, RpcKind kind, ClientContext& context,
             Token&& token = asio::use_awaitable) {
-    if constexpr (detail::is_use_awaitable_v<Token>) {
-      return open_awaitable(method, context, nullptr, kind);
-    } else {
-      return detail::initiate_on<ClientStream>(
-          executor(),
-          [core = core_, method, kind, &context] {
-            return open_on(core, method, context, nullptr, kind);
-          },
-          std::forward<Token>(token));
-    }
+    return detail::async_operation<ClientStream>(
+        std::forward<Token>(token), executor(), [core = core_, method, kind, &context] {
+          return open_awaitable(core, method, context, nullptr, kind);
+        });
   }
   // Starts a server-streaming call: opens it, sends request and half-closes. A request that
   // cannot be sent (e.g. over the send limit) ends the call with that status.
@@ -201,16 +190,10 @@ class Channel {
   template <class Token = const asio::use_awaitable_t<>&>
   auto open(std::string_view method, ClientContext& context,
             const google::protobuf::MessageLite& request, Token&& token = asio::use_awaitable) {
-    if constexpr (detail::is_use_awaitable_v<Token>) {
-      return open_awaitable(method, context, &request, RpcKind::kServerStreaming);
-    } else {
-      return detail::initiate_on<ClientStream>(
-          executor(),
-          [core = core_, method, &context, &request] {
-            return open_on(core, method, context, &request, RpcKind::kServerStreaming);
-          },
-          std::forward<Token>(token));
-    }
+    return detail::async_operation<ClientStream>(
+        std::forward<Token>(token), executor(), [core = core_, method, &context, &request] {
+          return open_awaitable(core, method, context, &request, RpcKind::kServerStreaming);
+        });
   }
 
   // Blocking unary call, for simple programs: from any thread but the channel's own.
@@ -226,18 +209,19 @@ class Channel {
                                      const google::protobuf::MessageLite& request);
 
  private:
-  // The operations for asio::use_awaitable, from any executor (request null: none to send).
-  asio::awaitable<absl::Status> call_awaitable(std::string_view method, ClientContext& context,
-                                               const google::protobuf::MessageLite& request,
-                                               google::protobuf::MessageLite& response);
-  asio::awaitable<ClientStream> open_awaitable(std::string_view method, ClientContext& context,
-                                               const google::protobuf::MessageLite* request,
-                                               RpcKind kind);
-  // The operations for other tokens, to run on the channel's executor.
-  static asio::awaitable<absl::Status> call_on(std::shared_ptr<detail::ChannelCore> core,
-                                               std::string_view method, ClientContext& context,
-                                               const google::protobuf::MessageLite& request,
-                                               google::protobuf::MessageLite& response);
+  // The operations, awaitable from any executor: they hop to the channel's (request null: none
+  // to send).
+  static asio::awaitable<absl::Status> call_awaitable(std::shared_ptr<detail::ChannelCore> core,
+                                                      std::string_view method,
+                                                      ClientContext& context,
+                                                      const google::protobuf::MessageLite& request,
+                                                      google::protobuf::MessageLite& response);
+  static asio::awaitable<ClientStream> open_awaitable(std::shared_ptr<detail::ChannelCore> core,
+                                                      std::string_view method,
+                                                      ClientContext& context,
+                                                      const google::protobuf::MessageLite* request,
+                                                      RpcKind kind);
+  // open_awaitable's part on the channel's executor.
   static asio::awaitable<ClientStream> open_on(std::shared_ptr<detail::ChannelCore> core,
                                                std::string_view method, ClientContext& context,
                                                const google::protobuf::MessageLite* request,

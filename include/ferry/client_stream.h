@@ -28,17 +28,14 @@ class SliceChain;
 
 namespace detail {
 class ChannelLoop;
-class ClientCall;
-class RetryingStream;
+class StreamCall;
 }
 
 class ClientStream {
  public:
   ClientStream() = default;
   ClientStream(ClientStream&& other) noexcept
-      : call_(std::exchange(other.call_, nullptr)),
-        retrying_(std::exchange(other.retrying_, nullptr)),
-        loop_(std::move(other.loop_)) {}
+      : call_(std::exchange(other.call_, nullptr)), loop_(std::move(other.loop_)) {}
   ClientStream& operator=(ClientStream&& other) noexcept;
   ~ClientStream();
 
@@ -57,16 +54,9 @@ class ClientStream {
   template <class Token = const asio::use_awaitable_t<>&>
   auto write(const google::protobuf::MessageLite& msg, WriteOptions options = {},
              Token&& token = asio::use_awaitable) {
-    if constexpr (detail::is_use_awaitable_v<Token>) {
-      return write_awaitable(msg, false, options);
-    } else {
-      return detail::initiate_on<absl::Status>(
-          executor_for_ops(),
-          [call = call_, retrying = retrying_, &msg, options] {
-            return write_on(call, retrying, msg, false, options);
-          },
-          std::forward<Token>(token));
-    }
+    return operation<absl::Status>(std::forward<Token>(token), [t = target(), &msg, options] {
+      return write_op(t, msg, /*last=*/false, options);
+    });
   }
   template <class Token>
     requires(!std::is_convertible_v<Token, WriteOptions>)
@@ -78,16 +68,9 @@ class ClientStream {
   template <class Token = const asio::use_awaitable_t<>&>
   auto write_last(const google::protobuf::MessageLite& msg, WriteOptions options = {},
                   Token&& token = asio::use_awaitable) {
-    if constexpr (detail::is_use_awaitable_v<Token>) {
-      return write_awaitable(msg, true, options);
-    } else {
-      return detail::initiate_on<absl::Status>(
-          executor_for_ops(),
-          [call = call_, retrying = retrying_, &msg, options] {
-            return write_on(call, retrying, msg, true, options);
-          },
-          std::forward<Token>(token));
-    }
+    return operation<absl::Status>(std::forward<Token>(token), [t = target(), &msg, options] {
+      return write_op(t, msg, /*last=*/true, options);
+    });
   }
   template <class Token>
     requires(!std::is_convertible_v<Token, WriteOptions>)
@@ -98,27 +81,15 @@ class ClientStream {
   // Completion signature: void().
   template <class Token = const asio::use_awaitable_t<>&>
   auto writes_done(Token&& token = asio::use_awaitable) {
-    if constexpr (detail::is_use_awaitable_v<Token>) {
-      return writes_done_awaitable();
-    } else {
-      return detail::initiate_on<void>(
-          executor_for_ops(),
-          [call = call_, retrying = retrying_] { return writes_done_on(call, retrying); },
-          std::forward<Token>(token));
-    }
+    return operation<void>(std::forward<Token>(token),
+                           [t = target()] { return writes_done_op(t); });
   }
   // Waits for the next response; false at the end of the server's stream or if the call failed
   // (finish() says why). Completion signature: void(bool).
   template <class Token = const asio::use_awaitable_t<>&>
   auto read(google::protobuf::MessageLite& msg, Token&& token = asio::use_awaitable) {
-    if constexpr (detail::is_use_awaitable_v<Token>) {
-      return read_awaitable(msg);
-    } else {
-      return detail::initiate_on<bool>(
-          executor_for_ops(),
-          [call = call_, retrying = retrying_, &msg] { return read_on(call, retrying, msg); },
-          std::forward<Token>(token));
-    }
+    return operation<bool>(std::forward<Token>(token),
+                           [t = target(), &msg] { return read_op(t, msg); });
   }
   // Raw messages, by reference, as ServerContext::read_raw / write_raw say (ferry/bytes_field.h
   // for a large `bytes` field): write_raw shares message's slices with the connection until
@@ -129,23 +100,13 @@ class ClientStream {
   // Completion signatures: void(absl::Status) and void(bool).
   template <class Token = const asio::use_awaitable_t<>&>
   auto write_raw(const SliceChain& message, Token&& token = asio::use_awaitable) {
-    if constexpr (detail::is_use_awaitable_v<Token>) {
-      return write_raw_awaitable(message);
-    } else {
-      return detail::initiate_on<absl::Status>(
-          executor_for_ops(), [call = call_, r = retrying_, &message] { return write_raw_on(call, r, message); },
-          std::forward<Token>(token));
-    }
+    return operation<absl::Status>(std::forward<Token>(token),
+                                   [t = target(), &message] { return write_raw_op(t, message); });
   }
   template <class Token = const asio::use_awaitable_t<>&>
   auto read_raw(SliceChain& message, Token&& token = asio::use_awaitable) {
-    if constexpr (detail::is_use_awaitable_v<Token>) {
-      return read_raw_awaitable(message);
-    } else {
-      return detail::initiate_on<bool>(
-          executor_for_ops(), [call = call_, r = retrying_, &message] { return read_raw_on(call, r, message); },
-          std::forward<Token>(token));
-    }
+    return operation<bool>(std::forward<Token>(token),
+                           [t = target(), &message] { return read_raw_op(t, message); });
   }
   // Whether the response most recently returned by read() arrived compressed (flag 1). Read it
   // after that read() returned, from the coroutine that awaited it.
@@ -154,14 +115,8 @@ class ClientStream {
   // Completion signature: void(absl::Status).
   template <class Token = const asio::use_awaitable_t<>&>
   auto finish(Token&& token = asio::use_awaitable) {
-    if constexpr (detail::is_use_awaitable_v<Token>) {
-      return finish_awaitable();
-    } else {
-      return detail::initiate_on<absl::Status>(
-          executor_for_ops(),
-          [call = call_, retrying = retrying_] { return finish_on(call, retrying); },
-          std::forward<Token>(token));
-    }
+    return operation<absl::Status>(std::forward<Token>(token),
+                                   [t = target()] { return finish_op(t); });
   }
   // A client-streaming call's end: half-closes, reads the single response into response and
   // waits for the status, which is UNIMPLEMENTED when the server sent OK but no response.
@@ -169,16 +124,9 @@ class ClientStream {
   template <class Token = const asio::use_awaitable_t<>&>
   auto finish_with_response(google::protobuf::MessageLite& response,
                             Token&& token = asio::use_awaitable) {
-    if constexpr (detail::is_use_awaitable_v<Token>) {
-      return finish_with_response_awaitable(response);
-    } else {
-      return detail::initiate_on<absl::Status>(
-          executor_for_ops(),
-          [call = call_, retrying = retrying_, &response] {
-            return finish_with_response_on(call, retrying, response);
-          },
-          std::forward<Token>(token));
-    }
+    return operation<absl::Status>(std::forward<Token>(token), [t = target(), &response] {
+      return finish_with_response_op(t, response);
+    });
   }
   // Cancels the call: RST_STREAM(CANCEL); pending and later operations fail with CANCELLED.
   void cancel();
@@ -188,58 +136,47 @@ class ClientStream {
 
  private:
   friend class Channel;  // opens calls
+
+  // What an operation works on, copied when it starts (so that moving the stream meanwhile does
+  // not matter): the call (null once the stream was moved from) and the channel's own loop
+  // (null when the channel runs on the caller's io_context).
+  struct Target {
+    detail::StreamCall* call;
+    const detail::ChannelLoop* loop;
+  };
+
   // Adopts a reference to call; loop: the channel's own loop, if it has one.
-  ClientStream(detail::ClientCall* call, std::shared_ptr<detail::ChannelLoop> loop)
+  ClientStream(detail::StreamCall* call, std::shared_ptr<detail::ChannelLoop> loop)
       : call_(call), loop_(std::move(loop)) {}
-  // A call retried by its method's policy (client/retrying_stream.h); adopts a reference.
-  ClientStream(detail::RetryingStream* retrying, std::shared_ptr<detail::ChannelLoop> loop)
-      : retrying_(retrying), loop_(std::move(loop)) {}
-  // Runs fn on the call's thread: posted there, or here once the channel's own loop has ended.
-  template <class Fn>
-  void on_call_thread(Fn fn) const;
-  // The same without deferring when already on that thread (asio::dispatch).
-  template <class Fn>
-  void dispatch_on_call_thread(const asio::any_io_executor& executor, Fn fn) const;
-  // Whether the channel's own loop has ended (its Channel is gone): the operations then run on
-  // the caller's thread, since nothing else touches the call.
+
+  Target target() const { return Target{call_, loop_.get()}; }
+  // ferry/completion.h's async_operation, with the executor a non-awaitable token runs on.
+  template <class T, class Token, class Make>
+  auto operation(Token&& token, Make make) {
+    return detail::async_operation<T>(
+        std::forward<Token>(token), [this] { return executor_for_ops(); }, std::move(make));
+  }
+  // The call's executor; the system executor when the stream has no call or the channel's own
+  // loop has ended (nothing else touches the call then, and its operations complete at once).
+  asio::any_io_executor executor_for_ops() const;
+  // Whether the channel's own loop has ended (its Channel is gone).
   bool loop_ended() const;
 
-  // The operations for asio::use_awaitable: from any executor, hopping to the call's.
-  asio::awaitable<absl::Status> write_awaitable(const google::protobuf::MessageLite& msg,
+  // The operations, as awaitables that hop from the awaiting coroutine's executor to the
+  // call's and back (or run on the caller's once the channel's own loop has ended).
+  static asio::awaitable<absl::Status> write_op(Target t, const google::protobuf::MessageLite& msg,
                                                 bool last, WriteOptions options);
-  asio::awaitable<void> writes_done_awaitable();
-  asio::awaitable<absl::Status> write_raw_awaitable(const SliceChain& message);
-  asio::awaitable<bool> read_raw_awaitable(SliceChain& message);
-  asio::awaitable<bool> read_awaitable(google::protobuf::MessageLite& msg);
-  asio::awaitable<absl::Status> finish_awaitable();
-  asio::awaitable<absl::Status> finish_with_response_awaitable(
-      google::protobuf::MessageLite& response);
-  // The operations for other tokens: to run on executor_for_ops() (the call's executor).
-  asio::any_io_executor executor_for_ops() const;
-  // Each with the stream's call or retrying call (one of them is set; both null once moved).
-  static asio::awaitable<absl::Status> write_on(detail::ClientCall* call,
-                                                detail::RetryingStream* retrying,
-                                                const google::protobuf::MessageLite& msg,
-                                                bool last, WriteOptions options);
-  static asio::awaitable<void> writes_done_on(detail::ClientCall* call,
-                                              detail::RetryingStream* retrying);
-  static asio::awaitable<absl::Status> write_raw_on(detail::ClientCall* call,
-                                                    detail::RetryingStream* retrying,
-                                                    const SliceChain& message);
-  static asio::awaitable<bool> read_raw_on(detail::ClientCall* call,
-                                           detail::RetryingStream* retrying, SliceChain& message);
-  static asio::awaitable<bool> read_on(detail::ClientCall* call, detail::RetryingStream* retrying,
-                                       google::protobuf::MessageLite& msg);
-  static asio::awaitable<absl::Status> finish_on(detail::ClientCall* call,
-                                                 detail::RetryingStream* retrying);
-  static asio::awaitable<absl::Status> finish_with_response_on(
-      detail::ClientCall* call, detail::RetryingStream* retrying,
-      google::protobuf::MessageLite& response);
+  static asio::awaitable<void> writes_done_op(Target t);
+  static asio::awaitable<bool> read_op(Target t, google::protobuf::MessageLite& msg);
+  static asio::awaitable<absl::Status> write_raw_op(Target t, const SliceChain& message);
+  static asio::awaitable<bool> read_raw_op(Target t, SliceChain& message);
+  static asio::awaitable<absl::Status> finish_op(Target t);
+  static asio::awaitable<absl::Status> finish_with_response_op(
+      Target t, google::protobuf::MessageLite& response);
 
-  // One of the two: the call, or (a method with a retry policy) the retrying call over its
-  // attempts.
-  detail::ClientCall* call_ = nullptr;
-  detail::RetryingStream* retrying_ = nullptr;
+  // One reference: a plain call, or (a method with a retry policy) the retrying call over its
+  // attempts (client/stream_call.h).
+  detail::StreamCall* call_ = nullptr;
   // Channel(target)'s loop: kept, so that the stream may outlive its channel; null otherwise.
   std::shared_ptr<detail::ChannelLoop> loop_;
 };

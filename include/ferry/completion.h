@@ -108,6 +108,24 @@ auto initiate_on(asio::any_io_executor executor, Make make, Token&& token) {
       InitiateOn<T>{}, token, std::move(executor), std::move(make));
 }
 
+// Turns an operation into an asio initiating function, the one place that does so. make()
+// returns the operation as an awaitable that may be awaited from any executor (it hops to its
+// own). With asio::use_awaitable that awaitable is the result: no frame beyond the operation's
+// own. With any other token it runs as a coroutine on executor (an executor, or a callable that
+// returns one, so that the awaitable path does not compute it) and completes through the token,
+// honouring the handler's executor, allocator and cancellation slot (see InitiateOn).
+template <class T, class Token, class Executor, class Make>
+auto async_operation(Token&& token, Executor&& executor, Make make) {
+  if constexpr (is_use_awaitable_v<Token>) {
+    return make();
+  } else if constexpr (std::is_invocable_v<Executor>) {
+    return initiate_on<T>(executor(), std::move(make), std::forward<Token>(token));
+  } else {
+    return initiate_on<T>(asio::any_io_executor(executor), std::move(make),
+                          std::forward<Token>(token));
+  }
+}
+
 }  // namespace ferry::detail
 
 // The handler's associated executor, allocator (and, unless the relay is bound over it,

@@ -139,12 +139,8 @@ class ServerContext {
   // Completion signature: void(bool).
   template <class Token = const asio::use_awaitable_t<>&>
   auto read(google::protobuf::MessageLite& msg, Token&& token = asio::use_awaitable) {
-    if constexpr (detail::is_use_awaitable_v<Token>) {
-      return read_awaitable(msg);
-    } else {
-      return detail::initiate_on<bool>(
-          executor(), [this, &msg] { return read_awaitable(msg); }, std::forward<Token>(token));
-    }
+    return detail::async_operation<bool>(std::forward<Token>(token), [this] { return executor(); },
+                                         [this, &msg] { return read_awaitable(msg); });
   }
   // The request of a unary or server-streaming call, which ferry has received in full before
   // running the handler: parsed without suspending. False when the client sent none or it does
@@ -158,13 +154,9 @@ class ServerContext {
   template <class Token = const asio::use_awaitable_t<>&>
   auto write(const google::protobuf::MessageLite& msg, WriteOptions options = {},
              Token&& token = asio::use_awaitable) {
-    if constexpr (detail::is_use_awaitable_v<Token>) {
-      return write_awaitable(msg, options);
-    } else {
-      return detail::initiate_on<absl::Status>(
-          executor(), [this, &msg, options] { return write_awaitable(msg, options); },
-          std::forward<Token>(token));
-    }
+    return detail::async_operation<absl::Status>(
+        std::forward<Token>(token), [this] { return executor(); },
+        [this, &msg, options] { return write_awaitable(msg, options); });
   }
   template <class Token>
     requires(!std::is_convertible_v<Token, WriteOptions>)
@@ -178,26 +170,17 @@ class ServerContext {
   // compressed); holding them keeps those blocks. Completion signature: void(bool), as read.
   template <class Token = const asio::use_awaitable_t<>&>
   auto read_raw(SliceChain& message, Token&& token = asio::use_awaitable) {
-    if constexpr (detail::is_use_awaitable_v<Token>) {
-      return read_raw_awaitable(message);
-    } else {
-      return detail::initiate_on<bool>(
-          executor(), [this, &message] { return read_raw_awaitable(message); },
-          std::forward<Token>(token));
-    }
+    return detail::async_operation<bool>(std::forward<Token>(token), [this] { return executor(); },
+                                         [this, &message] { return read_raw_awaitable(message); });
   }
   // Sends message (a whole serialized response message) by reference: its slices are shared
   // with the connection until written, never copied, and never compressed. Otherwise as write:
   // headers first, backpressure, the send limit. Completion signature: void(absl::Status).
   template <class Token = const asio::use_awaitable_t<>&>
   auto write_raw(const SliceChain& message, Token&& token = asio::use_awaitable) {
-    if constexpr (detail::is_use_awaitable_v<Token>) {
-      return write_raw_awaitable(message);
-    } else {
-      return detail::initiate_on<absl::Status>(
-          executor(), [this, &message] { return write_raw_awaitable(message); },
-          std::forward<Token>(token));
-    }
+    return detail::async_operation<absl::Status>(
+        std::forward<Token>(token), [this] { return executor(); },
+        [this, &message] { return write_raw_awaitable(message); });
   }
   // The single response of a unary or client-streaming call, encoded now (compressed as
   // set_compression settled) and sent with the status the handler returns, in one write (the

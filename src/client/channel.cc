@@ -77,32 +77,24 @@ asio::awaitable<bool> Channel::wait_for_state_change_on(std::shared_ptr<detail::
 // Not a coroutine itself: every coroutine frame a call holds while it waits is an allocation
 // once more calls are in flight than asio's per-thread frame cache holds (two). On the channel's
 // thread a unary call holds one frame, unary_call's.
-asio::awaitable<absl::Status> Channel::call_awaitable(std::string_view method,
-                                                     ClientContext& context,
-                                                     const google::protobuf::MessageLite& request,
-                                                     google::protobuf::MessageLite& response) {
-  if (core_->executor().running_in_this_thread()) {
-    return unary_entry(core_, method, context, request, response);
+asio::awaitable<absl::Status> Channel::call_awaitable(
+    std::shared_ptr<detail::ChannelCore> core, std::string_view method, ClientContext& context,
+    const google::protobuf::MessageLite& request, google::protobuf::MessageLite& response) {
+  if (core->executor().running_in_this_thread()) {
+    return unary_entry(std::move(core), method, context, request, response);
   }
   // Everything by value or by reference to what the caller keeps alive while it awaits: this
   // function's own parameters are gone by then.
-  auto make = [core = core_, method, &context, &request, &response] {
+  const auto executor = core->executor();
+  auto make = [core = std::move(core), method, &context, &request, &response] {
     return unary_entry(core, method, context, request, response);
   };
-  return detail::on_executor(core_->executor(), std::move(make));
-}
-
-asio::awaitable<absl::Status> Channel::call_on(std::shared_ptr<detail::ChannelCore> core,
-                                              std::string_view method, ClientContext& context,
-                                              const google::protobuf::MessageLite& request,
-                                              google::protobuf::MessageLite& response) {
-  return unary_entry(std::move(core), method, context, request, response);
+  return detail::on_executor(executor, std::move(make));
 }
 
 asio::awaitable<ClientStream> Channel::open_awaitable(
-    std::string_view method, ClientContext& context,
+    std::shared_ptr<detail::ChannelCore> core, std::string_view method, ClientContext& context,
     const google::protobuf::MessageLite* request, RpcKind kind) {
-  auto core = core_;
   // named: see call()
   auto make = [&, core] { return open_on(core, method, context, request, kind); };
   co_return co_await detail::on_executor(core->executor(), std::move(make));
@@ -128,22 +120,25 @@ asio::awaitable<ClientStream> Channel::open_on(std::shared_ptr<detail::ChannelCo
     // A retry policy for the method: the call keeps its request messages for further attempts.
     // Held by stream from here: should the start throw (asio does so when the operation's slot
     // has cancelled it), the stream's destructor releases it.
-    ClientStream stream(new detail::RetryingStream(core, method, context,
-                                                   core->retry_buffer_per_call(),
-                                                   std::move(observer)),
-                        core->loop());
-    co_await stream.retrying_->start(request);
+    auto* retrying = new detail::RetryingStream(core, method, context,
+                                                core->retry_buffer_per_call(), std::move(observer));
+    ClientStream stream(retrying, core->loop());
+    co_await retrying->start(request);
     co_return stream;
   }
-  detail::ClientCall* call = request == nullptr
-                                 ? co_await core->start_call(method, context)
-                                 : co_await detail::start_with_request(core, method, context, *request);
+  // Two statements, not `?:`: GCC 12 miscompiles co_await inside a conditional expression.
+  detail::Ref<detail::ClientCall> call;
+  if (request == nullptr) {
+    call = co_await core->start_call(method, context);
+  } else {
+    call = co_await detail::start_with_request(core, method, context, *request);
+  }
   if (observer != nullptr) {
     observer->attempt_started();  // a call without a retry policy is its one attempt
     // Told at once when the call is over already (it could not start).
     call->set_observer(std::move(observer));
   }
-  co_return ClientStream(call, core->loop());
+  co_return ClientStream(call.release(), core->loop());
 }
 
 BlockingClientStream Channel::open_blocking(std::string_view method, ClientContext& context) {

@@ -190,10 +190,10 @@ asio::awaitable<void> ChannelCore::wait_for_change(std::chrono::steady_clock::ti
   co_await changed_.wait();
 }
 
-asio::awaitable<ClientCall*> ChannelCore::start_call(std::string_view method,
-                                                     ClientContext& context,
-                                                     int previous_attempts) {
-  if (ClientCall* call = try_start_call(method, context, previous_attempts)) co_return call;
+asio::awaitable<Ref<ClientCall>> ChannelCore::start_call(std::string_view method,
+                                                         ClientContext& context,
+                                                         int previous_attempts) {
+  if (Ref<ClientCall> call = try_start_call(method, context, previous_attempts)) co_return call;
   auto self = shared_from_this();
   ++waiting_calls_;
   absl::Status failure;
@@ -239,14 +239,15 @@ asio::awaitable<ClientCall*> ChannelCore::start_call(std::string_view method,
     }
   }
   --waiting_calls_;
-  co_return new ClientCall(executor_, &context, std::move(failure));
+  co_return Ref<ClientCall>::adopt(new ClientCall(executor_, &context, std::move(failure)));
 }
 
-ClientCall* ChannelCore::start_call_on(const std::shared_ptr<ChannelConnection>& conn,
+Ref<ClientCall> ChannelCore::start_call_on(const std::shared_ptr<ChannelConnection>& conn,
                                        std::string_view method, ClientContext& context,
                                        int previous_attempts) {
-  auto* call = new ClientCall(conn, conn->connection.get(), &conn->deadlines, &context, options_,
-                              options_.max_header_list_size);
+  auto call = Ref<ClientCall>::adopt(new ClientCall(conn, conn->connection.get(), &conn->deadlines,
+                                                    &context, options_,
+                                                    options_.max_header_list_size));
   call->start(method, options_.authority, options_.user_agent, previous_attempts);
   return call;
 }

@@ -23,6 +23,7 @@
 #include "client/method_config.h"
 #include "client/retry.h"
 #include "client/subchannel.h"
+#include "common/ref.h"
 #include "ferry/channel.h"
 
 namespace ferry::detail {
@@ -43,22 +44,22 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   void set_loop(std::shared_ptr<ChannelLoop> loop) { loop_ = std::move(loop); }
   const std::shared_ptr<ChannelLoop>& loop() const { return loop_; }
 
-  // Starts a call: the returned ClientCall holds one reference for the caller. A call that
+  // Starts a call, held by the returned reference. A call that
   // cannot get a connection is returned over, with its status (UNAVAILABLE, DEADLINE_EXCEEDED,
   // CANCELLED once the channel is closed).
   // previous_attempts: a retry's count of earlier attempts (client/retry.h). The method's
   // MethodConfig (timeout, wait_for_ready) is applied to context first.
-  asio::awaitable<ClientCall*> start_call(std::string_view method, ClientContext& context,
-                                          int previous_attempts = 0);
+  asio::awaitable<Ref<ClientCall>> start_call(std::string_view method, ClientContext& context,
+                                              int previous_attempts = 0);
   // start_call without suspending, when the picker has a connection (the usual case); else
   // null. Spares a call the frame of start_call.
-  ClientCall* try_start_call(std::string_view method, ClientContext& context,
-                             int previous_attempts = 0) {
+  Ref<ClientCall> try_start_call(std::string_view method, ClientContext& context,
+                                 int previous_attempts = 0) {
     if (has_method_configs_) apply_method_config(find_method_config(
         options_.method_configs, options_.method_config, method), context);
-    if (closed_) return nullptr;
+    if (closed_) return {};
     const std::shared_ptr<ChannelConnection>* conn = picker_.pick();
-    if (conn == nullptr || !(*conn)->connection->accepts_new_streams()) return nullptr;
+    if (conn == nullptr || !(*conn)->connection->accepts_new_streams()) return {};
     return start_call_on(*conn, method, context, previous_attempts);
   }
 
@@ -105,7 +106,7 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   void on_subchannel_state(Subchannel* subchannel, ConnectivityState state) override;
   void update_picker(Picker picker, ConnectivityState state, absl::Status error) override;
 
-  ClientCall* start_call_on(const std::shared_ptr<ChannelConnection>& conn,
+  Ref<ClientCall> start_call_on(const std::shared_ptr<ChannelConnection>& conn,
                             std::string_view method, ClientContext& context,
                             int previous_attempts);
   // Suspends until the picker or state changes, or deadline passes (spurious wake-ups allowed).

@@ -5,6 +5,7 @@
 #include "asio/post.hpp"
 #include "call/call_storage.h"
 #include "call/wire_format.h"
+#include "common/ref.h"
 #include "client/retry.h"
 #include "client/unary_call.h"
 #include "ferry/status_details.h"
@@ -43,9 +44,8 @@ ClientCall::ClientCall(const asio::any_io_executor& executor, ClientContext* con
 ClientCall::~ClientCall() = default;
 
 void ClientCall::on_deadline() {
-  ref();  // what abort_call sets off may drop the other references
+  Ref<ClientCall> keep(this);  // what abort_call sets off may drop the other references
   if (!done_) abort_call(absl::DeadlineExceededError("deadline exceeded"));
-  unref();
 }
 
 void ClientCall::on_operation_cancelled() {
@@ -55,6 +55,7 @@ void ClientCall::on_operation_cancelled() {
 void ClientCall::start(std::string_view path, std::string_view authority,
                        std::string_view user_agent, int previous_attempts) {
   const auto deadline = context_->deadline();
+  deadline_ = deadline;
   const auto now = ClientContext::Clock::now();
   if (deadline <= now) {
     closed_ = true;
@@ -69,11 +70,7 @@ void ClientCall::start(std::string_view path, std::string_view authority,
   absl::InlinedVector<std::string, 2> encoded;
   std::string timeout;
   std::string attempts;
-  if (previous_attempts > 0) {
-    attempts = std::to_string(previous_attempts);
-    context_->initial_metadata_.clear();
-    context_->trailing_metadata_.clear();
-  }
+  if (previous_attempts > 0) attempts = std::to_string(previous_attempts);
   if (deadline != ClientContext::Clock::time_point::max()) {
     timeout = format_grpc_timeout(deadline - now);
   }
@@ -110,16 +107,17 @@ void ClientCall::start(std::string_view path, std::string_view authority,
         {key, is_binary_metadata_key(key) ? std::string_view(encoded[next_encoded++]) : value});
   }
 
-  ref();  // the connection's reference, released in on_closed
+  Ref<ClientCall> for_connection(this);  // released in on_closed once the connection has it
   if (connection_->submit_request(this, fields) < 0) {
     closed_ = true;
     connection_ = nullptr;
-    unref();
+    for_connection.reset();
     never_processed_ = true;
     complete(absl::UnavailableError("the connection cannot take a new stream"));
     abort(status_);
     return;
   }
+  static_cast<void>(for_connection.release());  // the connection counts it now
   if (context_->parent_ != nullptr) link_to_parent();
   if (deadline != ClientContext::Clock::time_point::max()) arm_deadline(deadline);
 }
@@ -129,16 +127,14 @@ void ClientCall::link_to_parent() {
   // Runs on the parent's thread, under its link's lock: it only hands the cancel to this call's
   // thread. complete() unregisters before the call can go, so `this` is alive here.
   parent_registration_ = parent_->add([this](const absl::Status& why) {
-    ref();
-    asio::post(executor(), [this, why] {
+    asio::post(executor(), [self = Ref<ClientCall>(this), why] {
       // The parent's deadline is this call's too: past it, the call failed by its deadline,
       // whichever side noticed first (as on_stream_closed reads a CANCEL).
-      if (context_->deadline() <= ClientContext::Clock::now()) {
-        cancel(absl::DeadlineExceededError("deadline exceeded"));
+      if (self->deadline_ <= ClientContext::Clock::now()) {
+        self->cancel(absl::DeadlineExceededError("deadline exceeded"));
       } else {
-        cancel(why);
+        self->cancel(why);
       }
-      unref();
     });
   });
 }
@@ -189,7 +185,7 @@ bool ClientCall::on_header(std::string_view name, std::string_view value) {
     }
     return true;
   }
-  Metadata& md = initial_done_ ? context_->trailing_metadata_ : context_->initial_metadata_;
+  Metadata& md = initial_done_ ? trailing_metadata_ : initial_metadata_;
   if (is_binary_metadata_key(name)) {
     std::optional<std::string> raw = decode_binary_header(value);
     if (!raw) return false;
@@ -226,10 +222,8 @@ void ClientCall::on_remote_end() {
     trailers_only_ = true;
     // Trailers-Only: the one HEADERS block was the trailers, so its metadata is trailing
     // metadata (as grpc++ and grpc-go file it).
-    for (const auto& [key, value] : context_->initial_metadata_) {
-      context_->trailing_metadata_.add(key, value);
-    }
-    context_->initial_metadata_.clear();
+    for (const auto& [key, value] : initial_metadata_) trailing_metadata_.add(key, value);
+    initial_metadata_.clear();
   }
   if (http_status_ != 200) {
     complete(absl::Status(status_code_from_http(http_status_),
@@ -261,8 +255,7 @@ void ClientCall::on_remote_end() {
 void ClientCall::on_stream_closed(http2::ErrorCode h2_error) {
   if (!done_) {
     never_processed_ = h2_error == http2::ErrorCode::kRefusedStream && header_blocks_ == 0;
-    if (h2_error == http2::ErrorCode::kCancel &&
-        context_->deadline() <= ClientContext::Clock::now()) {
+    if (h2_error == http2::ErrorCode::kCancel && deadline_ <= ClientContext::Clock::now()) {
       // A server enforcing the same deadline resets the stream when it passes; that reset may
       // be read before our own deadline timer runs. The call failed by its deadline either way
       // (grpc-go's client does the same).
@@ -289,8 +282,28 @@ void ClientCall::on_receive_error(absl::Status status) {
 }
 
 void ClientCall::on_message_taken(bool compressed) {
+  // A read the application awaits took it: its context is alive. The trailers wait for
+  // finish(), which takes the status they come with.
   context_->response_compressed_ = compressed;
+  publish_initial_to(*context_);
   if (status_final()) tell_observer();
+}
+
+void ClientCall::publish_initial_to(ClientContext& context) {
+  if (!initial_published_ && (initial_done_ || done_)) {
+    // Assigned even when empty: a retry's attempt replaces what an earlier one left.
+    context.initial_metadata_ = std::move(initial_metadata_);
+    initial_published_ = true;
+  }
+}
+
+void ClientCall::publish_to(ClientContext& context) {
+  context.response_compressed_ = last_message_compressed();
+  publish_initial_to(context);
+  if (done_ && !trailing_published_) {
+    context.trailing_metadata_ = std::move(trailing_metadata_);
+    trailing_published_ = true;
+  }
 }
 
 void ClientCall::tell_observer() {
@@ -319,8 +332,18 @@ void ClientCall::abort_call(absl::Status status) {
 
 void ClientCall::cancel(absl::Status why) { abort_call(std::move(why)); }
 
+void ClientCall::detach_context() {
+  if (first_observer_ != nullptr) first_observer_->detach_context();
+}
+
+void ClientCall::drop() {
+  if (!done_) cancel(absl::CancelledError("the client dropped the call"));
+  settle();
+}
+
 void ClientCall::set_observer(std::unique_ptr<ClientCallObserver> observer) {
   observer_ = std::move(observer);
+  if (first_observer_ == nullptr) first_observer_ = observer_.get();
   if (status_final()) tell_observer();
 }
 
@@ -352,11 +375,26 @@ void ClientCall::writes_done() {
 }
 
 asio::awaitable<absl::Status> ClientCall::finish() {
-  ref();
+  Ref<ClientCall> keep(this);
   while (!done_) co_await done_event_.wait();
   absl::Status status = status_;
+  publish_to(*context_);
   settle();  // finish() is the status the application takes, read or not
-  unref();
+  co_return status;
+}
+
+asio::awaitable<absl::Status> ClientCall::finish_with_response(
+    google::protobuf::MessageLite& response) {
+  // The steps of writes_done, read and finish, inlined: no nested coroutine is awaited after a
+  // wait, since asio throws on that once the awaiting coroutine is cancelled.
+  Ref<ClientCall> keep(this);
+  writes_done();
+  std::optional<bool> got;
+  while (!(got = next_message(response))) co_await inbound_progress();
+  while (!done_) co_await done_event_.wait();
+  absl::Status status = single_response_status(status_, *got);
+  publish_to(*context_);
+  settle();
   co_return status;
 }
 

@@ -13,6 +13,7 @@
 #include "call/call_stream.h"
 #include "call/cancellation_link.h"
 #include "call/deadline_queue.h"
+#include "client/stream_call.h"
 
 namespace ferry::detail {
 
@@ -26,12 +27,16 @@ class ClientCallObserver {
   // An attempt of the call has started: the first, or one that follows attempt_ended.
   virtual void attempt_started() {}
   // An attempt that another one follows is over (a retry): it is done.
-  virtual void attempt_ended(const ClientCall& attempt) { (void)attempt; }
+  virtual void attempt_ended(ClientCall& attempt) { (void)attempt; }
   // The call's last attempt is over and its status final; before the call's waiters wake.
-  virtual void on_call_done(const ClientCall& call) = 0;
+  virtual void on_call_done(ClientCall& call) = 0;
+  // The application has let go of the stream, so its ClientContext may go next: from now on
+  // the observer must not touch it. On the application's thread, while the hooks above run on
+  // the call's.
+  virtual void detach_context() {}
 };
 
-class ClientCall final : public CallStream {
+class ClientCall final : public CallStream, public StreamCall {
  public:
   // keepalive: whatever must outlive the call along with the connection (its observer and
   // deadlines, the queue that times the call).
@@ -53,29 +58,53 @@ class ClientCall final : public CallStream {
   void start(std::string_view path, std::string_view authority, std::string_view user_agent,
              int previous_attempts = 0);
 
+  // StreamCall (the reference count is CallStream's).
+  void ref() override { CallStream::ref(); }
+  void unref() override { CallStream::unref(); }
+  void unref_inline() override { CallStream::unref_inline(); }
+  const asio::any_io_executor& executor() const override { return CallStream::executor(); }
   asio::awaitable<absl::Status> write(const google::protobuf::MessageLite& msg, bool last,
-                                      WriteOptions options);
+                                      WriteOptions options) override;
   // A unary or server-streaming call's one request, with the end of the stream: queued without
   // waiting for it to drain, since nothing follows it (and so without a coroutine frame).
   absl::Status send_request(const google::protobuf::MessageLite& msg);
-  void writes_done();
-  asio::awaitable<bool> read(google::protobuf::MessageLite& msg) { return read_message(msg); }
-  asio::awaitable<bool> read_raw(SliceChain& message) { return read_message(message); }
-  asio::awaitable<absl::Status> write_raw(const SliceChain& message);
+  void writes_done() override;
+  asio::awaitable<bool> read(google::protobuf::MessageLite& msg) override {
+    return read_message(msg);
+  }
+  asio::awaitable<bool> read_raw(SliceChain& message) override { return read_message(message); }
+  asio::awaitable<absl::Status> write_raw(const SliceChain& message) override;
   // read()'s step and its wait, for a caller that loops itself (see CallStream::next_message).
   using CallStream::next_message;
   using CallStream::inbound_progress;
-  using CallStream::expect_single_message;  // a unary call's response
-  asio::awaitable<absl::Status> finish();
+  // A unary or client-streaming call's response.
+  void expect_single_message() override { CallStream::expect_single_message(); }
+  bool last_message_compressed() const override { return CallStream::last_message_compressed(); }
+  asio::awaitable<absl::Status> finish() override;
+  // Half-closes, reads the one response and waits for the status (UNIMPLEMENTED for an OK
+  // without a response).
+  asio::awaitable<absl::Status> finish_with_response(
+      google::protobuf::MessageLite& response) override;
   // finish()'s wait, for a caller that loops itself (the unary call: a nested coroutine would
   // cost it a frame, and asio throws on awaiting one once the caller's coroutine is cancelled).
   asio::awaitable<void> done_progress() { return done_event_.wait(); }
   // The call's status, once done().
   const absl::Status& status() const { return status_; }
-  void cancel(absl::Status why);
+  void cancel(absl::Status why) override;
+  void drop() override;
+  // A plain stream's call (no retry policy): the observer stops using the application's context.
+  void detach_context() override;
   bool done() const { return done_; }
+  // Gives context what the server has sent so far, moved out of the call: the response
+  // headers' metadata once they are in (or the call is done), the trailers' once it is done, and
+  // whether the last response read arrived compressed. Only from the application's operations
+  // (and the observer told at their end): a context's owner may destroy it once it lets go of
+  // the call, which may still run.
+  void publish_to(ClientContext& context);
+  // Only the response headers' metadata (a read took a response).
+  void publish_initial_to(ClientContext& context);
   // Observer told once the call's status is final (at once if it is); the call owns it. Only
-  // calls with interceptors have one. A call that ended OK with responses still unread is not
+  // calls with interceptors have one. Before the stream is given to the application. A call that ended OK with responses still unread is not
   // final yet: one of them may fail to parse, which fails the call with INTERNAL, so the
   // observer is told when the last is delivered, when finish() returns, or when the application
   // lets go of the call (settle()), whichever comes first: it sees the status the application
@@ -119,7 +148,15 @@ class ClientCall final : public CallStream {
   void link_to_parent();
 
   std::shared_ptr<void> keepalive_;
+  // The application's context: read by start(), written by publish_to() from the operations
+  // the application awaits (which keep it alive), and touched nowhere else.
   ClientContext* context_;
+  ClientContext::Clock::time_point deadline_ = ClientContext::Clock::time_point::max();
+  // What the server sent, until publish_to() hands it over.
+  Metadata initial_metadata_;
+  Metadata trailing_metadata_;
+  bool initial_published_ = false;
+  bool trailing_published_ = false;
   std::size_t max_header_bytes_ = 0;
   std::size_t header_bytes_ = 0;
   bool initial_done_ = false;
@@ -141,6 +178,9 @@ class ClientCall final : public CallStream {
   absl::Status status_;
   Event done_event_;
   std::unique_ptr<ClientCallObserver> observer_;
+  // observer_ as set_observer() gave it (a retry moves no observer into a plain stream's call),
+  // for detach_context() on the application's thread.
+  ClientCallObserver* first_observer_ = nullptr;
   bool observer_told_ = false;
   // The server call this one was made on behalf of (ClientContext::from_server_context), and
   // this call's registration with it; null and 0 otherwise.

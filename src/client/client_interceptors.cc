@@ -3,6 +3,8 @@
 
 #include <chrono>
 #include <exception>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -89,6 +91,7 @@ class InterceptedCall final : public ClientCallObserver {
         entered_(entered) {}
 
   void attempt_started() override {
+    std::lock_guard<std::mutex> lock(context_mutex_);
     attempt_started_ = Clock::now();
     attempt_open_ = true;
     const CallInfo info{method_, kind_};
@@ -102,7 +105,37 @@ class InterceptedCall final : public ClientCallObserver {
     }
   }
 
-  void attempt_ended(const ClientCall& attempt) override {
+  void attempt_ended(ClientCall& attempt) override {
+    std::lock_guard<std::mutex> lock(context_mutex_);
+    end_attempt(attempt);
+  }
+
+  void on_call_done(ClientCall& call) override {
+    std::lock_guard<std::mutex> lock(context_mutex_);
+    end_attempt(call);  // the last attempt, unless a retry that never started reported it
+    finish_locked(outcome_of(call, Clock::now() - started_));
+  }
+
+  void detach_context() override {
+    std::lock_guard<std::mutex> lock(context_mutex_);
+    if (own_context_ != nullptr) return;
+    // What the hooks still to come see: the settings the application gave, and what the call
+    // publishes into it from here on.
+    own_context_ = std::make_unique<ClientContext>(*context_);
+    context_ = own_context_.get();
+  }
+
+  // The on_finish hooks (once): with the call's outcome, or a rejection's.
+  void finish(const CallOutcome& outcome) {
+    std::lock_guard<std::mutex> lock(context_mutex_);
+    finish_locked(outcome);
+  }
+
+ private:
+  // With context_mutex_ held.
+  void end_attempt(ClientCall& attempt) {
+    // The server's metadata is in the context for the hooks (ferry/interceptor.h).
+    attempt.publish_to(*context_);
     if (!attempt_open_) return;
     attempt_open_ = false;
     const CallOutcome outcome = outcome_of(attempt, Clock::now() - attempt_started_);
@@ -115,21 +148,17 @@ class InterceptedCall final : public ClientCallObserver {
       }
     }
   }
-
-  void on_call_done(const ClientCall& call) override {
-    attempt_ended(call);  // the last attempt, unless a retry that never started reported it
-    finish(outcome_of(call, Clock::now() - started_));
-  }
-
-  // The on_finish hooks (once): with the call's outcome, or a rejection's.
-  void finish(const CallOutcome& outcome) {
+  void finish_locked(const CallOutcome& outcome) {
     finish_hooks(*core_, *context_, CallInfo{method_, kind_}, std::exchange(entered_, 0),
                  outcome);
   }
 
- private:
   std::shared_ptr<ChannelCore> core_;  // keeps the interceptors
-  ClientContext* context_;
+  // The hooks run on the call's thread and detach_context() on the application's; the lock
+  // keeps the application's context alive for a hook that has begun.
+  std::mutex context_mutex_;
+  ClientContext* context_;  // the application's, or own_context_ once detached
+  std::unique_ptr<ClientContext> own_context_;
   std::string owned_method_;
   std::string_view method_;  // owned_method_, or the unary caller's
   RpcKind kind_;

@@ -1,25 +1,39 @@
-// Implementation of ferry/client_stream.h: forwards to the private ClientCall, hopping to the
-// call's executor when awaited from another one.
+// Implementation of ferry/client_stream.h: forwards to the private StreamCall (a plain call or a
+// retrying one), hopping to the call's executor when awaited from another one.
 #include "ferry/client_stream.h"
 
-#include <optional>
-
-#include "asio/co_spawn.hpp"
 #include "asio/dispatch.hpp"
 #include "asio/post.hpp"
-#include "asio/this_coro.hpp"
 #include "asio/system_executor.hpp"
-#include "asio/use_awaitable.hpp"
 #include "client/channel_loop.h"
-#include "client/client_call.h"
 #include "client/on_executor.h"
-#include "client/retrying_stream.h"
-#include "client/unary_call.h"
+#include "client/stream_call.h"
+#include "common/ref.h"
 
 namespace ferry {
 namespace {
 
 absl::Status no_call() { return absl::FailedPreconditionError("no call: the stream was moved"); }
+
+template <class T>
+asio::awaitable<T> ready(T value) {
+  co_return value;
+}
+
+// Awaits make() (an operation of call's) on the call's thread, from the awaiting coroutine's;
+// once the channel's own loop has ended, right here (the close ended the call, and nothing else
+// touches it any more).
+template <class Make>
+auto on_call_thread(detail::StreamCall* call, const detail::ChannelLoop* loop, Make make)
+    -> decltype(make()) {
+  if (loop != nullptr && loop->ended()) co_return co_await make();
+  co_return co_await detail::on_executor(call->executor(), std::move(make));
+}
+
+asio::awaitable<void> writes_done_now(detail::StreamCall* call) {
+  call->writes_done();
+  co_return;
+}
 
 }  // namespace
 
@@ -27,255 +41,108 @@ ClientStream& ClientStream::operator=(ClientStream&& other) noexcept {
   if (this != &other) {
     ClientStream dying(std::move(*this));
     call_ = std::exchange(other.call_, nullptr);
-    retrying_ = std::exchange(other.retrying_, nullptr);
     loop_ = std::move(other.loop_);
   }
   return *this;
 }
 
-template <class Fn>
-void ClientStream::on_call_thread(Fn fn) const {
-  if (loop_ != nullptr) {
-    loop_->post_or_run(std::move(fn));
-  } else {
-    asio::post(retrying_ != nullptr ? retrying_->executor() : call_->executor(), std::move(fn));
-  }
-}
-
 bool ClientStream::loop_ended() const { return loop_ != nullptr && loop_->ended(); }
 
-template <class Fn>
-void ClientStream::dispatch_on_call_thread(const asio::any_io_executor& executor, Fn fn) const {
-  if (loop_ended()) {
-    fn();
-  } else {
-    asio::dispatch(executor, std::move(fn));
-  }
-}
-
 ClientStream::~ClientStream() {
-  // The loop, if it has ended when the release runs: the last reference then deletes at once,
-  // here, rather than posting the deletion to a loop that no longer runs. (A raw pointer: the
-  // release runs either now or from the loop's own queue, while the loop lives.)
-  const detail::ChannelLoop* loop = loop_.get();
-  if (retrying_ != nullptr) {
-    detail::RetryingStream* r = retrying_;
-    on_call_thread([r, loop] {
-      r->cancel(absl::CancelledError("the client dropped the call"));  // no-op once finished
-      if (loop != nullptr && loop->ended()) {
-        r->unref_inline();
-      } else {
-        r->unref();
-      }
-    });
-    return;
-  }
   if (call_ == nullptr) return;
-  detail::ClientCall* call = call_;
-  // Cancel an unfinished call; on the call's thread, since its state lives there.
-  on_call_thread([call, loop] {
-    if (!call->done()) call->cancel(absl::CancelledError("the client dropped the call"));
-    call->settle();
+  // Dropped: cancel an unfinished call, on the call's thread since its state lives there. The
+  // loop, if it has ended when the release runs: the last reference then deletes at once, here,
+  // rather than posting the deletion to a loop that no longer runs. (A raw pointer: the release
+  // runs either now or from the loop's own queue, while the loop lives.)
+  call_->detach_context();
+  const detail::ChannelLoop* loop = loop_.get();
+  auto release = [call = call_, loop] {
+    call->drop();
     if (loop != nullptr && loop->ended()) {
       call->unref_inline();
     } else {
       call->unref();
     }
-  });
-}
-
-asio::awaitable<absl::Status> ClientStream::write_awaitable(
-    const google::protobuf::MessageLite& msg, bool last, WriteOptions options) {
-  if (retrying_ != nullptr) {
-    detail::RetryingStream* r = retrying_;
-    auto make = [r, &msg, last, options] { return r->write(msg, last, options); };
-    co_return co_await detail::on_executor(loop_ended() ? co_await asio::this_coro::executor : r->executor(), std::move(make));
-  }
-  if (call_ == nullptr) co_return no_call();
-  detail::ClientCall* call = call_;
-  auto make = [call, &msg, last, options] { return call->write(msg, last, options); };
-  co_return co_await detail::on_executor(loop_ended() ? co_await asio::this_coro::executor : call->executor(), std::move(make));
-}
-
-asio::awaitable<void> ClientStream::writes_done_awaitable() {
-  if (call_ == nullptr && retrying_ == nullptr) co_return;
-  auto make = [call = call_, r = retrying_] { return writes_done_on(call, r); };
-  co_await detail::on_executor(loop_ended() ? co_await asio::this_coro::executor : executor_for_ops(), std::move(make));
-}
-
-asio::awaitable<bool> ClientStream::read_awaitable(google::protobuf::MessageLite& msg) {
-  if (retrying_ != nullptr) {
-    detail::RetryingStream* r = retrying_;
-    auto make = [r, &msg] { return r->read(msg); };
-    co_return co_await detail::on_executor(loop_ended() ? co_await asio::this_coro::executor : r->executor(), std::move(make));
-  }
-  if (call_ == nullptr) co_return false;
-  detail::ClientCall* call = call_;
-  auto make = [call, &msg] { return call->read(msg); };
-  co_return co_await detail::on_executor(loop_ended() ? co_await asio::this_coro::executor : call->executor(), std::move(make));
-}
-
-bool ClientStream::last_message_compressed() const {
-  if (retrying_ != nullptr) return retrying_->last_message_compressed();
-  return call_ != nullptr && call_->last_message_compressed();
-}
-
-asio::awaitable<absl::Status> ClientStream::finish_awaitable() {
-  if (retrying_ != nullptr) {
-    detail::RetryingStream* r = retrying_;
-    auto make = [r] { return r->finish(); };
-    co_return co_await detail::on_executor(loop_ended() ? co_await asio::this_coro::executor : r->executor(), std::move(make));
-  }
-  if (call_ == nullptr) co_return no_call();
-  detail::ClientCall* call = call_;
-  auto make = [call] { return call->finish(); };
-  co_return co_await detail::on_executor(loop_ended() ? co_await asio::this_coro::executor : call->executor(), std::move(make));
-}
-
-asio::awaitable<absl::Status> ClientStream::finish_with_response_awaitable(
-    google::protobuf::MessageLite& response) {
-  if (call_ == nullptr && retrying_ == nullptr) co_return no_call();
-  auto make = [call = call_, r = retrying_, &response] {
-    return finish_with_response_on(call, r, response);
   };
-  co_return co_await detail::on_executor(loop_ended() ? co_await asio::this_coro::executor : executor_for_ops(), std::move(make));
+  if (loop_ != nullptr) {
+    loop_->post_or_run(std::move(release));
+  } else {
+    asio::post(call_->executor(), std::move(release));
+  }
 }
 
 asio::any_io_executor ClientStream::executor_for_ops() const {
-  // A moved-from stream has no call and so no executor: its operations fail at once, on the
-  // system executor.
-  // Nor has a stream whose channel's own loop has ended: its operations complete at once (the
-  // close ended the call) on the system executor, as nothing else touches the call any more.
-  if ((call_ == nullptr && retrying_ == nullptr) || loop_ended()) return asio::system_executor();
-  if (retrying_ != nullptr) return retrying_->executor();
+  if (call_ == nullptr || loop_ended()) return asio::system_executor();
   return call_->executor();
 }
 
-asio::awaitable<absl::Status> ClientStream::write_on(detail::ClientCall* call,
-                                                     detail::RetryingStream* retrying,
+bool ClientStream::last_message_compressed() const {
+  return call_ != nullptr && call_->last_message_compressed();
+}
+
+asio::awaitable<absl::Status> ClientStream::write_op(Target t,
                                                      const google::protobuf::MessageLite& msg,
                                                      bool last, WriteOptions options) {
-  if (retrying != nullptr) return retrying->write(msg, last, options);
-  if (call == nullptr) return []() -> asio::awaitable<absl::Status> { co_return no_call(); }();
-  return call->write(msg, last, options);
+  if (t.call == nullptr) return ready(no_call());
+  return on_call_thread(t.call, t.loop, [c = t.call, &msg, last, options] { return c->write(msg, last, options); });
 }
 
-asio::awaitable<absl::Status> ClientStream::write_raw_awaitable(const SliceChain& message) {
-  if (call_ == nullptr && retrying_ == nullptr) co_return no_call();
-  auto make = [call = call_, r = retrying_, &message] { return write_raw_on(call, r, message); };
-  co_return co_await detail::on_executor(loop_ended() ? co_await asio::this_coro::executor : executor_for_ops(), std::move(make));
+asio::awaitable<void> ClientStream::writes_done_op(Target t) {
+  if (t.call == nullptr) return []() -> asio::awaitable<void> { co_return; }();
+  return on_call_thread(t.call, t.loop, [c = t.call] { return writes_done_now(c); });
 }
 
-asio::awaitable<bool> ClientStream::read_raw_awaitable(SliceChain& message) {
-  if (call_ == nullptr && retrying_ == nullptr) co_return false;
-  auto make = [call = call_, r = retrying_, &message] { return read_raw_on(call, r, message); };
-  co_return co_await detail::on_executor(loop_ended() ? co_await asio::this_coro::executor : executor_for_ops(), std::move(make));
+asio::awaitable<bool> ClientStream::read_op(Target t, google::protobuf::MessageLite& msg) {
+  if (t.call == nullptr) return ready(false);
+  return on_call_thread(t.call, t.loop, [c = t.call, &msg] { return c->read(msg); });
+}
+
+asio::awaitable<absl::Status> ClientStream::write_raw_op(Target t, const SliceChain& message) {
+  if (t.call == nullptr) return ready(no_call());
+  return on_call_thread(t.call, t.loop, [c = t.call, &message] { return c->write_raw(message); });
+}
+
+asio::awaitable<bool> ClientStream::read_raw_op(Target t, SliceChain& message) {
+  if (t.call == nullptr) return ready(false);
+  return on_call_thread(t.call, t.loop, [c = t.call, &message] { return c->read_raw(message); });
+}
+
+asio::awaitable<absl::Status> ClientStream::finish_op(Target t) {
+  if (t.call == nullptr) return ready(no_call());
+  return on_call_thread(t.call, t.loop, [c = t.call] { return c->finish(); });
+}
+
+asio::awaitable<absl::Status> ClientStream::finish_with_response_op(
+    Target t, google::protobuf::MessageLite& response) {
+  if (t.call == nullptr) return ready(no_call());
+  return on_call_thread(t.call, t.loop, [c = t.call, &response] { return c->finish_with_response(response); });
 }
 
 namespace {
 
-absl::Status no_raw_on_retried_calls() {
-  return absl::UnimplementedError(
-      "raw messages on a call retried by its method's retry policy: they are not kept for replay");
+// Runs fn(call) on the call's thread, at once when already there (or once the channel's own
+// loop has ended, nothing else runs it), holding a reference meanwhile.
+template <class Fn>
+void now_on_call_thread(detail::StreamCall* call, bool loop_ended, Fn fn) {
+  if (call == nullptr) return;
+  auto run = [ref = detail::Ref<detail::StreamCall>(call), fn] { fn(*ref); };
+  if (loop_ended) {
+    run();
+  } else {
+    asio::dispatch(call->executor(), std::move(run));
+  }
 }
 
 }  // namespace
 
-asio::awaitable<absl::Status> ClientStream::write_raw_on(detail::ClientCall* call,
-                                                         detail::RetryingStream* retrying,
-                                                         const SliceChain& message) {
-  if (retrying != nullptr) {
-    return []() -> asio::awaitable<absl::Status> { co_return no_raw_on_retried_calls(); }();
-  }
-  if (call == nullptr) return []() -> asio::awaitable<absl::Status> { co_return no_call(); }();
-  return call->write_raw(message);
-}
-
-asio::awaitable<bool> ClientStream::read_raw_on(detail::ClientCall* call,
-                                                detail::RetryingStream* retrying,
-                                                SliceChain& message) {
-  if (retrying != nullptr) {
-    retrying->cancel(no_raw_on_retried_calls());
-    return []() -> asio::awaitable<bool> { co_return false; }();
-  }
-  if (call == nullptr) return []() -> asio::awaitable<bool> { co_return false; }();
-  return call->read_raw(message);
-}
-
-asio::awaitable<void> ClientStream::writes_done_on(detail::ClientCall* call,
-                                                   detail::RetryingStream* retrying) {
-  if (retrying != nullptr) retrying->writes_done();
-  if (call != nullptr) call->writes_done();
-  co_return;
-}
-
-asio::awaitable<bool> ClientStream::read_on(detail::ClientCall* call,
-                                            detail::RetryingStream* retrying,
-                                            google::protobuf::MessageLite& msg) {
-  if (retrying != nullptr) return retrying->read(msg);
-  if (call == nullptr) return []() -> asio::awaitable<bool> { co_return false; }();
-  return call->read(msg);
-}
-
-asio::awaitable<absl::Status> ClientStream::finish_on(detail::ClientCall* call,
-                                                      detail::RetryingStream* retrying) {
-  if (retrying != nullptr) return retrying->finish();
-  if (call == nullptr) return []() -> asio::awaitable<absl::Status> { co_return no_call(); }();
-  return call->finish();
-}
-
-asio::awaitable<absl::Status> ClientStream::finish_with_response_on(
-    detail::ClientCall* call, detail::RetryingStream* retrying,
-    google::protobuf::MessageLite& response) {
-  if (retrying != nullptr) co_return co_await retrying->finish_with_response(response);
-  if (call == nullptr) co_return no_call();
-  // The steps of writes_done, read and finish, inlined: no nested coroutine is awaited after a
-  // wait, since asio throws on that once the awaiting coroutine is cancelled.
-  call->ref();
-  call->writes_done();
-  std::optional<bool> got;
-  while (!(got = call->next_message(response))) co_await call->inbound_progress();
-  while (!call->done()) co_await call->done_progress();
-  absl::Status status = detail::single_response_status(call->status(), *got);
-  call->unref();
-  co_return status;
-}
-
 void ClientStream::expect_single_response() {
-  if (retrying_ != nullptr) {
-    detail::RetryingStream* r = retrying_;
-    r->ref();
-    dispatch_on_call_thread(r->executor(), [r] {
-      r->expect_single_message();
-      r->unref();
-    });
-    return;
-  }
-  if (call_ == nullptr) return;
-  detail::ClientCall* call = call_;
-  call->ref();
-  dispatch_on_call_thread(call->executor(), [call] {
-    call->expect_single_message();
-    call->unref();
-  });
+  now_on_call_thread(call_, loop_ended(),
+                     [](detail::StreamCall& call) { call.expect_single_message(); });
 }
 
 void ClientStream::cancel() {
-  if (retrying_ != nullptr) {
-    detail::RetryingStream* r = retrying_;
-    r->ref();
-    dispatch_on_call_thread(r->executor(), [r] {
-      r->cancel(absl::CancelledError("cancelled by the client"));
-      r->unref();
-    });
-    return;
-  }
-  if (call_ == nullptr) return;
-  detail::ClientCall* call = call_;
-  call->ref();
-  dispatch_on_call_thread(call->executor(), [call] {
-    call->cancel(absl::CancelledError("cancelled by the client"));
-    call->unref();
+  now_on_call_thread(call_, loop_ended(), [](detail::StreamCall& call) {
+    call.cancel(absl::CancelledError("cancelled by the client"));
   });
 }
 

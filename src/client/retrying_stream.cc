@@ -22,19 +22,23 @@ RetryingStream::RetryingStream(std::shared_ptr<ChannelCore> core, std::string_vi
       method_(method),
       context_(&context),
       observer_(std::move(observer)),
+      detachable_observer_(observer_.get()),
       buffer_limit_(buffer_limit),
       backoff_timer_(executor_),
       retried_(executor_) {}
 
 RetryingStream::~RetryingStream() {
-  if (call_ == nullptr) return;
+  if (!call_) return;
   last_attempt();  // dropped: nothing follows the current attempt
   call_->settle();
-  call_->unref();
+}
+
+void RetryingStream::detach_context() {
+  if (detachable_observer_ != nullptr) detachable_observer_->detach_context();
 }
 
 void RetryingStream::last_attempt() {
-  if (observer_ != nullptr && call_ != nullptr) call_->set_observer(std::move(observer_));
+  if (observer_ != nullptr && call_) call_->set_observer(std::move(observer_));
 }
 
 void RetryingStream::unref() {
@@ -44,7 +48,7 @@ void RetryingStream::unref() {
 }
 
 asio::awaitable<void> RetryingStream::start(const google::protobuf::MessageLite* request) {
-  ref();
+  Ref<RetryingStream> hold(this);
   call_ = co_await core_->start_call(method_, *context_, 0);
   if (observer_ != nullptr) observer_->attempt_started();
   if (request != nullptr) {
@@ -61,7 +65,6 @@ asio::awaitable<void> RetryingStream::start(const google::protobuf::MessageLite*
   }
   // An attempt that could not even start (no connection, fail fast) is retried by the first
   // operation that finds it failed, like one that fails later.
-  unref();
 }
 
 void RetryingStream::keep(const google::protobuf::MessageLite& msg, WriteOptions options) {
@@ -102,15 +105,15 @@ asio::awaitable<void> RetryingStream::wait_for_retry() {
 
 asio::awaitable<bool> RetryingStream::retry() {
   if (retrying_) {
-    ClientCall* before = call_;
+    const ClientCall* before = call_.get();
     co_await wait_for_retry();
-    co_return call_ != before && !call_->done();
+    co_return call_.get() != before && !call_->done();
   }
   retrying_ = true;
-  ref();
+  Ref<RetryingStream> hold(this);
   bool started = false;
   while (true) {
-    ClientCall* failed = call_;
+    Ref<ClientCall> failed = call_;
     check_commit();
     const absl::Status status = failed->status();
     // A cancelled call (by the caller, its slot or the channel) is never retried.
@@ -136,11 +139,11 @@ asio::awaitable<bool> RetryingStream::retry() {
         if (cancelled_) break;
       }
     }
-    ClientCall* next = co_await core_->start_call(method_, *context_, attempts_);
+    Ref<ClientCall> next = co_await core_->start_call(method_, *context_, attempts_);
     if (single_message_) next->expect_single_message();
     if (observer_ != nullptr) observer_->attempt_started();
     call_ = next;
-    failed->unref();
+    failed.reset();
     if (cancelled_) {
       next->cancel(absl::CancelledError("cancelled by the client"));
       break;
@@ -160,20 +163,18 @@ asio::awaitable<bool> RetryingStream::retry() {
   if (!started) last_attempt();
   retrying_ = false;
   retried_.notify_all();
-  unref();
   co_return started;
 }
 
 asio::awaitable<absl::Status> RetryingStream::write(const google::protobuf::MessageLite& msg,
                                                     bool last, WriteOptions options) {
-  ref();
+  Ref<RetryingStream> hold(this);
   if (retrying_) co_await wait_for_retry();
   check_commit();
   keep(msg, options);
   const bool kept = !committed_;
   if (last) half_closed_ = true;
-  ClientCall* attempt = call_;
-  attempt->ref();
+  Ref<ClientCall> attempt = call_;
   absl::Status status = co_await attempt->write(msg, last, options);
   if (!status.ok() && kept) {
     if (!attempt->done()) {
@@ -186,7 +187,7 @@ asio::awaitable<absl::Status> RetryingStream::write(const google::protobuf::Mess
       // The attempt failed: msg is kept, so the next attempt sends it again. Another operation
       // may have started that attempt already.
       bool retried = false;
-      if (attempt != call_) {
+      if (attempt.get() != call_.get()) {
         if (retrying_) co_await wait_for_retry();
         retried = !call_->done();
       } else if (may_retry(*attempt)) {
@@ -195,8 +196,6 @@ asio::awaitable<absl::Status> RetryingStream::write(const google::protobuf::Mess
       if (retried) status = absl::OkStatus();
     }
   }
-  attempt->unref();
-  unref();
   co_return status;
 }
 
@@ -207,41 +206,37 @@ void RetryingStream::writes_done() {
 }
 
 asio::awaitable<bool> RetryingStream::read(google::protobuf::MessageLite& msg) {
-  ref();
+  Ref<RetryingStream> hold(this);
   bool got = false;
   while (true) {
     if (retrying_) co_await wait_for_retry();
-    ClientCall* attempt = call_;
-    attempt->ref();
+    Ref<ClientCall> attempt = call_;
     got = co_await attempt->read(msg);
     if (got) {
       commit();  // a response message: the retry design's commit point
-      attempt->unref();
       break;
     }
     while (!attempt->done()) co_await attempt->done_progress();
-    const bool replaced = attempt != call_;
+    const bool replaced = attempt.get() != call_.get();
     const bool retryable = may_retry(*attempt);
-    attempt->unref();
+    attempt.reset();
     if (replaced) continue;  // another operation retried meanwhile: read from the new attempt
     if (!retryable || !co_await retry()) break;
   }
-  unref();
   co_return got;
 }
 
 asio::awaitable<absl::Status> RetryingStream::finish() {
-  ref();
+  Ref<RetryingStream> hold(this);
   absl::Status status;
   while (true) {
     if (retrying_) co_await wait_for_retry();
-    ClientCall* attempt = call_;
-    attempt->ref();
+    Ref<ClientCall> attempt = call_;
     while (!attempt->done()) co_await attempt->done_progress();
     status = attempt->status();
-    const bool replaced = attempt != call_;
+    const bool replaced = attempt.get() != call_.get();
     const bool retryable = may_retry(*attempt);
-    attempt->unref();
+    attempt.reset();
     if (replaced) continue;
     if (status.ok()) {
       core_->on_call_succeeded();
@@ -251,18 +246,17 @@ asio::awaitable<absl::Status> RetryingStream::finish() {
     if (!retryable) last_attempt();  // (retry() says so itself when it starts none)
     if (!retryable || !co_await retry()) break;
   }
+  call_->publish_to(*context_);
   call_->settle();  // the status the application takes
-  unref();
   co_return status;
 }
 
 asio::awaitable<absl::Status> RetryingStream::finish_with_response(
     google::protobuf::MessageLite& response) {
-  ref();
+  Ref<RetryingStream> hold(this);
   writes_done();
   const bool got = co_await read(response);
   absl::Status status = single_response_status(co_await finish(), got);
-  unref();
   co_return status;
 }
 
@@ -271,16 +265,34 @@ void RetryingStream::cancel(absl::Status why) {
   backoff_timer_.cancel();
   // During a retry, retry() sees cancelled_ and gives the observer to where it ends.
   if (!retrying_) last_attempt();
-  if (call_ != nullptr) call_->cancel(std::move(why));
+  if (call_) call_->cancel(std::move(why));
 }
 
 void RetryingStream::expect_single_message() {
   single_message_ = true;
-  if (call_ != nullptr) call_->expect_single_message();
+  if (call_) call_->expect_single_message();
 }
 
 bool RetryingStream::last_message_compressed() const {
-  return call_ != nullptr && call_->last_message_compressed();
+  return call_ && call_->last_message_compressed();
+}
+
+namespace {
+
+absl::Status no_raw_on_retried_calls() {
+  return absl::UnimplementedError(
+      "raw messages on a call retried by its method's retry policy: they are not kept for replay");
+}
+
+}  // namespace
+
+asio::awaitable<absl::Status> RetryingStream::write_raw(const SliceChain&) {
+  co_return no_raw_on_retried_calls();
+}
+
+asio::awaitable<bool> RetryingStream::read_raw(SliceChain&) {
+  cancel(no_raw_on_retried_calls());
+  co_return false;
 }
 
 }  // namespace ferry::detail

@@ -18,6 +18,8 @@
 #include "asio/awaitable.hpp"
 #include "asio/steady_timer.hpp"
 #include "call/event.h"
+#include "client/stream_call.h"
+#include "common/ref.h"
 #include "ferry/client_context.h"
 #include "ferry/compression.h"
 
@@ -31,7 +33,7 @@ class ChannelCore;
 class ClientCall;
 class ClientCallObserver;
 
-class RetryingStream {
+class RetryingStream final : public StreamCall {
  public:
   // On the channel's executor. The creator holds one reference (ClientStream adopts it).
   // observer (the interceptors' on_finish hooks; may be null) is given to the last attempt, the
@@ -43,15 +45,13 @@ class RetryingStream {
   RetryingStream(const RetryingStream&) = delete;
   RetryingStream& operator=(const RetryingStream&) = delete;
 
-  // From any thread; the last unref deletes it (later, on its executor).
-  void ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
-  void unref();
-  // unref() that deletes at once: for a caller with nothing of the stream's below it on the
-  // stack, on its thread or once its loop has ended (ClientStream's release).
-  void unref_inline() {
+  // StreamCall: from any thread; the last unref deletes it (later, on its executor).
+  void ref() override { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void unref() override;
+  void unref_inline() override {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
   }
-  const asio::any_io_executor& executor() const { return executor_; }
+  const asio::any_io_executor& executor() const override { return executor_; }
 
   // Starts the first attempt; request (a server-streaming call's one message), when not null,
   // is kept and sent with the half-close. Everything below runs on the executor.
@@ -59,14 +59,21 @@ class RetryingStream {
 
   // ClientStream's operations (their documentation is there), over the current attempt.
   asio::awaitable<absl::Status> write(const google::protobuf::MessageLite& msg, bool last,
-                                      WriteOptions options);
-  void writes_done();
-  asio::awaitable<bool> read(google::protobuf::MessageLite& msg);
-  asio::awaitable<absl::Status> finish();
-  asio::awaitable<absl::Status> finish_with_response(google::protobuf::MessageLite& response);
-  void cancel(absl::Status why);
-  void expect_single_message();
-  bool last_message_compressed() const;
+                                      WriteOptions options) override;
+  void writes_done() override;
+  asio::awaitable<bool> read(google::protobuf::MessageLite& msg) override;
+  asio::awaitable<absl::Status> finish() override;
+  asio::awaitable<absl::Status> finish_with_response(
+      google::protobuf::MessageLite& response) override;
+  void cancel(absl::Status why) override;
+  void expect_single_message() override;
+  bool last_message_compressed() const override;
+  // Raw messages are not kept for replay: write_raw fails with UNIMPLEMENTED, and read_raw ends
+  // the call with that status and returns false.
+  asio::awaitable<absl::Status> write_raw(const SliceChain& message) override;
+  asio::awaitable<bool> read_raw(SliceChain& message) override;
+  void drop() override { cancel(absl::CancelledError("the client dropped the call")); }
+  void detach_context() override;
 
  private:
   struct Kept {
@@ -98,8 +105,9 @@ class RetryingStream {
   std::shared_ptr<ChannelCore> core_;
   std::string method_;
   ClientContext* context_;
-  ClientCall* call_ = nullptr;  // the current attempt (one reference)
+  Ref<ClientCall> call_;  // the current attempt
   std::unique_ptr<ClientCallObserver> observer_;  // until the last attempt takes it
+  ClientCallObserver* const detachable_observer_;  // observer_ as given, for detach_context()
   std::vector<Kept> kept_;
   std::size_t kept_bytes_ = 0;
   std::size_t buffer_limit_;

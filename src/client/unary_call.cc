@@ -19,10 +19,11 @@ absl::Status single_response_status(absl::Status status, bool got_response) {
   return status;
 }
 
-asio::awaitable<ClientCall*> start_with_request(std::shared_ptr<ChannelCore> core,
-                                                std::string_view method, ClientContext& context,
-                                                const google::protobuf::MessageLite& request) {
-  ClientCall* call = co_await core->start_call(method, context);
+asio::awaitable<Ref<ClientCall>> start_with_request(std::shared_ptr<ChannelCore> core,
+                                                    std::string_view method,
+                                                    ClientContext& context,
+                                                    const google::protobuf::MessageLite& request) {
+  Ref<ClientCall> call = co_await core->start_call(method, context);
   if (!call->done()) {
     absl::Status written = call->send_request(request);
     if (!written.ok()) call->cancel(written);
@@ -59,8 +60,8 @@ asio::awaitable<absl::Status> unary_call(std::shared_ptr<ChannelCore> core, std:
   while (true) {
     // start_with_request inlined: a unary call is the hot path, and a nested coroutine would
     // cost it one more frame per call.
-    ClientCall* call = core->try_start_call(method, context, attempts);
-    if (call == nullptr) call = co_await core->start_call(method, context, attempts);
+    Ref<ClientCall> call = core->try_start_call(method, context, attempts);
+    if (!call) call = co_await core->start_call(method, context, attempts);
     call->expect_single_message();
     if (observer != nullptr) observer->attempt_started();
     if (!call->done()) {
@@ -76,6 +77,7 @@ asio::awaitable<absl::Status> unary_call(std::shared_ptr<ChannelCore> core, std:
     // call->finish() inlined as well: once this coroutine is cancelled (say the losing side of
     // `||`), asio throws on awaiting a nested coroutine, and the call would never be released.
     while (!call->done()) co_await call->done_progress();
+    call->publish_to(context);
     absl::Status status = call->status();
     const bool never_processed = call->never_processed();
     const bool committed = call->committed() || *got;
@@ -102,7 +104,7 @@ asio::awaitable<absl::Status> unary_call(std::shared_ptr<ChannelCore> core, std:
     }
     // This coroutine runs on the call's executor, resumed from its queue: nothing of the
     // call's is below it on the stack, so the last reference may delete the call at once.
-    call->unref_inline();
+    call.reset_inline();
     if (!again) co_return single_response_status(std::move(status), *got);
     if (!wait) continue;  // transparent: at once
     if (wait->count() > 0) co_await retry_wait(core->executor(), *wait);
