@@ -112,9 +112,9 @@ double percentile(std::vector<double> v, double p) {
 
 // Server threads on core 0, the client (this thread) on core 1, when the process may use both:
 // left to the scheduler, the two now and then shared a core for a whole run, which halved that
-// run's throughput (64 KiB streaming read 1.5 or 3.6 GB/s in otherwise alike runs) and made
-// A/B medians need many more runs. A thread inherits its creator's cores, so servers are started
-// inside a ServerCores scope. FERRY_BENCH_NO_PIN=1 leaves placement to the scheduler.
+// run's throughput and made A/B medians need many more runs (docs/design/server_call_path.md).
+// A thread inherits its creator's cores, so servers are started inside a ServerCores scope.
+// FERRY_BENCH_NO_PIN=1 leaves placement to the scheduler.
 constexpr int kServerCore = 0;
 constexpr int kClientCore = 1;
 

@@ -33,10 +33,9 @@ body must equal the request (an echo) and grpc-status must be 0. These checks al
 grpc++ servers, and that matters: the first 1 MiB message a grpc++ server frees is an mmap'd
 chunk, and freeing it raises glibc's trim threshold to 2 MiB; until then each of grpc++'s
 per-thread malloc arenas gives memory back after every 64 KiB call (madvise) and faults it in
-again: 64 KiB x 8 without the 1 MiB check measured grpc++ callback at 0.5-0.65x its calls/s,
-with 0.24 madvise calls and 14-25 page faults per call (0 and 0.02 after it). A long-running
-server will have seen a large message, so every run checks every body size first (also with
---only) and measures that steady state.
+again, which slows grpc++ at 64 KiB a lot (docs/design/head_to_head.md has the figures). A
+long-running server will have seen a large message, so every run checks every body size first
+(also with --only) and measures that steady state.
 
 Prints one Markdown table of medians (ratios: medians of the per-round ferry/grpc++ ratios) and
 writes it to --out. Each run makes the scenario's count of calls, or fewer when a warm-up run

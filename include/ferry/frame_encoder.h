@@ -54,7 +54,7 @@ namespace detail {
 // flag 1); kIdentity is encode_message. The message is serialized into pooled blocks of a
 // per-thread scratch chain, then deflated from them straight into out after a 5-byte prefix whose
 // length is written last. max_size limits the serialized (uncompressed) size; errors as for
-// encode_message, plus INTERNAL if zlib fails. Cost (README, codec bench): the deflate pass
+// encode_message, plus INTERNAL if zlib fails. Cost (docs/performance.md, gzip): the deflate pass
 // dominates; no heap allocation once the thread's zlib stream and the pool are warm.
 [[nodiscard]] absl::Status encode_compressed_message(const google::protobuf::MessageLite& msg,
                                                      Compression compression, SliceChain& out,

@@ -1,6 +1,6 @@
 // ferry/write_policy.h: when a connection writes what it has produced (public). A field of
 // ConnectionLimits (ferry/limits.h), so ServerOptions and ChannelOptions carry it and the HTTP/2
-// layer takes it as it is. README.md, "Write policy", has the measurements behind the default.
+// layer takes it as it is. docs/design/write_policy.md has the measurements behind the defaults.
 #pragma once
 
 #include <cstddef>
@@ -20,10 +20,10 @@ namespace ferry {
 struct WritePolicy {
   // Calls parsed from one read before what they produced is written; 0 keeps one write per
   // read. The default, 32, halves the reads of a peer with 64 calls in flight (h2load's and
-  // ferry's own benchmark client): on one connection, server pinned to one core, it served
-  // 1.3-1.9x the calls/s of one write per read (h2load and ferry's channel) for one write and
-  // ~0.4 recv more per 64 calls; 24 was as fast with a third write, 16 slower (four parts).
-  // Under 2x this many calls in flight a read does not split evenly and the overlap is small.
+  // ferry's own benchmark client), so that the two halves overlap, for one write and a fraction
+  // of a recv more per 64 calls; 24 overlaps as well but pays a third write, and 16 (four parts)
+  // gained less. Under 2x this many calls in flight a read does not split evenly and the overlap
+  // is small.
   std::uint32_t calls_per_write = 32;
 
   // Bytes of answers after which the calls a read woke stop sharing one write: once the

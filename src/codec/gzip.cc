@@ -13,14 +13,13 @@ namespace {
 
 // windowBits 15 (32 KiB, what every gRPC peer uses) + 16: the gzip wrapper, not zlib's.
 constexpr int kGzipWindowBits = 15 + 16;
-// Level 1 (Z_BEST_SPEED), measured against zlib's default 6 on the codec bench: 2x faster on a
-// 1 KiB message (4.3 vs 8.5 us) and 3-4x from 8 KiB up (~0.9 vs ~0.2 GB/s), for output ~17%
-// larger on English text (0.217 vs 0.185 of 64 KiB). gRPC messages are mostly small and CPU is
-// what a transport spends; TODO(perf): a per-call level if users need the ratio.
+// Level 1 (Z_BEST_SPEED), not zlib's default 6: several times faster per message on the codec
+// bench for a somewhat larger output (docs/design/gzip.md). gRPC messages are mostly small and
+// CPU is what a transport spends; TODO(perf): a per-call level if users need the ratio.
 constexpr int kGzipLevel = Z_BEST_SPEED;
 // memLevel 6 (zlib's default is 8): deflateReset clears a hash table of 2^(memLevel + 8) bytes
-// per message; 16 KiB instead of 64 KiB takes a 1-byte message from 2.1 to 1.6 us, and the
-// output grew by about 1% on text at 64 KiB.
+// per message, and clearing 16 KiB instead of 64 KiB saves a noticeable part of a small
+// message's cost, for a barely larger output (docs/design/gzip.md).
 constexpr int kGzipMemLevel = 6;
 
 // One deflate stream per thread, reset per message: deflateInit2 allocates ~150 KiB, which per
