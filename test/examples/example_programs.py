@@ -114,12 +114,11 @@ def start_server(name, cmd, timeout=20):
 
 
 def run(name, cmd, timeout=30):
-    """Runs a program to its end; returns it (its exit status in .proc.returncode, None when it
-    was killed after timeout seconds)."""
+    """Runs a program to its end and returns it, its exit status in .proc.returncode (-9 when it
+    was still running after timeout seconds and killed)."""
     program = Program(name, cmd)
     if program.wait(timeout) is None:
         program.kill()
-        program.proc.returncode = None
     return program
 
 
