@@ -192,7 +192,9 @@ TEST(LoadBalancing, PickFirstSticksToOneServerAndMovesWhenItGoes) {
 
 // A replica shuts down gracefully (GOAWAY) while 64 calls are in flight: its calls finish, new
 // ones go to the others at once, and those sent before the GOAWAY reached the client but not
-// processed are retried transparently. Not one call fails, wait_for_ready or not.
+// processed are retried transparently. Not one call fails, wait_for_ready or not, and not one
+// runs twice: a request read after the GOAWAY was queued (above its last stream id, so retried
+// by the client) is refused, not run.
 TEST(LoadBalancing, GracefulShutdownUnderLoadFailsNoCall) {
   auto replicas = make_replicas(3);
   Channel channel(ipv4_list(replicas), fast_backoff(LoadBalancingPolicy::kRoundRobin));
@@ -208,6 +210,9 @@ TEST(LoadBalancing, GracefulShutdownUnderLoadFailsNoCall) {
                                        << describe(load.failures());
   EXPECT_EQ(replicas[1]->calls(), stopped_total);
   EXPECT_GT(replicas[0]->calls() + replicas[2]->calls() - others_before, 3000);
+  int handled = 0;
+  for (const auto& r : replicas) handled += r->calls();
+  EXPECT_EQ(handled, 6000) << "a call ran on two servers";
   std::printf("graceful shutdown: 6000 calls, %zu failed, %d on the stopped replica\n",
               load.failures().size(), stopped_total);
 }

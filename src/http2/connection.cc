@@ -155,18 +155,23 @@ void Connection::consume_connection(std::size_t n) {
   schedule_flush();
 }
 
+std::int32_t Connection::goaway_last_stream_id() {
+  // Never above what an earlier GOAWAY named (RFC 9113 6.8: it must not increase).
+  goaway_last_stream_id_ =
+      std::min(goaway_last_stream_id_, nghttp2_session_get_last_proc_stream_id(session_));
+  return goaway_last_stream_id_;
+}
+
 void Connection::shutdown() {
   if (closed_) return;
-  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
-                        nghttp2_session_get_last_proc_stream_id(session_), NGHTTP2_NO_ERROR,
+  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, goaway_last_stream_id(), NGHTTP2_NO_ERROR,
                         nullptr, 0);
   schedule_flush();
 }
 
 void Connection::terminate(ErrorCode error, std::string_view debug) {
   if (closed_) return;
-  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
-                        nghttp2_session_get_last_proc_stream_id(session_),
+  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, goaway_last_stream_id(),
                         static_cast<std::uint32_t>(error),
                         reinterpret_cast<const std::uint8_t*>(debug.data()), debug.size());
   close_after_write_ = true;

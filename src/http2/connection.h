@@ -91,7 +91,8 @@ class Connection : public std::enable_shared_from_this<Connection>, public ByteS
   void consume_connection(std::size_t n);
 
   // Graceful shutdown: GOAWAY(last processed stream); existing streams go on, new ones are
-  // refused; the connection closes when the last stream is done.
+  // refused (REFUSED_STREAM, so that the peer retries them elsewhere) from the moment the
+  // GOAWAY is queued; the connection closes when the last stream is done.
   void shutdown();
   // Closes the byte stream now; every open stream gets on_closed(kConnectionLost).
   void close();
@@ -182,6 +183,13 @@ class Connection : public std::enable_shared_from_this<Connection>, public ByteS
   AnswerBytes answer_bytes_;     // when run_wakeups writes between the calls it runs
   bool closed_ = false;
   bool goaway_received_ = false;
+  // The last stream id our GOAWAY named (no GOAWAY yet: the largest id). nghttp2 goes on
+  // accepting new streams until the frame is written, but the peer takes every stream above
+  // this id as never processed and retries it: such a stream must be refused, not run.
+  std::int32_t goaway_last_stream_id_ = INT32_MAX;
+  // The last stream id for a GOAWAY about to be queued: the last processed one, never more than
+  // an earlier GOAWAY's. Records it in goaway_last_stream_id_.
+  std::int32_t goaway_last_stream_id();
   Stream* streams_ = nullptr;            // open streams, for close()
   std::size_t queued_ = 0;               // sum of the open streams' queued_counted_
   std::size_t max_queued_;               // ConnectionLimits::max_queued_send_bytes

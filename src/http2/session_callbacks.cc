@@ -126,7 +126,11 @@ int Connection::Callbacks::begin_headers(nghttp2_session* session, const nghttp2
       c.role_ != Role::kServer) {
     return 0;
   }
-  Stream* stream = c.observer_->on_stream_open(frame->hd.stream_id);
+  // Above our GOAWAY's last stream id (queued, not yet written): the peer will retry it
+  // elsewhere, so it must not run here.
+  Stream* stream = frame->hd.stream_id > c.goaway_last_stream_id_
+                       ? nullptr
+                       : c.observer_->on_stream_open(frame->hd.stream_id);
   if (stream == nullptr) {
     nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
                               NGHTTP2_REFUSED_STREAM);
