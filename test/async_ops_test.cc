@@ -168,10 +168,8 @@ TEST(AsyncOps, UnaryCallCancelledWhileItWaitsForAConnection) {
   std::future<absl::Status> status = done.get_future();
   ASSERT_EQ(status.wait_for(5s), std::future_status::ready);
   EXPECT_EQ(status.get().code(), absl::StatusCode::kCancelled);
-  // Ends the pending handshake (the queued connection is reset) before the channel goes: a
-  // channel destroyed mid-handshake leaks the handshake's stream (not fixed yet).
-  silent.close();
-  std::this_thread::sleep_for(100ms);
+  // The channel goes here with its TLS handshake still pending: the subchannel's shutdown
+  // abandons it, or LeakSanitizer finds its stream and coroutine kept alive by each other.
 }
 
 TEST(AsyncOps, StreamReadRacedAgainstATimerCancelsTheCall) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "asio/bind_cancellation_slot.hpp"
 #include "asio/co_spawn.hpp"
 #include "asio/post.hpp"
 #include "asio/detached.hpp"
@@ -45,7 +46,8 @@ void Subchannel::set_state(ConnectivityState state) {
 void Subchannel::connect() {
   if (state_ != ConnectivityState::kIdle) return;
   set_state(ConnectivityState::kConnecting);
-  asio::co_spawn(executor_, attempt_loop(shared_from_this()), asio::detached);
+  asio::co_spawn(executor_, attempt_loop(shared_from_this()),
+                 asio::bind_cancellation_slot(attempt_cancel_.slot(), asio::detached));
 }
 
 asio::awaitable<void> Subchannel::attempt_loop(std::shared_ptr<Subchannel> /*keeps it alive*/) {
@@ -97,6 +99,7 @@ void Subchannel::shutdown(bool graceful) {
   state_ = ConnectivityState::kShutdown;
   listener_ = nullptr;
   retry_timer_.cancel();
+  attempt_cancel_.emit(asio::cancellation_type::terminal);
   if (std::shared_ptr<ChannelConnection> conn = std::move(current_)) {
     conn->owner = nullptr;
     if (graceful) {

@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "asio/io_context.hpp"
+#include "asio/cancellation_signal.hpp"
 #include "asio/steady_timer.hpp"
 #include "call/deadline_queue.h"
 #include "client/backoff.h"
@@ -94,6 +95,9 @@ class Subchannel : public std::enable_shared_from_this<Subchannel> {
   Backoff backoff_;
   bool reconnect_ = true;
   asio::steady_timer retry_timer_;
+  // Cancels attempt_loop's connection attempt in flight (a TCP connect or a TLS handshake) when
+  // the subchannel shuts down, so that it ends even if the loop then stops running.
+  asio::cancellation_signal attempt_cancel_;
   std::shared_ptr<ChannelConnection> current_;
 };
 

@@ -215,6 +215,17 @@ void TlsStream::peek_step() {
   if (done) done(ec);  // may delete this stream
 }
 
+void TlsStream::cancel_handshake() {
+  if (!on_handshake_) return;
+  handshaking_ = false;
+  waiting_for_data_ = false;
+  inner_->close();
+  asio::post(inner_->executor(), [done = std::move(on_handshake_)] {
+    done(asio::error::operation_aborted);
+  });
+  on_handshake_ = nullptr;
+}
+
 // --- reading ---------------------------------------------------------------------------------
 
 void TlsStream::wait_inner() {

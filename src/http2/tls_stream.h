@@ -41,6 +41,11 @@ class TlsStream final : public ByteStream {
   // TLS 1.3 a server refuses a client certificate only after the client's handshake is done,
   // and the refusal then surfaces here, as a handshake error, rather than as a lost connection.
   void async_wait_for_data(std::function<void(const asio::error_code&)> done);
+  // Abandons a pending async_handshake or async_wait_for_data: closes the inner stream, and its
+  // done(operation_aborted) is posted to the executor rather than kept here. A done that holds
+  // its caller's coroutine (which owns this stream) would otherwise keep both alive for good
+  // once the loop stops running: the owner's shutdown calls this.
+  void cancel_handshake();
   // Why the handshake or a later operation failed, as OpenSSL put it; empty when it did not.
   const std::string& error() const { return error_; }
   SSL* ssl() const { return ssl_; }

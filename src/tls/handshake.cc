@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "asio/associated_cancellation_slot.hpp"
 #include "asio/async_result.hpp"
 #include "asio/ip/address.hpp"
 #include "asio/redirect_error.hpp"
@@ -128,8 +129,17 @@ asio::awaitable<absl::StatusOr<std::unique_ptr<http2::ByteStream>>> client_hands
     auto token = asio::redirect_error(asio::use_awaitable, ec);
     co_await asio::async_initiate<decltype(token), void(asio::error_code)>(
         [&tls, handshake](auto handler) {
+          // A cancellation of the awaiting coroutine (the subchannel shutting down) abandons
+          // the handshake: the stream then holds no handler that holds this coroutine.
+          asio::cancellation_slot slot = asio::get_associated_cancellation_slot(handler);
+          if (slot.is_connected()) {
+            slot.assign([t = tls.get()](asio::cancellation_type) { t->cancel_handshake(); });
+          }
           auto h = std::make_shared<decltype(handler)>(std::move(handler));
-          auto done = [h](const asio::error_code& e) { std::move(*h)(e); };
+          auto done = [h, slot](const asio::error_code& e) mutable {
+            if (slot.is_connected()) slot.clear();
+            std::move(*h)(e);
+          };
           handshake ? tls->async_handshake(done) : tls->async_wait_for_data(done);
         },
         token);
