@@ -1,6 +1,6 @@
 // ferry/client_context.h: per-call settings and results on the client (client layer, public): the
-// deadline and metadata to send, and the server's metadata once received. One context per call;
-// it must outlive the call.
+// deadline and metadata to send, and the server's metadata once the application took it. One
+// context per call; it must outlive the unary call, or the stream and its last operation.
 #pragma once
 
 #include <chrono>
@@ -61,7 +61,10 @@ class ClientContext {
   void set_compression(Compression compression) { compression_ = compression; }
   Compression compression() const { return compression_; }
 
-  // The server's response headers and trailers, filled as they arrive.
+  // The server's response headers and trailers. The call keeps what arrives and hands it over
+  // from the operations the application awaits: the headers' metadata with the first response
+  // a read returns (or the end of the call), the trailers' when finish() returns (a unary call:
+  // when it returns). Never written after the stream is dropped.
   const Metadata& initial_metadata() const { return initial_metadata_; }
   const Metadata& trailing_metadata() const { return trailing_metadata_; }
 

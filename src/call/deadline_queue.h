@@ -1,9 +1,9 @@
 // The deadlines of the calls on one executor, on one timer (calls layer, private): one queue per
 // server I/O thread, one per client connection.
 //
-// A timer per call cost every call with a deadline (most real clients send grpc-timeout) an asio
-// wait operation, allocated, cancelled and completed through the loop: about two mallocs per call
-// on a warm server, as many on the client. Instead the calls' deadlines sit in a heap with one
+// A timer per call costs every call with a deadline (most real clients send grpc-timeout) an
+// asio wait operation, allocated, cancelled and completed through the loop (docs/design/
+// server_call_path.md has the figures). Instead the calls' deadlines sit in a heap with one
 // timer armed for the earliest; a call leaves the heap when it ends. With uniform timeouts the
 // earliest deadline only moves later, so the timer is rarely re-armed.
 #pragma once
