@@ -16,6 +16,7 @@
 #include "ferry/server.h"
 #include "ferry/testing/echo.pb.h"
 #include "support/loopback.h"
+#include "support/wait.h"
 
 namespace ferry {
 namespace {
@@ -47,8 +48,8 @@ TEST(Cancellation, ClientCancelsAClientStreamingCall) {
     EchoRequest request;
     request.set_payload("before cancel");
     for (int i = 0; i < 3; ++i) (void)co_await stream.write(request);
-    // The handler is now waiting in read() for a fourth message.
-    co_await sleep_for(50ms);
+    // Once the handler has read them, it waits in read() for a fourth message.
+    EXPECT_TRUE(co_await testing::until([&] { return loop.probe().messages_read.load() == 3; }));
     stream.cancel();
     write_after_cancel_failed = !(co_await stream.write(request)).ok();
     co_return co_await stream.finish();
@@ -91,8 +92,8 @@ TEST(Cancellation, ClientCancelsFromAnotherThread) {
   const auto start = std::chrono::steady_clock::now();
   absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
     ClientReaderWriter<EchoRequest, EchoResponse> stream = co_await loop.stub().Chat(ctx);
-    canceller = std::thread([&stream] {
-      std::this_thread::sleep_for(50ms);
+    canceller = std::thread([&loop, &stream] {
+      testing::eventually([&] { return loop.probe().started.load() == 1; });
       stream.cancel();
     });
     EchoResponse response;
@@ -118,7 +119,9 @@ TEST(Cancellation, ClientCancelWakesAServerWriterBlockedOnFlowControl) {
     (void)co_await stream.write_last(request);
     EchoResponse response;
     (void)co_await stream.read(response);
-    co_await sleep_for(100ms);  // the server fills the windows and its writer suspends
+    // The server fills the windows and its writer suspends: a fixed pause, as nothing outside
+    // the server shows a writer suspended on flow control.
+    co_await sleep_for(100ms);
     stream.cancel();
     co_return co_await stream.finish();
   });
@@ -135,7 +138,7 @@ TEST(Cancellation, DroppingAnUnfinishedStreamCancelsTheCallOnTheServer) {
     ClientStream stream = co_await loop.channel().open(kCollect, ctx);
     EchoRequest request;
     (void)co_await stream.write(request);
-    co_await sleep_for(20ms);
+    EXPECT_TRUE(co_await testing::until([&] { return loop.probe().messages_read.load() == 1; }));
     // stream goes out of scope without writes_done or finish
   });
   ASSERT_TRUE(loop.wait_until([&] { return loop.probe().finished.load() == 1; }));
@@ -471,7 +474,8 @@ TEST(Cancellation, ServerShutdownFailsAClientWriterBlockedOnFlowControl) {
   ClientContext ctx;
   int writes_ok = 0;
   // Once the handler has read one message (and sits on it), give the writer time to fill the
-  // windows and suspend, then stop the server under it.
+  // windows and suspend (a fixed pause: nothing shows a writer suspended on flow control), then
+  // stop the server under it.
   std::thread stopper([&] {
     while (loop.probe().messages_read.load() == 0) std::this_thread::sleep_for(1ms);
     std::this_thread::sleep_for(200ms);

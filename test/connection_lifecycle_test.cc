@@ -3,9 +3,11 @@
 // keepalive PINGs that go unanswered, PING floods (GOAWAY ENHANCE_YOUR_CALM too_many_pings),
 // max_connections; the client's keepalive against a server that stops answering; and the
 // acceptor out of descriptors, which must wait instead of spinning. Limits are made small
-// through the options, so each case takes well under a second.
+// through the options, so each case takes well under a second, but the last (1.5 s).
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -15,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "asio/ip/tcp.hpp"
 #include "asio/read.hpp"
 #include "asio/write.hpp"
@@ -23,6 +26,7 @@
 #include "ferry/server.h"
 #include "ferry/testing/echo.pb.h"
 #include "support/echo_service.h"
+#include "support/wait.h"
 
 namespace ferry {
 namespace {
@@ -59,26 +63,12 @@ class RawClient {
   }
   // Reads frames until the server closes the connection or `limit` passes; true if it closed.
   bool read_until_closed(std::chrono::milliseconds limit) {
-    const auto until = Clock::now() + limit;
-    socket_.non_blocking(true);
-    std::string buffer;
-    char chunk[4096];
-    while (Clock::now() < until) {
-      asio::error_code ec;
-      const std::size_t n = socket_.read_some(asio::buffer(chunk), ec);
-      if (ec == asio::error::would_block) {
-        std::this_thread::sleep_for(5ms);
-        continue;
-      }
-      if (ec) {
-        closed_at_ = Clock::now();
-        parse(buffer);
-        return true;
-      }
-      buffer.append(chunk, n);
-    }
-    parse(buffer);
-    return false;
+    return read_until([] { return false; }, limit);
+  }
+  // Reads frames until one of `type` has come (true), or the connection closed or `limit` passed.
+  bool read_until_frame(std::uint8_t type, std::chrono::milliseconds limit) {
+    read_until([&] { return find(type) != nullptr; }, limit);
+    return find(type) != nullptr;
   }
   const std::vector<Frame>& frames() const { return frames_; }
   const Frame* find(std::uint8_t type) const {
@@ -90,18 +80,44 @@ class RawClient {
   Clock::time_point closed_at() const { return closed_at_; }
 
  private:
-  void parse(const std::string& b) {
-    for (std::size_t at = 0; at + 9 <= b.size();) {
+  // Reads until done() holds, the server closes (true) or `limit` passes.
+  template <class Done>
+  bool read_until(Done done, std::chrono::milliseconds limit) {
+    const auto until = Clock::now() + limit;
+    socket_.non_blocking(true);
+    char chunk[4096];
+    while (!done() && Clock::now() < until) {
+      asio::error_code ec;
+      const std::size_t n = socket_.read_some(asio::buffer(chunk), ec);
+      if (ec == asio::error::would_block) {
+        std::this_thread::sleep_for(1ms);
+        continue;
+      }
+      if (ec) {
+        closed_at_ = Clock::now();
+        return true;
+      }
+      buffer_.append(chunk, n);
+      parse();
+    }
+    return false;
+  }
+  // Moves the complete frames at the front of buffer_ to frames_.
+  void parse() {
+    std::size_t at = 0;
+    for (const std::string& b = buffer_; at + 9 <= b.size();) {
       const std::size_t len = (std::uint8_t(b[at]) << 16) | (std::uint8_t(b[at + 1]) << 8) |
                               std::uint8_t(b[at + 2]);
       if (at + 9 + len > b.size()) break;
       frames_.push_back({std::uint8_t(b[at + 3]), std::uint8_t(b[at + 4]), b.substr(at + 9, len)});
       at += 9 + len;
     }
+    buffer_.erase(0, at);
   }
 
   asio::io_context io_;
   asio::ip::tcp::socket socket_;
+  std::string buffer_;  // bytes read and not yet parsed into frames_
   std::vector<Frame> frames_;
   Clock::time_point closed_at_;
 };
@@ -179,7 +195,8 @@ TEST(ConnectionLifecycle, IdleConnectionGetsGoawayAndIsClosed) {
   // A channel whose connection went idle reconnects on its next call.
   Channel channel(s.target());
   ASSERT_TRUE(echo(channel).ok());
-  std::this_thread::sleep_for(600ms);
+  ASSERT_TRUE(testing::eventually([&] { return channel.state() != ConnectivityState::kReady; }))
+      << "the server never closed the idle connection";
   EXPECT_TRUE(echo(channel).ok());
 }
 
@@ -192,6 +209,8 @@ TEST(ConnectionLifecycle, IdleConnectionReleasesItsBuffersAndStillServes) {
   Channel channel(s.target());
   for (int round = 0; round < 2; ++round) {
     ASSERT_TRUE(echo(channel).ok());
+    // A short fixed pause: the call's own blocks go back first, so that only the connection's
+    // count below (nothing shows when the last of them has).
     std::this_thread::sleep_for(50ms);
     const std::int64_t busy = BufferPool::instance().stats().blocks_in_use;
     std::int64_t idle = busy;
@@ -234,7 +253,9 @@ TEST(ConnectionLifecycle, KeepaliveClosesAConnectionWhosePeerStopsAnswering) {
   // A peer that answers (nghttp2 in ferry's channel does) keeps its connection.
   Channel channel(s.target());
   ASSERT_TRUE(echo(channel).ok());
+  // Time passing is what this checks: seven keepalive rounds, the connection still READY.
   std::this_thread::sleep_for(700ms);
+  EXPECT_EQ(channel.state(), ConnectivityState::kReady);
   EXPECT_TRUE(echo(channel).ok());
 }
 
@@ -259,7 +280,9 @@ TEST(ConnectionLifecycle, ConnectionsBeyondMaxConnectionsAreClosed) {
   RawClient a(s.port), b(s.port);
   a.handshake();
   b.handshake();
-  std::this_thread::sleep_for(100ms);  // both adopted
+  // Both adopted: the server sent each its SETTINGS.
+  ASSERT_TRUE(a.read_until_frame(0x4, 3s));
+  ASSERT_TRUE(b.read_until_frame(0x4, 3s));
   RawClient c(s.port);
   EXPECT_TRUE(c.read_until_closed(2s));
   EXPECT_FALSE(a.read_until_closed(200ms));
@@ -292,11 +315,23 @@ TEST(ConnectionLifecycle, ClientKeepaliveFailsCallsOnASilentServer) {
 TEST(ConnectionLifecycle, AcceptorOutOfDescriptorsWaitsInsteadOfSpinning) {
   ServerOptions o = quiet_options();
   TestServer s(o);
-  // Clients from another process (this one will have no descriptor to spare).
-  const std::string command =
-      "python3 -c \"import socket,time\ntime.sleep(0.2)\ns=[socket.create_connection(('127.0.0.1'," +
-      std::to_string(s.port) + ")) for _ in range(5)]\ntime.sleep(4)\" &";
+  // Clients from another process (this one will have no descriptor to spare), told through
+  // pipes opened beforehand: `go` when to connect (one byte) and when to leave (end of file),
+  // `ready` once connected.
+  // Only the clients' ends are inherited: a client holding the other end of `go` would never
+  // see its end of file, and would outlive the test.
+  int go[2], ready[2];
+  ASSERT_EQ(pipe2(go, O_CLOEXEC), 0);
+  ASSERT_EQ(pipe2(ready, O_CLOEXEC), 0);
+  ASSERT_EQ(fcntl(go[0], F_SETFD, 0), 0);
+  ASSERT_EQ(fcntl(ready[1], F_SETFD, 0), 0);
+  const std::string command = absl::StrCat(
+      "python3 -c \"import os,socket\nos.read(", go[0], ",1)\ns=[socket.create_connection(('",
+      "127.0.0.1',", s.port, ")) for _ in range(5)]\nos.write(", ready[1], ",b'x')\nos.read(",
+      go[0], ",1)\" &");
   ASSERT_EQ(std::system(command.c_str()), 0);
+  close(go[0]);
+  close(ready[1]);
   rlimit saved;
   ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
   std::vector<int> hogs;
@@ -308,15 +343,20 @@ TEST(ConnectionLifecycle, AcceptorOutOfDescriptorsWaitsInsteadOfSpinning) {
     if (fd < 0) break;
     hogs.push_back(fd);
   }
-  // The clients connect meanwhile (python takes a while to start on a loaded machine), and
-  // accept fails with EMFILE from then on: measure once they surely have.
-  std::this_thread::sleep_for(1200ms);
+  // The clients connect now, and accept fails with EMFILE from then on.
+  ASSERT_EQ(write(go[1], "g", 1), 1);
+  pollfd connected{ready[0], POLLIN, 0};
+  const bool clients_connected = poll(&connected, 1, 10'000) == 1;
+  // Time passing is what this checks: the CPU the process burns in 1.5 s out of descriptors.
   rusage before{}, after{};
   getrusage(RUSAGE_SELF, &before);
   std::this_thread::sleep_for(1500ms);
   getrusage(RUSAGE_SELF, &after);
   for (int fd : hogs) close(fd);
   setrlimit(RLIMIT_NOFILE, &saved);
+  close(go[1]);  // the clients leave
+  close(ready[0]);
+  ASSERT_TRUE(clients_connected) << "the clients never connected";
   auto cpu = [](const rusage& r) {
     return std::chrono::microseconds(r.ru_utime.tv_sec * 1000000 + r.ru_utime.tv_usec +
                                       r.ru_stime.tv_sec * 1000000 + r.ru_stime.tv_usec);

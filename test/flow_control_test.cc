@@ -418,7 +418,7 @@ TEST(FlowControl, UnreadResponsesOfCancelledCallsDoNotLeakTheConnectionWindow) {
       (void)co_await stream.write_last(request);
       EchoResponse response;
       if (!co_await stream.read(response)) co_return failed_call(call, co_await stream.finish());
-      co_await sleep_for(20ms);  // let the window fill with unread responses
+      co_await sleep_for(20ms);  // let the window fill with unread responses (a fixed pause)
       stream.cancel();
       absl::Status s = co_await stream.finish();
       if (s.code() != absl::StatusCode::kCancelled) co_return failed_call(call, s);

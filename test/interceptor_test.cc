@@ -22,6 +22,7 @@
 #include "ferry/slice_chain.h"
 #include "ferry/testing/echo.pb.h"
 #include "support/loopback.h"
+#include "support/wait.h"
 
 namespace ferry {
 namespace {
@@ -72,8 +73,8 @@ class RecordingServerInterceptor : public ServerInterceptor {
     co_return absl::OkStatus();
   }
   void on_finish(ServerContext& ctx, const CallInfo&, const CallOutcome& outcome) override {
+    log_->set_outcome(name_, outcome);  // first: a test that sees the line reads the outcome
     log_->add(name_ + ".finish");
-    log_->set_outcome(name_, outcome);
     ctx.add_trailing_metadata("x-" + name_ + "-status",
                               std::to_string(static_cast<int>(outcome.status.code())));
   }
@@ -112,8 +113,8 @@ class RecordingClientInterceptor : public ClientInterceptor {
     co_return absl::OkStatus();
   }
   void on_finish(ClientContext&, const CallInfo&, const CallOutcome& outcome) override {
+    log_->set_outcome(name_, outcome);  // first: a test that sees the line reads the outcome
     log_->add(name_ + ".finish");
-    log_->set_outcome(name_, outcome);
   }
 
  private:
@@ -478,8 +479,9 @@ TEST(Interceptors, ServerSeesTheDeadlineAsTheOutcome) {
                         done = true;
                       });
   ASSERT_TRUE(loop.wait_until([&] { return loop.probe().started.load() == 1; }));
-  std::this_thread::sleep_for(300ms);  // the client's loop does not run
-  ASSERT_EQ(log.lines().size(), 2u);   // the server ended the call meanwhile
+  // The client's loop does not run meanwhile: the server ends the call.
+  ASSERT_TRUE(testing::eventually([&] { return log.lines().size() >= 2; }));
+  ASSERT_EQ(log.lines().size(), 2u);
   EXPECT_EQ(log.outcome("a").status.code(), absl::StatusCode::kDeadlineExceeded)
       << log.outcome("a").status;
   EXPECT_GT(log.outcome("a").duration, 50ms);

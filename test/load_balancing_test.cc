@@ -22,6 +22,7 @@
 #include "ferry/retry.h"
 #include "ferry/server.h"
 #include "support/echo_service.h"
+#include "support/wait.h"
 
 namespace ferry {
 namespace {
@@ -140,6 +141,24 @@ std::string describe(const std::vector<absl::Status>& failures) {
   return out;
 }
 
+// Makes calls until every replica has served one: round_robin then has all its connections up.
+bool all_serving(Channel& channel, const std::vector<std::unique_ptr<Replica>>& replicas) {
+  auto every_replica_called = [&] {
+    for (const auto& r : replicas) {
+      if (r->calls() == 0) return false;
+    }
+    return true;
+  };
+  return testing::eventually([&] {
+    EchoRequest request;
+    EchoResponse response;
+    ClientContext context;
+    context.set_timeout(5s);
+    EXPECT_TRUE(channel.call_blocking(kEcho, context, request, response).ok());
+    return every_replica_called();
+  });
+}
+
 // Waits (from the test thread) until the channel is READY.
 bool wait_ready(Channel& channel, std::chrono::milliseconds limit = 5s) {
   const auto until = std::chrono::steady_clock::now() + limit;
@@ -154,9 +173,8 @@ bool wait_ready(Channel& channel, std::chrono::milliseconds limit = 5s) {
 TEST(LoadBalancing, RoundRobinSpreadsCallsEvenly) {
   auto replicas = make_replicas(3);
   Channel channel(ipv4_list(replicas), fast_backoff(LoadBalancingPolicy::kRoundRobin));
-  ASSERT_TRUE(wait_ready(channel));
-  // The channel is READY with its first connection; let the other two come up.
-  std::this_thread::sleep_for(200ms);
+  // The channel is READY with its first connection; the other two come up.
+  ASSERT_TRUE(all_serving(channel, replicas));
   std::vector<int> before;
   for (const auto& r : replicas) before.push_back(r->calls());
   Load load(channel, 3000, 64, /*wait_for_ready=*/false);
@@ -198,8 +216,9 @@ TEST(LoadBalancing, PickFirstSticksToOneServerAndMovesWhenItGoes) {
 TEST(LoadBalancing, GracefulShutdownUnderLoadFailsNoCall) {
   auto replicas = make_replicas(3);
   Channel channel(ipv4_list(replicas), fast_backoff(LoadBalancingPolicy::kRoundRobin));
-  ASSERT_TRUE(wait_ready(channel));
-  std::this_thread::sleep_for(200ms);
+  ASSERT_TRUE(all_serving(channel, replicas));
+  int handled = 0;
+  for (const auto& r : replicas) handled -= r->calls();  // the warm-up's
   Load load(channel, 6000, 64, /*wait_for_ready=*/false, /*delay_ms=*/1);
   while (load.completed() < 1500) std::this_thread::sleep_for(1ms);
   const int others_before = replicas[0]->calls() + replicas[2]->calls();
@@ -210,7 +229,6 @@ TEST(LoadBalancing, GracefulShutdownUnderLoadFailsNoCall) {
                                        << describe(load.failures());
   EXPECT_EQ(replicas[1]->calls(), stopped_total);
   EXPECT_GT(replicas[0]->calls() + replicas[2]->calls() - others_before, 3000);
-  int handled = 0;
   for (const auto& r : replicas) handled += r->calls();
   EXPECT_EQ(handled, 6000) << "a call ran on two servers";
   std::printf("graceful shutdown: 6000 calls, %zu failed, %d on the stopped replica\n",
@@ -226,14 +244,14 @@ TEST(LoadBalancing, KilledServerUnderLoadThenRestarted) {
   options.method_retry_policies[std::string(kEcho)] =
       RetryPolicy{.max_attempts = 3, .initial_backoff = 5ms, .max_backoff = 50ms};
   Channel channel(ipv4_list(replicas), options);
-  ASSERT_TRUE(wait_ready(channel));
-  std::this_thread::sleep_for(200ms);
+  ASSERT_TRUE(all_serving(channel, replicas));
+  int attempts = 0;
+  for (const auto& r : replicas) attempts -= r->calls();  // the warm-up's
   Load load(channel, 6000, 64, /*wait_for_ready=*/true, /*delay_ms=*/1);
   while (load.completed() < 1500) std::this_thread::sleep_for(1ms);
   replicas[1]->stop(0ms);
   ASSERT_TRUE(load.wait());
   const auto failures = load.failures();
-  int attempts = 0;
   for (const auto& r : replicas) attempts += r->calls();
   std::printf("killed replica: 6000 calls, %zu failed, %d retried attempts reached a server\n",
               failures.size(), attempts - 6000);
@@ -278,8 +296,7 @@ TEST(LoadBalancing, PluggedResolverWithTwoAddressesSpreadsOverBoth) {
   ChannelOptions options = fast_backoff(LoadBalancingPolicy::kRoundRobin);
   options.resolver = resolver;
   Channel channel("echo.service.internal", options);
-  ASSERT_TRUE(wait_ready(channel));
-  std::this_thread::sleep_for(200ms);
+  ASSERT_TRUE(all_serving(channel, replicas));
   Load load(channel, 1000, 16, /*wait_for_ready=*/false);
   ASSERT_TRUE(load.wait());
   EXPECT_TRUE(load.failures().empty()) << describe(load.failures());
@@ -326,6 +343,8 @@ TEST(LoadBalancing, StateAndWaitForReady) {
   waits.set_timeout(10s);
   waits.set_wait_for_ready(true);
   auto pending = channel.call(kEcho, waits, request, response, asio::use_future);
+  // A fixed pause: nothing shows that a call is waiting for ready, and it must be when the
+  // server comes back (else this shows nothing).
   std::this_thread::sleep_for(100ms);
   replicas[0]->start(replicas[0]->port());
   EXPECT_TRUE(pending.get().ok());

@@ -1,12 +1,13 @@
-// Offloading blocking handler work (ferry/offload.h): with one I/O thread, a handler that sleeps
-// 1 s in blocking code holds up the other calls on its connection, unless it offloads the sleep
-// to a pool. Asserts the order in which calls complete, not timings.
+// Offloading blocking handler work (ferry/offload.h): with one I/O thread, a handler that waits
+// in blocking code holds up the other calls on its connection, unless it offloads the wait to a
+// pool. Asserts the order in which calls complete, not timings.
 #include "ferry/offload.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -32,26 +33,30 @@ using testing::Loopback;
 
 constexpr std::string_view kBlock = "/ferry.testing.Slow/Block";
 
-// Slow/Block sleeps 1 s in blocking code: on the pool when offload is set, else inline.
+// Slow/Block waits in blocking code until the test releases it, or 1 s: on the pool when offload
+// is set, else inline. Inline, nothing can release it (the echoes that would are stuck behind
+// it), so it waits the whole second: that stall is what the test shows.
 class SlowService : public Service {
  public:
-  SlowService(asio::thread_pool* pool, bool offload_it, std::atomic<bool>* started)
+  SlowService(asio::thread_pool* pool, bool offload_it, std::atomic<bool>* started,
+              std::shared_future<void> release)
       : Service("ferry.testing.Slow") {
     add_unary<EchoRequest, EchoResponse>(
         "Block",
-        [pool, offload_it, started](ServerContext&, const EchoRequest&,
-                                    EchoResponse& response) -> asio::awaitable<absl::Status> {
+        [pool, offload_it, started, release](
+            ServerContext&, const EchoRequest&,
+            EchoResponse& response) -> asio::awaitable<absl::Status> {
           const std::thread::id io_thread = std::this_thread::get_id();
           started->store(true);
-          auto sleep = [] {
-            std::this_thread::sleep_for(1s);
+          auto block = [release] {
+            release.wait_for(1s);
             return std::this_thread::get_id();
           };
           std::thread::id slept_on;
           if (offload_it) {
-            slept_on = co_await offload(*pool, sleep);
+            slept_on = co_await offload(*pool, block);
           } else {
-            slept_on = sleep();
+            slept_on = block();
           }
           // Back on the I/O thread, whichever thread slept.
           if (std::this_thread::get_id() != io_thread) {
@@ -63,22 +68,28 @@ class SlowService : public Service {
   }
 };
 
+constexpr int kEchoes = 5;
+
 // Starts Block, waits until its handler runs, then makes 5 Echo calls on the same channel
-// (connection); returns the order in which the calls completed ("block" or "echo").
+// (connection), which release Block once all have completed; returns the order in which the
+// calls completed ("block" or "echo").
 std::vector<std::string> completion_order(bool offload_it, std::string* block_payload) {
   asio::thread_pool pool(2);
   std::atomic<bool> started{false};
-  SlowService slow(&pool, offload_it, &started);
+  std::promise<void> release;
+  SlowService slow(&pool, offload_it, &started, release.get_future().share());
   ServerOptions options;
   options.num_threads = 1;  // every call on one I/O thread
   Loopback loop(options, {}, &slow);
 
   std::mutex mutex;
   std::vector<std::string> order;
+  int echoes_done = 0;
   auto done = [&](const char* what, const absl::Status& s) {
     EXPECT_TRUE(s.ok()) << what << ": " << s;
     std::lock_guard lock(mutex);
     order.push_back(what);
+    if (order.back() == "echo" && ++echoes_done == kEchoes) release.set_value();
   };
   ClientContext block_ctx;
   EchoRequest block_request;
@@ -87,7 +98,6 @@ std::vector<std::string> completion_order(bool offload_it, std::string* block_pa
                       [&](absl::Status s) { done("block", s); });
   EXPECT_TRUE(loop.wait_until([&] { return started.load(); }));
 
-  constexpr int kEchoes = 5;
   std::vector<ClientContext> contexts(kEchoes);
   std::vector<EchoRequest> requests(kEchoes);
   std::vector<EchoResponse> responses(kEchoes);
@@ -110,7 +120,7 @@ TEST(Offload, ABlockingHandlerStallsItsThreadsOtherCalls) {
   std::string payload;
   const std::vector<std::string> order = completion_order(/*offload_it=*/false, &payload);
   ASSERT_EQ(order.size(), 6u);
-  EXPECT_EQ(order.front(), "block");  // the echoes waited for the sleep to end
+  EXPECT_EQ(order.front(), "block");  // the echoes waited for the blocking wait to end
   EXPECT_EQ(payload, "inline");
 }
 
@@ -118,7 +128,7 @@ TEST(Offload, AnOffloadedHandlerLetsTheOtherCallsThrough) {
   std::string payload;
   const std::vector<std::string> order = completion_order(/*offload_it=*/true, &payload);
   ASSERT_EQ(order.size(), 6u);
-  EXPECT_EQ(order.back(), "block");  // every echo completed during the sleep
+  EXPECT_EQ(order.back(), "block");  // every echo completed during the blocking wait
   EXPECT_EQ(payload, "pool");
 }
 

@@ -160,11 +160,15 @@ TEST_F(Proxy, RoundRobinOverTwoNghttpxFrontEnds) {
   EchoRequest request;
   request.set_payload("x");
   EchoResponse response;
-  // Once both front-ends are connected, calls alternate.
-  ClientContext warm;
-  warm.set_timeout(5s);
-  ASSERT_TRUE(channel.call_blocking(kEcho, warm, request, response).ok());
-  std::this_thread::sleep_for(200ms);
+  // Once both front-ends are connected (each has passed a call on), calls alternate.
+  for (auto until = std::chrono::steady_clock::now() + 10s;
+       (a.probe.started.load() == 0 || b.probe.started.load() == 0) &&
+       std::chrono::steady_clock::now() < until;) {
+    ClientContext warm;
+    warm.set_timeout(5s);
+    ASSERT_TRUE(channel.call_blocking(kEcho, warm, request, response).ok());
+  }
+  ASSERT_TRUE(a.probe.started.load() > 0 && b.probe.started.load() > 0);
   const int a0 = a.probe.started.load(), b0 = b.probe.started.load();
   for (int i = 0; i < 200; ++i) {
     ClientContext ctx;

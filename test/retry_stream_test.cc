@@ -25,6 +25,7 @@
 #include "ferry/server.h"
 #include "ferry/service.h"
 #include "ferry/testing/echo.pb.h"
+#include "support/wait.h"
 
 namespace ferry {
 namespace {
@@ -74,6 +75,7 @@ class FlakyStreams {
             got += r.payload();
             ++n;
             if (fail && where_ == FailAt::kAfterTwoRequests && n == 2) {
+              mid_stream_failures_.fetch_add(1);
               co_return absl::UnavailableError("mid-stream");
             }
           }
@@ -92,6 +94,7 @@ class FlakyStreams {
           while (co_await stream.read(r)) {
             got += r.payload();
             if (fail && where_ == FailAt::kAfterTwoRequests && got.size() >= 2) {
+              mid_stream_failures_.fetch_add(1);
               co_return absl::UnavailableError("mid-stream");
             }
             if (!fail || where_ == FailAt::kAfterOneResponse) {
@@ -114,6 +117,8 @@ class FlakyStreams {
 
   std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
   int attempts() const { return attempts_.load(); }
+  // Attempts that failed after their second request (FailAt::kAfterTwoRequests).
+  int mid_stream_failures() const { return mid_stream_failures_.load(); }
   std::vector<std::string> previous_attempts() {
     std::lock_guard lock(mu_);
     return previous_;
@@ -143,6 +148,7 @@ class FlakyStreams {
   std::unique_ptr<Server> server_;
   int port_ = 0;
   std::atomic<int> attempts_{0};
+  std::atomic<int> mid_stream_failures_{0};
   std::mutex mu_;
   std::vector<std::string> previous_;
   std::vector<std::string> payloads_;
@@ -270,7 +276,9 @@ TEST(RetryStream, ClientStreamingFailedWhileWritingGoesOnOverTheNextAttempt) {
   BlockingClientStream stream = channel.open_blocking(kCollect, ctx);
   for (const char* p : {"a", "b", "c", "d", "e", "f"}) {
     ASSERT_TRUE(stream.write(request(p)).ok()) << p;
-    std::this_thread::sleep_for(20ms);  // let the first attempt fail while we still write
+    if (*p == 'b') {  // the first attempt fails while we still write
+      ASSERT_TRUE(testing::eventually([&] { return server.mid_stream_failures() == 1; }));
+    }
   }
   EchoResponse response;
   EXPECT_TRUE(stream.finish_with_response(response).ok());

@@ -220,7 +220,9 @@ TEST(Shutdown, NewStreamRacingTheGoawayIsUnavailable) {
   spawn_echo(loop, loop.channel(), 500, &long_call, done);
   ASSERT_TRUE(loop.wait_until([&] { return loop.probe().started.load() == 1; }));
   ShutdownInBackground shutdown(loop.server(), 5s);
-  std::this_thread::sleep_for(20ms);  // the GOAWAY is sent, the client has not read it
+  // The GOAWAY is sent, the client has not read it (its loop does not run): a fixed pause, as
+  // nothing shows the GOAWAY on the wire.
+  std::this_thread::sleep_for(20ms);
   std::atomic<int> new_done{0};
   absl::Status racing[5];
   for (auto& s : racing) {

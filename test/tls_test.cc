@@ -22,6 +22,7 @@
 #include "ferry/channel.h"
 #include "ferry/server.h"
 #include "support/echo_service.h"
+#include "support/wait.h"
 
 namespace ferry {
 namespace {
@@ -407,6 +408,8 @@ TEST(TlsLifecycle, IdleConnectionReleasesItsBuffersAndStillServes) {
   Channel channel(server.target(), with(channel_creds()));
   for (int round = 0; round < 2; ++round) {
     ASSERT_TRUE(echo(channel, std::string(100000, 'i')).ok());
+    // A short fixed pause: the call's own blocks go back first, so that only the connection's
+    // count below (nothing shows when the last of them has).
     std::this_thread::sleep_for(50ms);
     const std::int64_t busy = BufferPool::instance().stats().blocks_in_use;
     std::int64_t idle = busy;
@@ -443,13 +446,15 @@ TEST(TlsRotation, NewConnectionsUseTheNewCertificate) {
   std::thread load([&] {
     while (!stop.load()) (echo(old_ca, "load").ok() ? ok_calls : failed_calls).fetch_add(1);
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Calls run before the swap, and after it (below) on the same connection.
+  ASSERT_TRUE(testing::eventually([&] { return ok_calls.load() > 0; }));
   ASSERT_TRUE(creds->update({.certificate_chain = cert("other_server.pem"),
                              .private_key = cert("other_server.key")}).ok());
   // An invalid update leaves the new one in force.
   EXPECT_FALSE(creds->update({.certificate_chain = cert("other_server.pem"),
                               .private_key = cert("server.key")}).ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const int before_swap = ok_calls.load();
+  EXPECT_TRUE(testing::eventually([&] { return ok_calls.load() > before_swap; }));
 
   Channel new_ca(server.target(), with(channel_creds("other_ca.pem")));
   EXPECT_TRUE(echo(new_ca, "after").ok());
