@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
 # h2load for the head-to-head benchmark, which says so and is skipped when h2load is missing.
 bash scripts/install_deps.sh --bench || echo "main.sh: nghttp2-client (h2load) not installed"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+# Benchmarks ON by name: scripts/test.sh turns them off in the same build tree.
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFERRY_BUILD_BENCHMARKS=ON
 cmake --build build
 
 # glibc < 2.39 on AMD copies with `rep movsb` from 2 KiB up, which runs ~16x slower when source
