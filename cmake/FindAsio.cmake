@@ -21,5 +21,11 @@ if(Asio_FOUND AND NOT TARGET asio::asio)
     INTERFACE_INCLUDE_DIRECTORIES "${Asio_INCLUDE_DIR}"
     INTERFACE_COMPILE_DEFINITIONS "ASIO_STANDALONE;ASIO_NO_DEPRECATED"
     INTERFACE_LINK_LIBRARIES Threads::Threads)
+  # Under clang, asio 1.22 (Debian 12's) finds co_await only through libc++'s
+  # <experimental/coroutine>; clang with libstdc++ has C++20's <coroutine>, which asio uses when
+  # told so (asio defines neither macro when it is set already).
+  set_property(TARGET asio::asio APPEND PROPERTY INTERFACE_COMPILE_DEFINITIONS
+    "$<$<CXX_COMPILER_ID:Clang>:ASIO_HAS_CO_AWAIT>"
+    "$<$<CXX_COMPILER_ID:Clang>:ASIO_HAS_STD_COROUTINE>")
 endif()
 mark_as_advanced(Asio_INCLUDE_DIR)
