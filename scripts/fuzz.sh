@@ -8,6 +8,8 @@
 #
 # Usage: scripts/fuzz.sh [TARGET...]     (default: every target)
 #   FERRY_FUZZ_SECONDS   seconds per target (default 60)
+#   FERRY_FUZZ_JOBS      targets fuzzed at once (default: the number of cores; each fuzzer is one
+#                        process on one core, so each still gets its seconds of a whole core)
 #   FERRY_FUZZ_BUILD     build directory (default build-fuzz)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,12 +30,10 @@ CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithD
   -DFERRY_BUILD_EXAMPLES=OFF >"$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 1; }
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
 
-status=0
-for t in "${targets[@]}"; do
-  work="$build/corpus/$t"
-  log="$build/logs/$t.log"
+# fuzz_one TARGET: one target's run; prints its line, exits non-zero if it found a failure.
+fuzz_one() {
+  local t=$1 work="$build/corpus/$1" log="$build/logs/$1.log" rc=0 runs units
   mkdir -p "$work" "$build/artifacts" "$build/logs"
-  rc=0
   # -max_total_time bounds the run; timeout guards against a hang the fuzzer cannot interrupt.
   timeout -k 10 $((seconds + 120)) "$build/fuzz/$t" -max_total_time="$seconds" \
     -print_final_stats=1 -artifact_prefix="$build/artifacts/$t-" "$work" "fuzz/corpus/$t" \
@@ -43,9 +43,26 @@ for t in "${targets[@]}"; do
   if [ "$rc" -eq 0 ]; then
     echo "fuzz $t: ok, ${runs:-?} runs in ${seconds}s, corpus $units kept + $(ls "fuzz/corpus/$t" | wc -l) committed"
   else
-    status=1
     echo "fuzz $t: FAILED (exit $rc) after ${runs:-?} runs; log $log" >&2
     grep -E "FUZZ_CHECK|ERROR:|runtime error|SUMMARY|Test unit written" "$log" | head -n 20 >&2 || true
+    return 1
   fi
+}
+
+# Up to FERRY_FUZZ_JOBS targets at once; a new one starts as soon as one ends.
+jobs=${FERRY_FUZZ_JOBS:-$(nproc)}
+status=0
+running=0
+for t in "${targets[@]}"; do
+  if [ "$running" -ge "$jobs" ]; then
+    wait -n || status=1
+    running=$((running - 1))
+  fi
+  fuzz_one "$t" &
+  running=$((running + 1))
+done
+while [ "$running" -gt 0 ]; do
+  wait -n || status=1
+  running=$((running - 1))
 done
 exit $status
