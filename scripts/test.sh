@@ -1,26 +1,97 @@
 #!/usr/bin/env bash
-# ferry's whole test suite: installs missing Debian packages, builds and runs every test with
-# ctest, then builds and runs them again under AddressSanitizer + UndefinedBehaviorSanitizer (any
-# report aborts the test, so it fails), then runs each libFuzzer target for a bounded time
-# (scripts/fuzz.sh; FERRY_FUZZ_SECONDS per target, default 60). Exits non-zero on any failure.
+# ferry's test suite. Every ctest test has one tier label (test/CMakeLists.txt says which):
+#   unit          in one process, one concept
+#   integration   ferry's client and server over loopback, the examples, codegen, install
+#   interop       a real peer: grpc-go, grpc-java, grpcio, grpcurl, ghz, h2spec, connectrpc's
+#                 conformance runner, h2load
+#
+# scripts/test.sh --quick   unit and integration tests in Release, nothing else (no peers, no
+#                           sanitizers, no fuzzers): the developer's loop.
+# scripts/test.sh           everything (what CI runs): installs missing Debian packages and the
+#   peers, builds in Release and runs every tier; builds again under AddressSanitizer +
+#   UndefinedBehaviorSanitizer and runs every tier again (any report aborts its test, so it
+#   fails); then runs each libFuzzer target for a bounded time (scripts/fuzz.sh;
+#   FERRY_FUZZ_SECONDS per target, default 60). Prints each phase's time at the end.
+# Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# For scripts/fuzz.sh: clang, and libclang-rt-14-dev, its sanitizer headers and runtimes (libFuzzer
-# among them), which clang only recommends (install_deps.sh installs no recommends). For the
-# head_to_head_smoke test: nghttp2-client (h2load and nghttp; without them the test is skipped).
-bash scripts/install_deps.sh clang libclang-rt-14-dev nghttp2-client
+quick=0
+case "${1:-}" in
+  --quick) quick=1 ;;
+  "") ;;
+  *) echo "usage: scripts/test.sh [--quick]" >&2; exit 2 ;;
+esac
 jobs=$(nproc)
+times=()
+start=$SECONDS
+# lap NAME: records how long the phase that just ended took, for the summary at the end.
+lap() {
+  times+=("$(printf '%5ds  %s' $((SECONDS - start)) "$1")")
+  start=$SECONDS
+}
+print_times() {
+  echo "== Times"
+  printf '  %s\n' "${times[@]}"
+  printf '%7ds  total\n' "$SECONDS"
+}
+
+# The Release tree. No benchmarks: only the head-to-head's servers, which a test runs.
+configure_release() {
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFERRY_BUILD_BENCHMARKS=OFF "$@"
+}
+
+if [ "$quick" -eq 1 ]; then
+  bash scripts/install_deps.sh
+  echo "== Release build"
+  configure_release
+  cmake --build build -j "$jobs"
+  python3 scripts/test_tiers.py build
+  lap "Release build"
+  echo "== Unit and integration tests (Release)"
+  (cd build && ctest -j "$jobs" -L '^(unit|integration)$' --output-on-failure)
+  lap "unit and integration tests"
+  print_times
+  exit 0
+fi
+
+# For the sanitizer build and scripts/fuzz.sh: clang, and libclang-rt-14-dev, its sanitizer
+# headers and runtimes (libFuzzer among them), which clang only recommends (install_deps.sh
+# installs no recommends). For the head_to_head_smoke test: nghttp2-client (h2load and nghttp;
+# without them the test is skipped).
+bash scripts/install_deps.sh clang libclang-rt-14-dev nghttp2-client
+command -v clang++ >/dev/null 2>&1 || { echo "clang++ not found" >&2; exit 1; }
+lap "Debian packages"
 
 # Real gRPC peers for the interop tests (grpcio + h2, grpc-go's and grpc-java's interop programs,
-# grpcurl, ghz): pinned versions, installed under build/peers from the package registries
-# (~4 min cold).
+# grpcurl, ghz, h2spec, connectconformance): pinned versions, installed under build/peers from the
+# package registries. Cold, that is ~7 min of downloads and Go builds that the Release build does
+# not need, so it runs beside it (in a session of its own, so that a failing build can stop it).
+# cmake runs again after it: each interop test is added when its peer is there.
 peers="$PWD/build/peers"
-bash scripts/install_peers.sh "$peers"
+mkdir -p build
+peers_log="$PWD/build/install_peers.log"
+setsid bash scripts/install_peers.sh "$peers" >"$peers_log" 2>&1 &
+peers_pid=$!
+trap 'kill -- -$peers_pid 2>/dev/null || true' EXIT
 
-echo "== Release build and tests"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFERRY_PEERS_DIR="$peers"
+echo "== Release build (the peers install meanwhile: $peers_log)"
+configure_release -DFERRY_PEERS_DIR="$peers"
 cmake --build build -j "$jobs"
+lap "Release build"
+echo "== Peers"
+peers_status=0
+wait "$peers_pid" || peers_status=$?
+trap - EXIT
+cat "$peers_log"
+[ "$peers_status" -eq 0 ] || exit 1
+lap "peers install, once the build was done"
+configure_release -DFERRY_PEERS_DIR="$peers" >/dev/null
+cmake --build build -j "$jobs"  # what needs the peers' files (the conformance programs)
+python3 scripts/test_tiers.py build
+lap "Release build after the peers"
+
+echo "== Release tests, every tier"
 # One run; the interop summary (a line per interop test, then `interop: N passed, M failed`) is
 # read from its JUnit file. Either failing fails the script, after the summary is printed.
 junit="$PWD/build/ctest-release.xml"
@@ -30,19 +101,25 @@ status=0
 echo "== Interop summary (Release)"
 python3 scripts/interop_summary.py build "$junit" || status=1
 [ "$status" -eq 0 ] || exit 1
+lap "Release tests"
 
-echo "== AddressSanitizer + UndefinedBehaviorSanitizer build and tests"
-cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFERRY_SANITIZE=ON \
-  -DFERRY_BUILD_BENCHMARKS=OFF -DFERRY_PEERS_DIR="$peers"
+echo "== AddressSanitizer + UndefinedBehaviorSanitizer build and tests (clang)"
+# clang, not GCC: at -O0 under the sanitizers it compiles ferry's coroutine-heavy code in about
+# half the time, and a second compiler sees what the first lets through. -O0 with line tables
+# only (-g1): the reports' stack traces keep their file:line without full debug info. (-O1 would
+# run the tests a little faster, but doubles the compile time of the same code.)
+cmake -S . -B build-sanitize -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
+  -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DFERRY_SANITIZE=ON -DFERRY_BUILD_BENCHMARKS=OFF \
+  -DFERRY_PEERS_DIR="$peers"
 cmake --build build-sanitize -j "$jobs"
+python3 scripts/test_tiers.py build-sanitize
+lap "sanitizer build"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 (cd build-sanitize && ctest -j "$jobs" --output-on-failure)
+lap "sanitizer tests"
 
-echo "== Fuzzing (libFuzzer + ASan + UBSan, ${FERRY_FUZZ_SECONDS:-60} s per target)"
-if command -v clang++ >/dev/null 2>&1; then
-  bash scripts/fuzz.sh
-else
-  echo "clang++ not found: fuzzers not run"
-  exit 1
-fi
+echo "== Fuzzing (libFuzzer + ASan + UBSan, ${FERRY_FUZZ_SECONDS:-60} s per target, $jobs at once)"
+bash scripts/fuzz.sh
+lap "fuzzing"
+print_times
