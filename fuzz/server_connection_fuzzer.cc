@@ -1,5 +1,5 @@
 // server_connection_fuzzer: the bytes of a whole client connection, after the preface, fed to a
-// server http2::Connection over the in-memory transport (src/http2/memory_stream.h, no sockets),
+// server http2::Connection over the in-memory transport (src/transport/memory_stream.h, no sockets),
 // in chunks whose sizes the input chooses. The server's streams behave as gRPC calls do: they
 // take DATA and give its window back, answer the client's END_STREAM with headers, DATA and
 // trailers, refuse a stream now and then, and reset one whose headers say so. So both
@@ -19,7 +19,7 @@
 #include "asio/io_context.hpp"
 #include "fuzz_check.h"
 #include "http2/connection.h"
-#include "http2/memory_stream.h"
+#include "transport/memory_stream.h"
 
 namespace ferry::http2 {
 namespace {

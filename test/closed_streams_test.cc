@@ -14,7 +14,7 @@
 #include "asio/executor_work_guard.hpp"
 #include "asio/io_context.hpp"
 #include "http2/connection.h"
-#include "http2/memory_stream.h"
+#include "transport/memory_stream.h"
 
 namespace ferry::http2 {
 namespace {

@@ -1,4 +1,4 @@
-// http2::Connection driven in memory (src/http2/memory_stream.h), without sockets: a client and
+// http2::Connection driven in memory (src/transport/memory_stream.h), without sockets: a client and
 // a server connection exchanging requests, responses, trailers, resets and GOAWAY; a write that
 // outgrows the pipe and completes asynchronously; a peer that vanishes, or closes right after its
 // GOAWAY; and bytes that are not HTTP/2, which end the connection cleanly.
@@ -12,7 +12,7 @@
 
 #include "asio/executor_work_guard.hpp"
 #include "asio/io_context.hpp"
-#include "http2/memory_stream.h"
+#include "transport/memory_stream.h"
 
 namespace ferry::http2 {
 namespace {

@@ -13,8 +13,8 @@
 #include "asio/ip/tcp.hpp"
 #include "asio/read.hpp"
 #include "asio/write.hpp"
-#include "http2/lingering_close.h"
-#include "http2/socket_stream.h"
+#include "transport/lingering_close.h"
+#include "transport/socket_stream.h"
 
 namespace ferry::http2 {
 namespace {

@@ -19,7 +19,7 @@
 #include "asio/io_context.hpp"
 #include "common/wakeups.h"
 #include "http2/connection.h"
-#include "http2/memory_stream.h"
+#include "transport/memory_stream.h"
 #include "support/loopback.h"
 
 namespace ferry::http2 {

@@ -7,7 +7,7 @@
 #include "asio/redirect_error.hpp"
 #include "asio/steady_timer.hpp"
 #include "asio/use_awaitable.hpp"
-#include "http2/socket_stream.h"
+#include "transport/socket_stream.h"
 #include "tls/handshake.h"
 
 namespace ferry::detail {

@@ -12,7 +12,7 @@
 #include "asio/io_context.hpp"
 #include "ferry/channel.h"
 #include "ferry/resolver.h"
-#include "http2/byte_stream.h"
+#include "transport/byte_stream.h"
 
 namespace ferry::detail {
 

@@ -17,7 +17,7 @@
 #include "common/wakeups.h"
 #include "ferry/limits.h"
 #include "ferry/slice_chain.h"
-#include "http2/byte_stream.h"
+#include "transport/byte_stream.h"
 #include "http2/error_code.h"
 #include "http2/header_block.h"
 #include "http2/lifecycle.h"

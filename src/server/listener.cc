@@ -14,7 +14,7 @@
 #include "asio/local/stream_protocol.hpp"
 #include "asio/post.hpp"
 #include "asio/steady_timer.hpp"
-#include "http2/socket_stream.h"
+#include "transport/socket_stream.h"
 
 namespace ferry::detail {
 namespace {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "http2/byte_stream.h"
+#include "transport/byte_stream.h"
 #include "server/io_thread.h"
 
 namespace ferry::detail {

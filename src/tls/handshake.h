@@ -13,8 +13,8 @@
 #include "asio/awaitable.hpp"
 #include "asio/steady_timer.hpp"
 #include "ferry/tls.h"
-#include "http2/byte_stream.h"
-#include "http2/tls_stream.h"
+#include "transport/byte_stream.h"
+#include "transport/tls_stream.h"
 
 namespace ferry::tls {
 

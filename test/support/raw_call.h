@@ -15,7 +15,7 @@
 #include "asio/connect.hpp"
 #include "asio/ip/tcp.hpp"
 #include "http2/connection.h"
-#include "http2/socket_stream.h"
+#include "transport/socket_stream.h"
 #include "support/loopback.h"
 
 namespace ferry::testing {

@@ -1,5 +1,5 @@
-// Implementation of src/http2/socket_stream.h.
-#include "http2/socket_stream.h"
+// Implementation of src/transport/socket_stream.h.
+#include "transport/socket_stream.h"
 
 #include <sys/socket.h>
 
@@ -7,7 +7,7 @@
 #include <climits>
 
 #include "asio/write.hpp"
-#include "http2/lingering_close.h"
+#include "transport/lingering_close.h"
 
 namespace ferry::http2 {
 

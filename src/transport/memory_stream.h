@@ -1,4 +1,4 @@
-// Byte streams in memory (http2 layer, private): two ends of a pipe on one executor, for driving
+// Byte streams in memory (transport layer, private): two ends of a pipe on one executor, for driving
 // HTTP/2 connections without sockets in unit tests and fuzz targets. What one end writes, the
 // other reads; a test may also play one end itself (inject bytes, take what was written).
 // Completions are always posted, never run inside the call that causes them, as with sockets.
@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "asio/any_io_executor.hpp"
-#include "http2/byte_stream.h"
+#include "transport/byte_stream.h"
 
 namespace ferry::http2 {
 

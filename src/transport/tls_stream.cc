@@ -1,5 +1,5 @@
-// Implementation of src/http2/tls_stream.h.
-#include "http2/tls_stream.h"
+// Implementation of src/transport/tls_stream.h.
+#include "transport/tls_stream.h"
 
 #include <openssl/bio.h>
 #include <openssl/err.h>

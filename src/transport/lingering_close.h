@@ -1,4 +1,4 @@
-// Closing a socket without a reset (http2 layer, private). A TCP socket closed while bytes it
+// Closing a socket without a reset (transport layer, private). A TCP socket closed while bytes it
 // received are still unread sends the peer a reset instead of a FIN, and a peer that reads the
 // reset (or fails a write on it) may lose what we sent last: the GOAWAY that tells it which of
 // its calls were never processed and can be retried. A client that sent a request just before

@@ -1,5 +1,5 @@
-// Implementation of src/http2/memory_stream.h.
-#include "http2/memory_stream.h"
+// Implementation of src/transport/memory_stream.h.
+#include "transport/memory_stream.h"
 
 #include <algorithm>
 #include <cstring>

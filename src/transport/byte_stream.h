@@ -1,4 +1,4 @@
-// The byte stream an HTTP/2 connection runs over (http2 layer, private): a TCP or Unix socket,
+// The byte stream an HTTP/2 connection runs over (transport layer, private): a TCP or Unix socket,
 // a TLS session over one, or memory (tests and fuzzing). The connection needs only these few
 // operations, so every transport shares one connection engine.
 //
@@ -78,7 +78,7 @@ class ByteStream {
   virtual void close() = 0;
   // The same, once the connection has said all it had to (its GOAWAY is written) and the peer
   // should read all of it: a socket sends its FIN and drains what the peer still sends for a
-  // moment before it is really closed (http2/lingering_close.h), so that the peer does not get
+  // moment before it is really closed (transport/lingering_close.h), so that the peer does not get
   // a reset, which can cost it those last bytes.
   virtual void close_gracefully() { close(); }
 

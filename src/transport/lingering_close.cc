@@ -1,5 +1,5 @@
-// Implementation of src/http2/lingering_close.h.
-#include "http2/lingering_close.h"
+// Implementation of src/transport/lingering_close.h.
+#include "transport/lingering_close.h"
 
 #include <sys/socket.h>
 #include <unistd.h>

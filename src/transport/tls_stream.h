@@ -1,4 +1,4 @@
-// A TLS session over another byte stream (http2 layer, private): OpenSSL's record layer through a
+// A TLS session over another byte stream (transport layer, private): OpenSSL's record layer through a
 // BIO of this stream's own, so that a connection runs over TLS exactly as over a socket (TCP or
 // Unix) or memory. The session (SSL_CTX, role, peer verification) is set up by src/tls; this
 // file only moves bytes.
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "http2/byte_stream.h"
+#include "transport/byte_stream.h"
 
 typedef struct ssl_st SSL;
 

@@ -1,4 +1,4 @@
-// A byte stream over a connected stream socket (http2 layer, private): TCP, or a Unix domain
+// A byte stream over a connected stream socket (transport layer, private): TCP, or a Unix domain
 // socket. Writes go straight to the kernel with one gathered sendmsg (asio's write_some stops at
 // 64 buffers); reads are asio's async_read_some.
 #pragma once
@@ -7,7 +7,7 @@
 
 #include "asio/ip/tcp.hpp"
 #include "asio/local/stream_protocol.hpp"
-#include "http2/byte_stream.h"
+#include "transport/byte_stream.h"
 
 namespace ferry::http2 {
 
