@@ -1,12 +1,12 @@
 // Implementation of src/call/recycled_frame.h: per-thread free lists, one per 64-byte size class
-// up to 2 KiB, each keeping at most kKeep frames; and ferry::ready_status (ferry/interceptor.h),
+// up to 2 KiB, each keeping at most kKeep frames; and ferry::ready_status (ferry/call_info.h),
 // the recycled coroutine an on_start that decides at once returns.
 #include "call/recycled_frame.h"
 
 #include <new>
 
 #include "absl/status/status.h"
-#include "ferry/interceptor.h"
+#include "ferry/call_info.h"
 
 namespace ferry::detail {
 namespace {

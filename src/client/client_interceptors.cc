@@ -13,7 +13,7 @@
 #include "client/channel_core.h"
 #include "client/client_call.h"
 #include "client/unary_call.h"
-#include "ferry/interceptor.h"
+#include "ferry/client_interceptor.h"
 
 namespace ferry::detail {
 namespace {

@@ -9,7 +9,7 @@
 #include "absl/status/status.h"
 #include "asio/awaitable.hpp"
 #include "call/recycled_frame.h"
-#include "ferry/interceptor.h"
+#include "ferry/server_interceptor.h"
 #include "ferry/service.h"
 
 namespace ferry::detail {

@@ -1,0 +1,52 @@
+// ferry/call_info.h: what the interceptors of both ends are told of a call (calls layer,
+// public): what it is (CallInfo), how it ended (CallOutcome), and ready_status, the recycled
+// coroutine a hook that decides at once returns. Users include ferry/interceptor.h, which holds
+// this and both interceptor interfaces (ferry/server_interceptor.h, ferry/client_interceptor.h).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "asio/awaitable.hpp"
+#include "ferry/rpc_kind.h"
+
+namespace ferry {
+
+// What an on_start hook that decides without waiting can return instead of being a coroutine
+// itself: `counter.Increment(); return ferry::ready_status();`. Its coroutine frame comes from a
+// per-thread pool, so such a hook costs no allocation once warm, where a coroutine hook of its
+// own takes one of asio's two recycled frames per thread (the call's own frames want them) and
+// may allocate per call when many calls are in flight. Any thread.
+asio::awaitable<absl::Status> ready_status(absl::Status status = absl::OkStatus());
+
+// What a call is, as the interceptors see it. Valid during the hook it is passed to.
+struct CallInfo {
+  std::string_view method;  // "/package.Service/Method"
+  // On the client, the kind the call was opened as: generated stubs pass their method's; a call
+  // opened with Channel::open(method, ctx), without a kind or a request, is kBidiStreaming.
+  RpcKind kind = RpcKind::kUnary;
+};
+
+// How a call ended.
+struct CallOutcome {
+  // The call's final status: the handler's (or the rejecting interceptor's), or, when ferry
+  // ended the call itself (deadline, cancellation, lost connection, bad message), that one.
+  absl::Status status;
+  // From the first on_start hook to the end of the call (on_attempt_end: from the attempt's
+  // start to its end).
+  std::chrono::steady_clock::duration duration{};
+  // Messages sent and received on the call (received: arrived complete, read or not). For a
+  // client unary call: 1 sent once it started, 1 received when it succeeded.
+  std::size_t messages_sent = 0;
+  std::size_t messages_received = 0;
+  // Those messages' bytes as they crossed the wire: payloads after compression, without the
+  // 5-byte gRPC message prefix or any HTTP/2 framing (gRPC's "compressed message size"). In
+  // on_finish, a client call that was retried reports its last attempt (on_attempt_end reports
+  // each).
+  std::size_t bytes_sent = 0;
+  std::size_t bytes_received = 0;
+};
+
+}  // namespace ferry

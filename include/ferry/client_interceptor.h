@@ -1,0 +1,58 @@
+// ferry/client_interceptor.h: the interface of a client interceptor (client layer, public), a
+// pair of hooks around every call, and a pair around each attempt. Users include
+// ferry/interceptor.h, which says how the chain runs; this part of it is what the client layer
+// may see.
+#pragma once
+
+#include "absl/status/status.h"
+#include "asio/awaitable.hpp"
+#include "ferry/call_info.h"
+#include "ferry/client_context.h"
+
+namespace ferry {
+
+// Client interceptors run on the channel's executor. Must outlive the channel (ChannelOptions
+// holds them by shared_ptr).
+class ClientInterceptor {
+ public:
+  virtual ~ClientInterceptor() = default;
+
+  // Before the call is sent: may add metadata (ctx.add_metadata) or change the deadline. A
+  // non-OK status rejects the call: nothing is sent and the call fails with that status (a
+  // unary call returns it, a stream's reads fail and finish() returns it). Default: OK.
+  virtual asio::awaitable<absl::Status> on_start(ClientContext& ctx, const CallInfo& call) {
+    (void)ctx;
+    (void)call;
+    return ready_status();
+  }
+
+  // Once the call's status is final, which is the status the application gets: for a stream,
+  // when the server's status arrives or the call is cancelled, whether or not the application
+  // called finish(); when responses are still unread then (one may yet fail to parse), once the
+  // last is read, finish() returns or the stream is dropped. The server's metadata is in ctx by
+  // then. Must not block. Default: nothing.
+  virtual void on_finish(ClientContext& ctx, const CallInfo& call, const CallOutcome& outcome) {
+    (void)ctx;
+    (void)call;
+    (void)outcome;
+  }
+
+  // Per attempt (gRPC's grpc.client.attempt.* metrics): a call makes one attempt, or more when
+  // its method's retry policy retries it or a transparent retry resends what the server never
+  // saw. on_attempt_start runs as each attempt starts; on_attempt_end once its status is known,
+  // with its own duration, messages and bytes; the last attempt's end comes just before
+  // on_finish. Both run between the call's on_start and on_finish, and not for a call an
+  // interceptor rejected. Must not block. Default: nothing.
+  virtual void on_attempt_start(ClientContext& ctx, const CallInfo& call) {
+    (void)ctx;
+    (void)call;
+  }
+  virtual void on_attempt_end(ClientContext& ctx, const CallInfo& call,
+                              const CallOutcome& attempt) {
+    (void)ctx;
+    (void)call;
+    (void)attempt;
+  }
+};
+
+}  // namespace ferry
