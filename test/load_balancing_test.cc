@@ -241,7 +241,7 @@ TEST(LoadBalancing, GracefulShutdownUnderLoadFailsNoCall) {
 TEST(LoadBalancing, KilledServerUnderLoadThenRestarted) {
   auto replicas = make_replicas(3);
   ChannelOptions options = fast_backoff(LoadBalancingPolicy::kRoundRobin);
-  options.method_retry_policies[std::string(kEcho)] =
+  options.method_configs[std::string(kEcho)].retry_policy =
       RetryPolicy{.max_attempts = 3, .initial_backoff = 5ms, .max_backoff = 50ms};
   Channel channel(ipv4_list(replicas), options);
   ASSERT_TRUE(all_serving(channel, replicas));

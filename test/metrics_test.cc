@@ -119,7 +119,8 @@ TEST(Metrics, CountersAfterKnownCallsOnServerAndClient) {
 TEST(Metrics, ClientAttemptsOfRetriedCalls) {
   MetricsSetup metrics;
   ASSERT_GT(metrics.port, 0);
-  RetryPolicy& policy = metrics.channel_options.method_retry_policies["/ferry.testing.Echo/"];
+  RetryPolicy& policy =
+      metrics.channel_options.method_configs["/ferry.testing.Echo/"].retry_policy.emplace();
   policy.max_attempts = 3;
   policy.initial_backoff = std::chrono::milliseconds(1);
   policy.max_backoff = std::chrono::milliseconds(1);

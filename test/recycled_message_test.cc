@@ -1,6 +1,6 @@
-// Tests for ferry/recycled_message.h: the typed handlers' messages come back cleared with their
-// capacity, per thread, within the count and byte bounds.
-#include "ferry/recycled_message.h"
+// Tests for ferry/detail/recycled_message.h: the typed handlers' messages come back cleared with
+// their capacity, per thread, within the count and byte bounds.
+#include "ferry/detail/recycled_message.h"
 
 #include <gtest/gtest.h>
 

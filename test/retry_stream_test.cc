@@ -158,7 +158,7 @@ using FailAt = FlakyStreams::FailAt;
 
 ChannelOptions retrying(int attempts = 4) {
   ChannelOptions options;
-  RetryPolicy& p = options.method_retry_policies["/ferry.testing.Flaky/"];
+  RetryPolicy& p = options.method_configs["/ferry.testing.Flaky/"].retry_policy.emplace();
   p.max_attempts = attempts;
   p.initial_backoff = 5ms;
   p.max_backoff = 5ms;
@@ -344,9 +344,9 @@ TEST(RetryStream, ReadCancelledThroughItsSlotEndsTheCall) {
   server.add_service(slow);
   const int port = server.start("127.0.0.1", 0).value();
   ChannelOptions options;
-  options.retry_policy.max_attempts = 3;
-  options.retry_policy.retryable_status_codes = {absl::StatusCode::kCancelled,
-                                                 absl::StatusCode::kUnavailable};
+  RetryPolicy& policy = options.method_config.retry_policy.emplace();
+  policy.max_attempts = 3;
+  policy.retryable_status_codes = {absl::StatusCode::kCancelled, absl::StatusCode::kUnavailable};
   Channel channel("127.0.0.1:" + std::to_string(port), options);
   asio::io_context io;
   auto body = [&]() -> asio::awaitable<std::string> {

@@ -3,6 +3,7 @@
 // then end to end: a unary call is retried by its method's policy, up to its maximum, the server
 // sees grpc-previous-rpc-attempts on every retry (not on the first attempt), and the server's
 // grpc-retry-pushback-ms replaces the back-off (a negative or malformed one stops the retries).
+#include "client/method_config.h"
 #include "client/retry.h"
 
 #include <gtest/gtest.h>
@@ -22,7 +23,8 @@ namespace ferry {
 namespace {
 
 using namespace std::chrono_literals;
-using detail::find_retry_policy;
+using detail::find_method_config;
+using detail::retry_policy_of;
 using detail::retry_delay;
 using detail::should_retry;
 
@@ -32,18 +34,31 @@ RetryPolicy retries(int attempts) {
   return p;
 }
 
+MethodConfig with_retries(int attempts) {
+  MethodConfig c;
+  c.retry_policy = retries(attempts);
+  return c;
+}
+
+// The policy a call gets: its method's entry, else its service's, else the channel's default;
+// the entry found applies whole (an entry without a policy means no retries).
 TEST(Retry, PolicyLookupPrefersTheMethodThenTheService) {
-  std::map<std::string, RetryPolicy, std::less<>> per_method;
-  EXPECT_EQ(find_retry_policy(per_method, RetryPolicy{}, "/a.S/M"), nullptr);  // off by default
-  const RetryPolicy fallback = retries(2);
-  EXPECT_EQ(find_retry_policy(per_method, fallback, "/a.S/M"), &fallback);
-  per_method["/a.S/"] = retries(3);
-  per_method["/a.S/M"] = retries(4);
-  per_method["/b.T/M"] = retries(1);  // explicitly off
-  EXPECT_EQ(find_retry_policy(per_method, fallback, "/a.S/M")->max_attempts, 4);
-  EXPECT_EQ(find_retry_policy(per_method, fallback, "/a.S/Other")->max_attempts, 3);
-  EXPECT_EQ(find_retry_policy(per_method, fallback, "/b.T/M"), nullptr);
-  EXPECT_EQ(find_retry_policy(per_method, fallback, "/c.U/M"), &fallback);
+  std::map<std::string, MethodConfig, std::less<>> per_method;
+  auto policy = [&](const MethodConfig& fallback, std::string_view method) {
+    return retry_policy_of(find_method_config(per_method, fallback, method));
+  };
+  EXPECT_EQ(policy(MethodConfig{}, "/a.S/M"), nullptr);  // off by default
+  const MethodConfig fallback = with_retries(2);
+  EXPECT_EQ(policy(fallback, "/a.S/M"), &*fallback.retry_policy);
+  per_method["/a.S/"] = with_retries(3);
+  per_method["/a.S/M"] = with_retries(4);
+  per_method["/b.T/M"] = with_retries(1);  // explicitly off
+  per_method["/d.V/"].timeout = 1s;        // an entry without a policy: no retries
+  EXPECT_EQ(policy(fallback, "/a.S/M")->max_attempts, 4);
+  EXPECT_EQ(policy(fallback, "/a.S/Other")->max_attempts, 3);
+  EXPECT_EQ(policy(fallback, "/b.T/M"), nullptr);
+  EXPECT_EQ(policy(fallback, "/c.U/M"), &*fallback.retry_policy);
+  EXPECT_EQ(policy(fallback, "/d.V/M"), nullptr);
 }
 
 TEST(Retry, OnlyRetryableUncommittedAttemptsWithinTheMaximum) {
@@ -98,8 +113,8 @@ TEST(Retry, UnaryCallIsRetriedByItsPolicy) {
   server.add_service(flaky);
   const int port = server.start("127.0.0.1", 0).value();
   ChannelOptions options;
-  options.method_retry_policies["/ferry.testing.Flaky/"] = retries(3);
-  options.method_retry_policies["/ferry.testing.Flaky/"].initial_backoff = 10ms;
+  options.method_configs["/ferry.testing.Flaky/"].retry_policy = retries(3);
+  options.method_configs["/ferry.testing.Flaky/"].retry_policy->initial_backoff = 10ms;
   Channel channel("127.0.0.1:" + std::to_string(port), options);
   testing::EchoRequest request;
   testing::EchoResponse response;
@@ -109,7 +124,7 @@ TEST(Retry, UnaryCallIsRetriedByItsPolicy) {
   EXPECT_EQ(calls.load(), 3);
 
   calls = 0;  // two attempts allowed: the second failure is the call's
-  options.method_retry_policies["/ferry.testing.Flaky/"].max_attempts = 2;
+  options.method_configs["/ferry.testing.Flaky/"].retry_policy->max_attempts = 2;
   Channel two("127.0.0.1:" + std::to_string(port), options);
   ClientContext ctx2;
   ctx2.set_timeout(5s);
@@ -178,7 +193,7 @@ class FlakyServer {
 
 ChannelOptions flaky_retries(int attempts, std::chrono::milliseconds backoff) {
   ChannelOptions options;
-  RetryPolicy& p = options.method_retry_policies["/ferry.testing.Flaky/Call"];
+  RetryPolicy& p = options.method_configs["/ferry.testing.Flaky/Call"].retry_policy.emplace();
   p = retries(attempts);
   p.initial_backoff = backoff;
   p.max_backoff = backoff;

@@ -129,5 +129,39 @@ TEST(MethodConfig, WaitForReadyWaitsForTheDeadlineUnlessTheCallSaysNo) {
   EXPECT_EQ(slow_echo(plain, ctx, 0).code(), absl::StatusCode::kUnavailable);
 }
 
+// maxResponseMessageBytes and maxRequestMessageBytes limit that method's calls only: a larger
+// response fails the call with RESOURCE_EXHAUSTED, a larger request fails before it is sent;
+// the service's other methods keep the channel's limits.
+TEST(MethodConfig, MessageLimitsApplyToTheirMethodOnly) {
+  EchoServer server;
+  Channel channel(server.target(), configured(R"({"methodConfig": [
+      {"name": [{"service": "ferry.testing.Echo", "method": "Echo"}],
+       "maxResponseMessageBytes": 1000, "maxRequestMessageBytes": 2000}]})"));
+  auto echo = [&](const char* method, int request_bytes, int response_bytes) {
+    testing::EchoRequest request;
+    request.set_payload(std::string(request_bytes, 'q'));
+    request.set_response_size(response_bytes);
+    testing::EchoResponse response;
+    ClientContext ctx;
+    ctx.set_timeout(5s);
+    return channel.call_blocking(method, ctx, request, response);
+  };
+  EXPECT_TRUE(echo("/ferry.testing.Echo/Echo", 10, 900).ok());
+  const absl::Status big_response = echo("/ferry.testing.Echo/Echo", 10, 1100);
+  EXPECT_EQ(big_response.code(), absl::StatusCode::kResourceExhausted) << big_response;
+  const absl::Status big_request = echo("/ferry.testing.Echo/Echo", 2100, 10);
+  EXPECT_EQ(big_request.code(), absl::StatusCode::kResourceExhausted) << big_request;
+  // Collect is another method of the service: the channel's limits (4 MiB) apply.
+  testing::EchoRequest request;
+  request.set_payload(std::string(100000, 'q'));
+  testing::EchoResponse response;
+  ClientContext ctx;
+  ctx.set_timeout(5s);
+  BlockingClientStream collect = channel.open_blocking("/ferry.testing.Echo/Collect", ctx);
+  ASSERT_TRUE(collect.write(request).ok());
+  ASSERT_TRUE(collect.finish_with_response(response).ok());
+  EXPECT_EQ(response.received_bytes(), 100000);
+}
+
 }  // namespace
 }  // namespace ferry

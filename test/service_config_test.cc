@@ -45,9 +45,10 @@ TEST(ServiceConfig, AppliesPolicyRetriesAndThrottling) {
     "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}
   })", options).ok());
   EXPECT_EQ(options.load_balancing, LoadBalancingPolicy::kRoundRobin);
-  ASSERT_EQ(options.method_retry_policies.count("/pkg.Echo/Call"), 1u);
-  ASSERT_EQ(options.method_retry_policies.count("/pkg.Other/"), 1u);
-  const RetryPolicy& p = options.method_retry_policies["/pkg.Echo/Call"];
+  ASSERT_EQ(options.method_configs.count("/pkg.Echo/Call"), 1u);
+  ASSERT_EQ(options.method_configs.count("/pkg.Other/"), 1u);
+  ASSERT_TRUE(options.method_configs["/pkg.Echo/Call"].retry_policy.has_value());
+  const RetryPolicy& p = *options.method_configs["/pkg.Echo/Call"].retry_policy;
   EXPECT_EQ(p.max_attempts, 4);
   EXPECT_EQ(p.initial_backoff, 250ms);
   EXPECT_EQ(p.max_backoff, 2000ms);
@@ -56,7 +57,8 @@ TEST(ServiceConfig, AppliesPolicyRetriesAndThrottling) {
             (std::vector<absl::StatusCode>{absl::StatusCode::kUnavailable,
                                            absl::StatusCode::kResourceExhausted,
                                            absl::StatusCode::kAborted}));
-  EXPECT_EQ(options.retry_policy.max_attempts, 5);  // gRPC's cap
+  ASSERT_TRUE(options.method_config.retry_policy.has_value());
+  EXPECT_EQ(options.method_config.retry_policy->max_attempts, 5);  // gRPC's cap
   EXPECT_EQ(options.retry_throttling.max_tokens, 10);
 
   ChannelOptions older;
@@ -91,12 +93,15 @@ TEST(ServiceConfig, RefusesWrongShapesAndLeavesOptionsAlone) {
            R"({"methodConfig": [{"name": [{}], "timeout": "-1s"}]})",
            R"({"methodConfig": [{"name": [{}], "timeout": "1m"}]})",
            R"({"methodConfig": [{"name": [{}], "waitForReady": "yes"}]})",
+           R"({"methodConfig": [{"name": [{}], "maxRequestMessageBytes": -1}]})",
+           R"({"methodConfig": [{"name": [{}], "maxResponseMessageBytes": 4294967296}]})",
+           R"({"methodConfig": [{"name": [{}], "maxResponseMessageBytes": 1.5}]})",
+           R"({"methodConfig": [{"name": [{}], "maxResponseMessageBytes": "1k"}]})",
        }) {
     ChannelOptions options;
     const absl::Status s = apply_service_config(bad, options);
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_EQ(options.load_balancing, LoadBalancingPolicy::kPickFirst) << bad;
-    EXPECT_TRUE(options.method_retry_policies.empty()) << bad;
     EXPECT_EQ(options.retry_throttling.max_tokens, 0) << bad;
     EXPECT_TRUE(options.method_configs.empty()) << bad;
     EXPECT_TRUE(options.method_config.empty()) << bad;
@@ -122,8 +127,22 @@ TEST(ServiceConfig, AppliesTimeoutAndWaitForReadyPerMethod) {
   EXPECT_EQ(options.method_config.timeout, std::optional<std::chrono::milliseconds>(250ms));
   EXPECT_FALSE(options.method_config.wait_for_ready.has_value());
   // Each entry is whole: /pkg.Echo/Call has no retry policy although its service has one.
-  EXPECT_EQ(options.method_retry_policies["/pkg.Echo/Call"].max_attempts, 1);
-  EXPECT_EQ(options.method_retry_policies["/pkg.Echo/"].max_attempts, 3);
+  EXPECT_FALSE(options.method_configs["/pkg.Echo/Call"].retry_policy.has_value());
+  EXPECT_EQ(options.method_configs["/pkg.Echo/"].retry_policy->max_attempts, 3);
+}
+
+TEST(ServiceConfig, AppliesMessageLimitsPerMethod) {
+  ChannelOptions options;
+  ASSERT_TRUE(apply_service_config(R"({"methodConfig": [
+      {"name": [{"service": "pkg.Echo", "method": "Call"}], "maxRequestMessageBytes": 1024,
+       "maxResponseMessageBytes": "2048"},
+      {"name": [{}], "maxResponseMessageBytes": 0}]})", options).ok());
+  const MethodConfig& call = options.method_configs["/pkg.Echo/Call"];
+  EXPECT_EQ(call.max_request_message_bytes, std::optional<std::size_t>(1024));
+  EXPECT_EQ(call.max_response_message_bytes, std::optional<std::size_t>(2048));
+  EXPECT_FALSE(options.method_config.max_request_message_bytes.has_value());
+  EXPECT_EQ(options.method_config.max_response_message_bytes, std::optional<std::size_t>(0));
+  EXPECT_FALSE(options.method_config.empty());
 }
 
 }  // namespace

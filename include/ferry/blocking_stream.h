@@ -3,7 +3,7 @@
 // executor and the calling thread waits for it (the asynchronous operation, completed through
 // asio::use_future). Channel::open_blocking returns the type-erased
 // BlockingClientStream; BlockingClientReader, BlockingClientWriter and
-// BlockingClientReaderWriter are thin typed views over it.
+// BlockingClientReaderWriter are typed views over it (ferry/typed_stream.h).
 //
 // Threading: use a stream from one thread at a time, never from the channel's own thread (that
 // would deadlock: operations there fail with FAILED_PRECONDITION). The channel must outlive the
@@ -16,6 +16,7 @@
 #include "asio/io_context.hpp"
 #include "ferry/client_stream.h"
 #include "ferry/compression.h"
+#include "ferry/typed_stream.h"
 
 namespace google::protobuf {
 class MessageLite;
@@ -51,54 +52,13 @@ class BlockingClientStream {
   ClientStream stream_;
 };
 
+// The typed views (ferry/typed_stream.h), as ClientReader, ClientWriter and ClientReaderWriter
+// but blocking.
 template <class Response>
-class BlockingClientReader {
- public:
-  explicit BlockingClientReader(BlockingClientStream stream) : stream_(std::move(stream)) {}
-  // The next response; false at the end of the server's stream or if the call failed.
-  bool read(Response& msg) { return stream_.read(msg); }
-  absl::Status finish() { return stream_.finish(); }
-  void cancel() { stream_.cancel(); }
-
- private:
-  BlockingClientStream stream_;
-};
-
+using BlockingClientReader = TypedStream<BlockingClientStream, void, Response>;
 template <class Request>
-class BlockingClientWriter {
- public:
-  explicit BlockingClientWriter(BlockingClientStream stream) : stream_(std::move(stream)) {
-    stream_.expect_single_response();
-  }
-  absl::Status write(const Request& msg, WriteOptions options = {}) {
-    return stream_.write(msg, options);
-  }
-  void writes_done() { stream_.writes_done(); }
-  // Half-closes, waits for the single response and the status.
-  template <class Response>
-  absl::Status finish(Response& response) {
-    return stream_.finish_with_response(response);
-  }
-  void cancel() { stream_.cancel(); }
-
- private:
-  BlockingClientStream stream_;
-};
-
+using BlockingClientWriter = TypedStream<BlockingClientStream, Request, void>;
 template <class Request, class Response>
-class BlockingClientReaderWriter {
- public:
-  explicit BlockingClientReaderWriter(BlockingClientStream stream) : stream_(std::move(stream)) {}
-  absl::Status write(const Request& msg, WriteOptions options = {}) {
-    return stream_.write(msg, options);
-  }
-  void writes_done() { stream_.writes_done(); }
-  bool read(Response& msg) { return stream_.read(msg); }
-  absl::Status finish() { return stream_.finish(); }
-  void cancel() { stream_.cancel(); }
-
- private:
-  BlockingClientStream stream_;
-};
+using BlockingClientReaderWriter = TypedStream<BlockingClientStream, Request, Response>;
 
 }  // namespace ferry

@@ -72,21 +72,19 @@ struct ChannelOptions : MessageLimits, ConnectionLimits {
   // behind a DNS name get calls without waiting for a connection to fail (still at most once per
   // min_resolve_interval). 0 (the default, as in gRPC): only when a connection is lost or fails.
   std::chrono::milliseconds resolve_period = std::chrono::milliseconds(0);
-  // Retries of failed calls (ferry/retry.h): per method, keyed "/package.Service/Method"
-  // or "/package.Service/" for a whole service; methods without an entry use retry_policy
-  // (off by default).
-  std::map<std::string, RetryPolicy, std::less<>> method_retry_policies;
-  RetryPolicy retry_policy;
+  // Per-method settings (ferry/method_config.h: timeout, wait_for_ready, retry policy, message
+  // limits), keyed "/package.Service/Method", "/package.Service/" for a whole service; methods
+  // without an entry use method_config (empty by default: no timeout, fail fast, no retries,
+  // the limits above). The most specific entry applies whole. Looked up per call only when some
+  // entry is set.
+  std::map<std::string, MethodConfig, std::less<>> method_configs;
+  MethodConfig method_config;
+  // Stops retries while most calls fail (ferry/retry.h); off by default.
   RetryThrottling retry_throttling;
   // A streaming call with a retry policy keeps copies of its request messages until it commits
   // (response headers or a message came), to send them again on a retry; past this many bytes
   // (protobuf size) per call it commits early and is not retried. gRPC's per-RPC default.
   std::size_t retry_buffer_per_call = 256 * 1024;
-  // Call defaults per method (ferry/method_config.h: timeout, wait_for_ready), keyed as
-  // method_retry_policies; the most specific entry wins whole. Methods without an entry use
-  // method_config (empty by default). Looked up per call only when some entry is set.
-  std::map<std::string, MethodConfig, std::less<>> method_configs;
-  MethodConfig method_config;
   // :authority; empty means the target's host:port.
   std::string authority;
   std::string user_agent = "ferry/0.1";

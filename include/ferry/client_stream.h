@@ -1,6 +1,6 @@
 // ferry/client_stream.h: a client call's message streams (client layer, public). ClientStream is
 // the type-erased call that Channel::open returns; ClientReader, ClientWriter and
-// ClientReaderWriter are thin typed views over it.
+// ClientReaderWriter are typed views over it (ferry/typed_stream.h).
 //
 // Threading: the operations run on the channel's executor; awaited from a coroutine on another
 // executor, each one hops there and back (one co_spawn). Each takes a completion token
@@ -17,6 +17,7 @@
 #include "asio/use_awaitable.hpp"
 #include "ferry/completion.h"
 #include "ferry/compression.h"
+#include "ferry/typed_stream.h"
 
 namespace google::protobuf {
 class MessageLite;
@@ -181,92 +182,13 @@ class ClientStream {
   std::shared_ptr<detail::ChannelLoop> loop_;
 };
 
+// The typed views (ferry/typed_stream.h): read and write take the method's message types, the
+// rest forwards to ClientStream. A ClientWriter's call has one response: finish(response).
 template <class Response>
-class ClientReader {
- public:
-  explicit ClientReader(ClientStream stream) : stream_(std::move(stream)) {}
-  template <class Token = const asio::use_awaitable_t<>&>
-  auto read(Response& msg, Token&& token = asio::use_awaitable) {
-    return stream_.read(msg, std::forward<Token>(token));
-  }
-  template <class Token = const asio::use_awaitable_t<>&>
-  auto read_raw(SliceChain& message, Token&& token = asio::use_awaitable) {
-    return stream_.read_raw(message, std::forward<Token>(token));
-  }
-  bool last_message_compressed() const { return stream_.last_message_compressed(); }
-  template <class Token = const asio::use_awaitable_t<>&>
-  auto finish(Token&& token = asio::use_awaitable) {
-    return stream_.finish(std::forward<Token>(token));
-  }
-  void cancel() { stream_.cancel(); }
-
- private:
-  ClientStream stream_;
-};
-
+using ClientReader = TypedStream<ClientStream, void, Response>;
 template <class Request>
-class ClientWriter {
- public:
-  explicit ClientWriter(ClientStream stream) : stream_(std::move(stream)) {
-    stream_.expect_single_response();
-  }
-  template <class Token = const asio::use_awaitable_t<>&>
-  auto write(const Request& msg, WriteOptions options = {}, Token&& token = asio::use_awaitable) {
-    return stream_.write(msg, options, std::forward<Token>(token));
-  }
-  template <class Token = const asio::use_awaitable_t<>&>
-  auto write_raw(const SliceChain& message, Token&& token = asio::use_awaitable) {
-    return stream_.write_raw(message, std::forward<Token>(token));
-  }
-  template <class Token = const asio::use_awaitable_t<>&>
-  auto writes_done(Token&& token = asio::use_awaitable) {
-    return stream_.writes_done(std::forward<Token>(token));
-  }
-  // Half-closes, waits for the single response and the status (ClientStream::
-  // finish_with_response).
-  template <class Response, class Token = const asio::use_awaitable_t<>&>
-  auto finish(Response& response, Token&& token = asio::use_awaitable) {
-    return stream_.finish_with_response(response, std::forward<Token>(token));
-  }
-  void cancel() { stream_.cancel(); }
-
- private:
-  ClientStream stream_;
-};
-
+using ClientWriter = TypedStream<ClientStream, Request, void>;
 template <class Request, class Response>
-class ClientReaderWriter {
- public:
-  explicit ClientReaderWriter(ClientStream stream) : stream_(std::move(stream)) {}
-  template <class Token = const asio::use_awaitable_t<>&>
-  auto write(const Request& msg, WriteOptions options = {}, Token&& token = asio::use_awaitable) {
-    return stream_.write(msg, options, std::forward<Token>(token));
-  }
-  template <class Token = const asio::use_awaitable_t<>&>
-  auto write_raw(const SliceChain& message, Token&& token = asio::use_awaitable) {
-    return stream_.write_raw(message, std::forward<Token>(token));
-  }
-  template <class Token = const asio::use_awaitable_t<>&>
-  auto writes_done(Token&& token = asio::use_awaitable) {
-    return stream_.writes_done(std::forward<Token>(token));
-  }
-  template <class Token = const asio::use_awaitable_t<>&>
-  auto read(Response& msg, Token&& token = asio::use_awaitable) {
-    return stream_.read(msg, std::forward<Token>(token));
-  }
-  template <class Token = const asio::use_awaitable_t<>&>
-  auto read_raw(SliceChain& message, Token&& token = asio::use_awaitable) {
-    return stream_.read_raw(message, std::forward<Token>(token));
-  }
-  bool last_message_compressed() const { return stream_.last_message_compressed(); }
-  template <class Token = const asio::use_awaitable_t<>&>
-  auto finish(Token&& token = asio::use_awaitable) {
-    return stream_.finish(std::forward<Token>(token));
-  }
-  void cancel() { stream_.cancel(); }
-
- private:
-  ClientStream stream_;
-};
+using ClientReaderWriter = TypedStream<ClientStream, Request, Response>;
 
 }  // namespace ferry

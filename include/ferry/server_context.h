@@ -111,7 +111,7 @@ class ServerContext {
 
   // The call's arena, for messages the handler creates: they die with the call. (The typed
   // handlers' request and response are not on it: they come from a per-thread cache and keep
-  // their capacity across calls, see ferry/recycled_message.h.)
+  // their capacity across calls, see ferry/detail/recycled_message.h.)
   google::protobuf::Arena* arena() const;
 
   // Compresses this call's responses with `compression` (grpc-encoding in the response headers),

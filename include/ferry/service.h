@@ -12,7 +12,7 @@
 
 #include "absl/status/status.h"
 #include "asio/awaitable.hpp"
-#include "ferry/recycled_message.h"
+#include "ferry/detail/recycled_message.h"
 #include "ferry/rpc_kind.h"
 #include "ferry/server_context.h"
 #include "ferry/server_stream.h"

@@ -1,11 +1,10 @@
-// Implementation of ferry/blocking_stream.h: each operation is the ClientStream one with
-// asio::use_future as its completion token, the calling thread waiting on the future.
+// Implementation of ferry/blocking_stream.h: each operation is ClientStream's, run to its end by
+// the blocking adapter (client/blocking.h).
 #include "ferry/blocking_stream.h"
 
-#include <future>
 #include <utility>
 
-#include "asio/use_future.hpp"
+#include "client/blocking.h"
 
 namespace ferry {
 namespace {
@@ -19,34 +18,36 @@ absl::Status would_deadlock() {
 
 absl::Status BlockingClientStream::write(const google::protobuf::MessageLite& msg,
                                          WriteOptions options) {
-  if (executor_.running_in_this_thread()) return would_deadlock();
-  return stream_.write(msg, options, asio::use_future).get();
+  return detail::wait_blocking(
+      executor_, [&](auto token) { return stream_.write(msg, options, token); }, would_deadlock);
 }
 
 absl::Status BlockingClientStream::write_last(const google::protobuf::MessageLite& msg,
                                               WriteOptions options) {
-  if (executor_.running_in_this_thread()) return would_deadlock();
-  return stream_.write_last(msg, options, asio::use_future).get();
+  return detail::wait_blocking(
+      executor_, [&](auto token) { return stream_.write_last(msg, options, token); },
+      would_deadlock);
 }
 
 void BlockingClientStream::writes_done() {
-  if (executor_.running_in_this_thread()) return;
-  stream_.writes_done(asio::use_future).get();
+  detail::wait_blocking(
+      executor_, [&](auto token) { return stream_.writes_done(token); }, [] {});
 }
 
 bool BlockingClientStream::read(google::protobuf::MessageLite& msg) {
-  if (executor_.running_in_this_thread()) return false;
-  return stream_.read(msg, asio::use_future).get();
+  return detail::wait_blocking(
+      executor_, [&](auto token) { return stream_.read(msg, token); }, [] { return false; });
 }
 
 absl::Status BlockingClientStream::finish() {
-  if (executor_.running_in_this_thread()) return would_deadlock();
-  return stream_.finish(asio::use_future).get();
+  return detail::wait_blocking(
+      executor_, [&](auto token) { return stream_.finish(token); }, would_deadlock);
 }
 
 absl::Status BlockingClientStream::finish_with_response(google::protobuf::MessageLite& response) {
-  if (executor_.running_in_this_thread()) return would_deadlock();
-  return stream_.finish_with_response(response, asio::use_future).get();
+  return detail::wait_blocking(
+      executor_, [&](auto token) { return stream_.finish_with_response(response, token); },
+      would_deadlock);
 }
 
 }  // namespace ferry

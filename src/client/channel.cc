@@ -3,12 +3,10 @@
 // client/unary_call.h).
 #include "ferry/channel.h"
 
-#include <future>
-
 #include "asio/co_spawn.hpp"
 #include "asio/executor_work_guard.hpp"
 #include "asio/post.hpp"
-#include "asio/use_future.hpp"
+#include "client/blocking.h"
 #include "client/channel_core.h"
 #include "client/channel_loop.h"
 #include "client/client_call.h"
@@ -147,24 +145,29 @@ BlockingClientStream Channel::open_blocking(std::string_view method, ClientConte
 
 BlockingClientStream Channel::open_blocking(std::string_view method, RpcKind kind,
                                             ClientContext& context) {
-  if (core_->executor().running_in_this_thread()) return BlockingClientStream(executor(), {});
-  return BlockingClientStream(executor(), open(method, kind, context, asio::use_future).get());
+  return BlockingClientStream(
+      executor(), detail::wait_blocking(
+                      executor(), [&](auto token) { return open(method, kind, context, token); },
+                      [] { return ClientStream(); }));
 }
 
 BlockingClientStream Channel::open_blocking(std::string_view method, ClientContext& context,
                                             const google::protobuf::MessageLite& request) {
-  if (core_->executor().running_in_this_thread()) return BlockingClientStream(executor(), {});
-  return BlockingClientStream(executor(), open(method, context, request, asio::use_future).get());
+  return BlockingClientStream(
+      executor(), detail::wait_blocking(
+                      executor(), [&](auto token) { return open(method, context, request, token); },
+                      [] { return ClientStream(); }));
 }
 
 absl::Status Channel::call_blocking(std::string_view method, ClientContext& context,
                                     const google::protobuf::MessageLite& request,
                                     google::protobuf::MessageLite& response) {
-  if (core_->executor().running_in_this_thread()) {
-    return absl::FailedPreconditionError(
-        "call_blocking on the channel's own thread would deadlock");
-  }
-  return call(method, context, request, response, asio::use_future).get();
+  return detail::wait_blocking(
+      executor(), [&](auto token) { return call(method, context, request, response, token); },
+      [] {
+        return absl::FailedPreconditionError(
+            "call_blocking on the channel's own thread would deadlock");
+      });
 }
 
 }  // namespace ferry

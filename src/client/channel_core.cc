@@ -245,8 +245,18 @@ asio::awaitable<Ref<ClientCall>> ChannelCore::start_call(std::string_view method
 Ref<ClientCall> ChannelCore::start_call_on(const std::shared_ptr<ChannelConnection>& conn,
                                        std::string_view method, ClientContext& context,
                                        int previous_attempts) {
+  CallLimits limits = options_;
+  if (has_method_configs_) {
+    const MethodConfig& config = method_config_for(method);
+    if (config.max_request_message_bytes) {
+      limits.max_send_message_size = *config.max_request_message_bytes;
+    }
+    if (config.max_response_message_bytes) {
+      limits.max_receive_message_size = *config.max_response_message_bytes;
+    }
+  }
   auto call = Ref<ClientCall>::adopt(new ClientCall(conn, conn->connection.get(), &conn->deadlines,
-                                                    &context, options_,
+                                                    &context, limits,
                                                     options_.max_header_list_size));
   call->start(method, options_.authority, options_.user_agent, previous_attempts);
   return call;
@@ -255,8 +265,7 @@ Ref<ClientCall> ChannelCore::start_call_on(const std::shared_ptr<ChannelConnecti
 std::optional<std::chrono::milliseconds> ChannelCore::retry_after(
     std::string_view method, const absl::Status& status, bool committed, int attempts_made,
     std::int64_t pushback_ms, int& backoff_step, std::chrono::steady_clock::time_point deadline) {
-  const RetryPolicy* policy =
-      find_retry_policy(options_.method_retry_policies, options_.retry_policy, method);
+  const RetryPolicy* policy = retry_policy_of(method_config_for(method));
   if (policy == nullptr || !should_retry(*policy, status, committed, attempts_made)) {
     return std::nullopt;
   }

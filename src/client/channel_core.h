@@ -55,8 +55,7 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   // null. Spares a call the frame of start_call.
   Ref<ClientCall> try_start_call(std::string_view method, ClientContext& context,
                                  int previous_attempts = 0) {
-    if (has_method_configs_) apply_method_config(find_method_config(
-        options_.method_configs, options_.method_config, method), context);
+    if (has_method_configs_) apply_method_config(method_config_for(method), context);
     if (closed_) return {};
     const std::shared_ptr<ChannelConnection>* conn = picker_.pick();
     if (conn == nullptr || !(*conn)->connection->accepts_new_streams()) return {};
@@ -81,8 +80,7 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
                                                        std::chrono::steady_clock::time_point deadline);
   // Whether a streaming call of method is retried by a policy (client/retrying_stream.h).
   bool retries_streams(std::string_view method) const {
-    return find_retry_policy(options_.method_retry_policies, options_.retry_policy, method) !=
-           nullptr;
+    return retry_policy_of(method_config_for(method)) != nullptr;
   }
   std::size_t retry_buffer_per_call() const { return options_.retry_buffer_per_call; }
   // A call succeeded: refills the retry throttle when there is one.
@@ -106,6 +104,10 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   void on_subchannel_state(Subchannel* subchannel, ConnectivityState state) override;
   void update_picker(Picker picker, ConnectivityState state, absl::Status error) override;
 
+  // The settings for method's calls (ChannelOptions::method_configs).
+  const MethodConfig& method_config_for(std::string_view method) const {
+    return find_method_config(options_.method_configs, options_.method_config, method);
+  }
   Ref<ClientCall> start_call_on(const std::shared_ptr<ChannelConnection>& conn,
                             std::string_view method, ClientContext& context,
                             int previous_attempts);

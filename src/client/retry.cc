@@ -6,20 +6,9 @@
 
 namespace ferry::detail {
 
-const RetryPolicy* find_retry_policy(
-    const std::map<std::string, RetryPolicy, std::less<>>& per_method,
-    const RetryPolicy& fallback, std::string_view method) {
-  const RetryPolicy* found = &fallback;
-  if (!per_method.empty()) {
-    if (auto it = per_method.find(method); it != per_method.end()) {
-      found = &it->second;
-    } else if (const std::size_t slash = method.rfind('/'); slash != std::string_view::npos) {
-      if (auto svc = per_method.find(method.substr(0, slash + 1)); svc != per_method.end()) {
-        found = &svc->second;
-      }
-    }
-  }
-  return found->max_attempts > 1 ? found : nullptr;
+const RetryPolicy* retry_policy_of(const MethodConfig& config) {
+  const std::optional<RetryPolicy>& policy = config.retry_policy;
+  return policy && policy->max_attempts > 1 ? &*policy : nullptr;
 }
 
 bool should_retry(const RetryPolicy& policy, const absl::Status& status, bool committed,

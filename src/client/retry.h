@@ -6,21 +6,17 @@
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
-#include <map>
-#include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "ferry/method_config.h"
 #include "ferry/retry.h"
 
 namespace ferry::detail {
 
-// The policy for method ("/package.Service/Method"): its own entry in per_method, else its
-// service's ("/package.Service/"), else fallback. Null when retries are off for it.
-const RetryPolicy* find_retry_policy(
-    const std::map<std::string, RetryPolicy, std::less<>>& per_method,
-    const RetryPolicy& fallback, std::string_view method);
+// The retry policy of a method's settings (client/method_config.h finds them); null when retries
+// are off for it (no policy, or one attempt).
+const RetryPolicy* retry_policy_of(const MethodConfig& config);
 
 // Whether an attempt that ended with status may be followed by another: a retryable status, a call
 // not committed, attempts made (so far, the failed one included) below the policy's maximum.

@@ -1,7 +1,10 @@
 // Implementation of ferry/service_config.h over the strict JSON reader (client/json.h).
 #include "ferry/service_config.h"
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "client/json.h"
@@ -99,9 +102,40 @@ absl::StatusOr<RetryPolicy> retry_policy(const JsonValue& v) {
   return p;
 }
 
-// A methodConfig's "timeout" (a duration) and "waitForReady" (a boolean).
+// A methodConfig's maxRequestMessageBytes or maxResponseMessageBytes: a UInt32Value, which
+// protobuf's JSON mapping writes as a number (and reads from a decimal string too).
+absl::StatusOr<std::size_t> message_bytes(const JsonValue& v, const char* field) {
+  double n = -1;
+  if (v.kind == Kind::kNumber) {
+    n = v.number;
+  } else if (v.kind == Kind::kString && !v.string.empty() && v.string.size() <= 10 &&
+             std::all_of(v.string.begin(), v.string.end(),
+                         [](char c) { return c >= '0' && c <= '9'; })) {
+    n = std::stod(v.string);
+  }
+  if (!(n >= 0) || n > 4294967295.0 || n != std::floor(n)) {
+    return bad(absl::StrCat("methodConfig.", field, " must be an integer in [0, 2^32)"));
+  }
+  return static_cast<std::size_t>(n);
+}
+
+// A methodConfig's "timeout" (a duration), "waitForReady" (a boolean), "retryPolicy" and the
+// message limits.
 absl::StatusOr<MethodConfig> method_config(const JsonValue& mc) {
   MethodConfig c;
+  if (const JsonValue* rp = mc.find("retryPolicy")) {
+    absl::StatusOr<RetryPolicy> parsed = retry_policy(*rp);
+    if (!parsed.ok()) return parsed.status();
+    c.retry_policy = *std::move(parsed);
+  }
+  for (auto [name, field] : {std::pair{"maxRequestMessageBytes", &c.max_request_message_bytes},
+                             std::pair{"maxResponseMessageBytes", &c.max_response_message_bytes}}) {
+    if (const JsonValue* v = mc.find(name)) {
+      absl::StatusOr<std::size_t> bytes = message_bytes(*v, name);
+      if (!bytes.ok()) return bytes.status();
+      *field = *bytes;
+    }
+  }
   if (const JsonValue* timeout = mc.find("timeout")) {
     absl::StatusOr<std::chrono::milliseconds> t = duration(timeout, "methodConfig.timeout");
     if (!t.ok()) return t.status();
@@ -163,14 +197,8 @@ absl::Status apply_service_config(std::string_view json, ChannelOptions& options
         return bad("methodConfig.name must be an array");
       }
       // Each entry is whole for the names it lists (gRPC picks one entry per call): a field it
-      // lacks does not fall back to a less specific entry, so every name gets both a retry
-      // policy (off when absent) and a MethodConfig (possibly empty).
-      RetryPolicy policy;
-      if (const JsonValue* rp = mc.find("retryPolicy")) {
-        absl::StatusOr<RetryPolicy> parsed = retry_policy(*rp);
-        if (!parsed.ok()) return parsed.status();
-        policy = *std::move(parsed);
-      }
+      // lacks does not fall back to a less specific entry, so every name gets a MethodConfig
+      // (possibly empty).
       absl::StatusOr<MethodConfig> call_defaults = method_config(mc);
       if (!call_defaults.ok()) return call_defaults.status();
       for (const JsonValue& n : names->array) {
@@ -185,12 +213,10 @@ absl::Status apply_service_config(std::string_view json, ChannelOptions& options
         const bool has_method = method != nullptr && !method->string.empty();
         if (has_method && !has_service) return bad("a name with a method needs its service");
         if (!has_service) {
-          out.retry_policy = policy;  // the defaults for every method
-          out.method_config = *call_defaults;
+          out.method_config = *call_defaults;  // the defaults for every method
         } else {
           const std::string key =
               absl::StrCat("/", service->string, "/", has_method ? method->string : "");
-          out.method_retry_policies[key] = policy;
           out.method_configs[key] = *call_defaults;
         }
       }

@@ -1,8 +1,9 @@
-// ferry/recycled_message.h: the request and response messages of the typed handlers (service.h),
-// kept per thread and per message type between calls and cleared for the next one, so that their
-// strings and repeated fields keep their capacity. A warm server then parses a large bytes field
-// into memory it already holds, where a message per call malloc'd and freed it every time (and
-// glibc answered each free of the I/O thread's arena top with MADV_DONTNEED: page faults per call).
+// ferry/detail/recycled_message.h: the request and response messages of the typed handlers
+// (service.h; internal, not part of ferry's API), kept per thread and per message type between
+// calls and cleared for the next one, so that their strings and repeated fields keep their
+// capacity. A warm server then parses a large bytes field into memory it already holds, where a
+// message per call malloc'd and freed it every time (and glibc answered each free of the I/O
+// thread's arena top with MADV_DONTNEED: page faults per call).
 #pragma once
 
 #include <algorithm>
