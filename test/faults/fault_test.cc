@@ -526,5 +526,123 @@ TEST(Process, GracefulStopUnderLoadLosesNoCallAndRunsNoneTwice) {
   EXPECT_GT(second.ledger().started, 0);
 }
 
+// A message of `size` bytes that differs with its index, to tell one message from another.
+std::string pattern(int index, std::size_t size) {
+  std::string bytes(size, '\0');
+  for (std::size_t j = 0; j < size; ++j) {
+    bytes[j] = static_cast<char>((static_cast<std::size_t>(index) * 131 + j * 7) % 251);
+  }
+  return bytes;
+}
+
+asio::awaitable<void> write_patterns(ClientStream& stream, int count, std::size_t size,
+                                     absl::Status& status, bool& done) {
+  for (int i = 0; i < count && status.ok(); ++i) {
+    EchoRequest request;
+    request.set_payload(pattern(i, size));
+    status = co_await stream.write(request);
+  }
+  if (status.ok()) co_await stream.writes_done();
+  done = true;
+}
+
+// A Chat call that writes count messages of size bytes while reading their echoes; DATA_LOSS
+// when an echo is not the next message, intact.
+asio::awaitable<absl::Status> chat_patterns(Channel& channel, int count, std::size_t size,
+                                            std::chrono::milliseconds timeout) {
+  ClientContext ctx;
+  ctx.set_timeout(timeout);
+  ClientStream stream = co_await channel.open(kChat, ctx);
+  absl::Status write_status;
+  bool written = false;
+  asio::co_spawn(channel.executor(), write_patterns(stream, count, size, write_status, written),
+                 asio::detached);
+  EchoResponse response;
+  int received = 0;
+  std::string problem;
+  while (co_await stream.read(response)) {
+    if (problem.empty() &&
+        (response.index() != received || response.payload() != pattern(received, size))) {
+      problem = absl::StrCat("echo ", received, " is not message ", received, " intact");
+    }
+    ++received;
+  }
+  absl::Status status = co_await stream.finish();
+  co_await testing::until([&] { return written; }, timeout);
+  if (!status.ok()) co_return status;
+  if (!write_status.ok()) co_return write_status;
+  if (!problem.empty()) co_return absl::DataLossError(problem);
+  if (received != count) co_return absl::DataLossError(absl::StrCat(received, " echoes"));
+  co_return absl::OkStatus();
+}
+
+struct Trickle {
+  const char* name;
+  const char* type;
+  std::map<std::string, long> attributes;
+};
+
+class Trickling : public ::testing::TestWithParam<Trickle> {};
+
+// Promise: over a link that trickles (little bandwidth, bytes in small slices, or 200 ms of
+// latency each way), large messages both ways arrive intact and in order, and the call ends OK.
+TEST_P(Trickling, LargeMessagesArriveIntactAndInOrder) {
+  SKIP_WITHOUT_TOXIPROXY();
+  Toxiproxy toxiproxy;
+  Backend backend;
+  const int port = toxiproxy.create_proxy("trickle", backend.port());
+  for (const char* stream : {"upstream", "downstream"}) {
+    toxiproxy.add_toxic("trickle", absl::StrCat(GetParam().name, "-", stream), GetParam().type,
+                        stream, GetParam().attributes);
+  }
+  Channel channel(ipv4_target({port}), fault_channel_options());
+  // 8 x 128 KiB each way: above the 64 KiB of a pooled block and of HTTP/2's first window.
+  const absl::Status status = run_on(channel, chat_patterns(channel, 8, 128 * 1024, 30s), 40s);
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_TRUE(testing::eventually([&] { return backend.handlers_done(); }));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Toxiproxy, Trickling,
+    ::testing::Values(Trickle{"bandwidth", "bandwidth", {{"rate", 2048}}},  // KB/s
+                      Trickle{"slicer", "slicer",  // bytes, and microseconds between slices
+                              {{"average_size", 64}, {"size_variation", 48}, {"delay", 10}}},
+                      Trickle{"latency", "latency", {{"latency", 200}, {"jitter", 20}}}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+class CutAfter : public ::testing::TestWithParam<const char*> {};
+
+// Promise: a connection cut after any of the first 200 bytes of a unary call, either way, ends
+// the call promptly with UNAVAILABLE (the connection was lost before a complete response: gRPC's
+// status for a transport failure), not at its deadline; neither end crashes, and the server's
+// handlers all end.
+TEST_P(CutAfter, EveryByteOfAUnaryCall) {
+  SKIP_WITHOUT_TOXIPROXY();
+  Toxiproxy toxiproxy;
+  Backend backend;
+  const int port = toxiproxy.create_proxy("cut", backend.port());
+  toxiproxy.add_toxic("cut", "limit", "limit_data", GetParam(), {{"bytes", 0}});
+  for (int n = 0; n < 200; ++n) {
+    toxiproxy.update_toxic("cut", "limit", {{"bytes", n}});
+    ASSERT_NE(toxiproxy.request("GET", "/proxies/cut/toxics/limit").second.find(
+                  absl::StrCat("\"bytes\":", n, "}")),
+              std::string::npos);
+    // A new channel, so that the call opens a new connection (the toxic counts per connection),
+    // and a payload that makes the request and the response each longer than 200 bytes.
+    Channel channel(ipv4_target({port}), fault_channel_options());
+    const std::string id = absl::StrCat("cut-", n, "-", std::string(300, 'p'));
+    const Outcome o = run_on(channel, echo(channel, id, 0, 5s));
+    EXPECT_EQ(o.status.code(), absl::StatusCode::kUnavailable)
+        << "cut after " << n << " bytes " << GetParam() << ": " << o.status;
+    EXPECT_LT(o.end - o.start, 2s) << "cut after " << n << " bytes " << GetParam();
+  }
+  toxiproxy.remove_toxic("cut", "limit");
+  Channel channel(ipv4_target({port}), fault_channel_options());
+  EXPECT_TRUE(run_on(channel, echo(channel, "whole", 0, 5s)).status.ok());
+  EXPECT_TRUE(testing::eventually([&] { return backend.handlers_done(); }));
+}
+
+INSTANTIATE_TEST_SUITE_P(Toxiproxy, CutAfter, ::testing::Values("upstream", "downstream"));
+
 }  // namespace
 }  // namespace ferry
