@@ -644,5 +644,79 @@ TEST_P(CutAfter, EveryByteOfAUnaryCall) {
 
 INSTANTIATE_TEST_SUITE_P(Toxiproxy, CutAfter, ::testing::Values("upstream", "downstream"));
 
+// Promise (round_robin): when one of three backends' links goes black, only calls on that link
+// fail (UNAVAILABLE, within the keepalive bound); calls started after the bound all succeed on
+// the other two; once the link is back, calls reach that backend again within a connect attempt
+// and the longest back-off.
+TEST(Toxiproxy, RoundRobinMovesAwayFromABlackHoleAndBack) {
+  SKIP_WITHOUT_TOXIPROXY();
+  Toxiproxy toxiproxy;
+  Backend backends[3];
+  std::vector<int> ports;
+  for (int i = 0; i < 3; ++i) {
+    ports.push_back(toxiproxy.create_proxy(absl::StrCat("rr", i), backends[i].port()));
+  }
+  ChannelOptions options = fault_channel_options();
+  options.load_balancing = LoadBalancingPolicy::kRoundRobin;
+  Channel channel(ipv4_target(ports), options);
+  UnaryLoad load(channel, "rr", {.workers = 6, .delay_ms = 20, .timeout = 5s});
+  ASSERT_TRUE(testing::eventually([&] {
+    return std::all_of(std::begin(backends), std::end(backends),
+                       [](Backend& b) { return b.ledger().started.load() >= 10; });
+  }));
+
+  black_hole(toxiproxy, "rr1");
+  const Clock::time_point holed = Clock::now();
+  const Clock::time_point settled = holed + kKeepaliveBound;
+  ASSERT_TRUE(testing::eventually([&] { return load.succeeded_since(settled) >= 60; }, 20s));
+  const int reached_before = backends[1].ledger().started.load();
+  restore(toxiproxy, "rr1");
+  const Clock::time_point restored = Clock::now();
+  EXPECT_TRUE(testing::eventually(
+      [&] { return backends[1].ledger().started.load() > reached_before; }, 1000ms + 500ms + 2s))
+      << "calls do not come back to the restored backend";
+  const Clock::duration back_after = Clock::now() - restored;
+  load.stop();
+
+  for (const Outcome& o : load.outcomes()) {
+    if (o.status.ok()) continue;
+    EXPECT_EQ(o.status.code(), absl::StatusCode::kUnavailable) << o.id << ": " << o.status;
+    EXPECT_LT(o.start, settled) << o.id << " failed, started "
+                                << ms(o.start - holed) << " ms after the black hole: " << o.status;
+  }
+  expect_deadlines_kept(load.outcomes());
+  RecordProperty("back_after_ms", static_cast<int>(ms(back_after)));
+}
+
+// Promise (pick_first): when the link to the address in use goes black, the channel fails over
+// to the next address within the keepalive bound; calls started after it all succeed there, and
+// the calls that fail meanwhile fail UNAVAILABLE.
+TEST(Toxiproxy, PickFirstFailsOverFromABlackHole) {
+  SKIP_WITHOUT_TOXIPROXY();
+  Toxiproxy toxiproxy;
+  Backend first;
+  Backend second;
+  const int first_port = toxiproxy.create_proxy("pf0", first.port());
+  const int second_port = toxiproxy.create_proxy("pf1", second.port());
+  Channel channel(ipv4_target({first_port, second_port}), fault_channel_options());
+  UnaryLoad load(channel, "pf", {.workers = 4, .delay_ms = 20, .timeout = 5s});
+  ASSERT_TRUE(testing::eventually([&] { return first.ledger().started.load() >= 20; }));
+  EXPECT_EQ(second.ledger().started, 0);
+
+  black_hole(toxiproxy, "pf0");
+  const Clock::time_point holed = Clock::now();
+  const Clock::time_point settled = holed + kKeepaliveBound;
+  ASSERT_TRUE(testing::eventually([&] { return load.succeeded_since(settled) >= 40; }, 20s));
+  load.stop();
+  EXPECT_GE(second.ledger().started, 40);
+  for (const Outcome& o : load.outcomes()) {
+    if (o.status.ok()) continue;
+    EXPECT_EQ(o.status.code(), absl::StatusCode::kUnavailable) << o.id << ": " << o.status;
+    EXPECT_LT(o.start, settled) << o.id << " failed, started " << ms(o.start - holed)
+                                << " ms after the black hole: " << o.status;
+  }
+  expect_deadlines_kept(load.outcomes());
+}
+
 }  // namespace
 }  // namespace ferry
