@@ -718,5 +718,82 @@ TEST(Toxiproxy, PickFirstFailsOverFromABlackHole) {
   expect_deadlines_kept(load.outcomes());
 }
 
+// A resolver whose answer the test replaces (a DNS name whose records change).
+class SwitchableResolver : public Resolver {
+ public:
+  explicit SwitchableResolver(std::vector<Address> addresses) : addresses_(std::move(addresses)) {}
+  void set(std::vector<Address> addresses) {
+    std::lock_guard lock(mutex_);
+    addresses_ = std::move(addresses);
+  }
+  asio::awaitable<absl::StatusOr<std::vector<Address>>> resolve(asio::any_io_executor) override {
+    std::vector<Address> answer;
+    {
+      std::lock_guard lock(mutex_);
+      answer = addresses_;
+    }
+    co_return answer;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<Address> addresses_;
+};
+
+Address loopback(int port) {
+  Address address;
+  address.tcp = asio::ip::tcp::endpoint(asio::ip::address_v4::loopback(),
+                                        static_cast<unsigned short>(port));
+  return address;
+}
+
+// Promise: when the resolver's answer replaces every address, new calls go to the new servers
+// within the re-resolution period, none to the old ones after that, and the calls in flight on
+// the old servers finish OK (their connections are let go, not cut under them).
+TEST(Resolved, NewAddressesTakeNewCallsAndCallsInFlightFinish) {
+  Backend old_backends[2];
+  Backend new_backends[2];
+  auto resolver = std::make_shared<SwitchableResolver>(
+      std::vector<Address>{loopback(old_backends[0].port()), loopback(old_backends[1].port())});
+  ChannelOptions options = fault_channel_options();
+  options.load_balancing = LoadBalancingPolicy::kRoundRobin;
+  options.resolver = resolver;
+  options.resolve_period = 200ms;
+  Channel channel("fault-test.invalid:50051", options);
+  auto calls_to = [](Backend(&backends)[2]) {
+    return backends[0].ledger().started.load() + backends[1].ledger().started.load();
+  };
+
+  std::vector<std::future<Outcome>> in_flight;
+  for (int i = 0; i < 4; ++i) {
+    in_flight.push_back(asio::co_spawn(channel.executor(),
+                                       echo(channel, absl::StrCat("long-", i), 1500, 10s),
+                                       asio::use_future));
+  }
+  ASSERT_TRUE(testing::eventually([&] { return calls_to(old_backends) == 4; }));
+  resolver->set({loopback(new_backends[0].port()), loopback(new_backends[1].port())});
+  const Clock::time_point switched = Clock::now();
+
+  // Calls until one reaches a new server; then every call does.
+  int n = 0;
+  while (calls_to(new_backends) == 0 && Clock::now() - switched < 5s) {
+    EXPECT_TRUE(run_on(channel, echo(channel, absl::StrCat("probe-", n++), 0, 5s)).status.ok());
+  }
+  EXPECT_LE(Clock::now() - switched, options.resolve_period + 1000ms)
+      << "the new addresses took " << ms(Clock::now() - switched) << " ms to get a call";
+  const int old_calls = calls_to(old_backends);
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_TRUE(run_on(channel, echo(channel, absl::StrCat("new-", i), 0, 5s)).status.ok());
+  }
+  EXPECT_EQ(calls_to(old_backends), old_calls) << "calls still go to the old addresses";
+  EXPECT_GT(new_backends[0].ledger().started, 0);
+  EXPECT_GT(new_backends[1].ledger().started, 0);
+  for (auto& call : in_flight) {
+    ASSERT_EQ(call.wait_for(10s), std::future_status::ready);
+    const Outcome o = call.get();
+    EXPECT_TRUE(o.status.ok()) << o.id << ": " << o.status;
+  }
+}
+
 }  // namespace
 }  // namespace ferry
