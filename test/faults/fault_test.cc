@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <ostream>
 #include <set>
 #include <string>
 #include <thread>
@@ -582,6 +583,9 @@ struct Trickle {
   std::map<std::string, long> attributes;
 };
 
+// googletest and ctest name the case by this.
+void PrintTo(const Trickle& trickle, std::ostream* out) { *out << trickle.name; }
+
 class Trickling : public ::testing::TestWithParam<Trickle> {};
 
 // Promise: over a link that trickles (little bandwidth, bytes in small slices, or 200 ms of
@@ -642,7 +646,8 @@ TEST_P(CutAfter, EveryByteOfAUnaryCall) {
   EXPECT_TRUE(testing::eventually([&] { return backend.handlers_done(); }));
 }
 
-INSTANTIATE_TEST_SUITE_P(Toxiproxy, CutAfter, ::testing::Values("upstream", "downstream"));
+INSTANTIATE_TEST_SUITE_P(Toxiproxy, CutAfter, ::testing::Values("upstream", "downstream"),
+                         [](const auto& info) { return std::string(info.param); });
 
 // Promise (round_robin): when one of three backends' links goes black, only calls on that link
 // fail (UNAVAILABLE, within the keepalive bound); calls started after the bound all succeed on
