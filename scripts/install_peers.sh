@@ -7,6 +7,8 @@
 #   PREFIX/bin/grpc-health-probe                   go install
 #   PREFIX/bin/h2spec     HTTP/2 conformance tester  go build (pinned go.mod, see below)
 #   PREFIX/bin/rich_status_peer_go  test/peers/rich_status_go against grpc-go  go build (pinned)
+#   PREFIX/bin/toxiproxy-server  Shopify's fault proxy (test/faults)   go install, renamed: its
+#                        command is `server`, which grpc-go's interop server already is
 #   PREFIX/bin/connectconformance    connectrpc's conformance suite      go install; its .proto
 #                        files stay in the module cache, PREFIX/go/pkg/mod/connectrpc.com/conformance@V
 #   PREFIX/java/lib       grpc-java interop-testing jars + runtime deps   mvn
@@ -26,6 +28,7 @@ GRPC_GO_VERSION=v1.85.0
 GRPCURL_VERSION=v1.9.4
 GHZ_VERSION=v0.93.0
 GRPC_HEALTH_PROBE_VERSION=v0.4.61   # the newest the Go proxy serves
+TOXIPROXY_VERSION=v2.5.0
 # h2spec's newest release on the Go proxy; it has no go.mod, so its dependencies are pinned here.
 H2SPEC_VERSION=v2.2.1+incompatible
 H2SPEC_DEPS=(github.com/fatih/color@v1.19.0 github.com/spf13/cobra@v1.10.2
@@ -126,6 +129,17 @@ step "ghz $GHZ_VERSION" "$prefix/logs/ghz.log" \
 step "grpc-health-probe $GRPC_HEALTH_PROBE_VERSION" "$prefix/logs/grpc-health-probe.log" \
   "go_has grpc-health-probe github.com/grpc-ecosystem/grpc-health-probe $GRPC_HEALTH_PROBE_VERSION" \
   "go install github.com/grpc-ecosystem/grpc-health-probe@$GRPC_HEALTH_PROBE_VERSION"
+
+# --- (c0) toxiproxy, the fault proxy test/faults drives through its HTTP API. Its command is
+# named `server` like grpc-go's interop server: installed into a GOBIN of its own, then copied.
+toxiproxy_install() {
+  local dir="$prefix/go/toxiproxy-bin"
+  mkdir -p "$dir" &&
+    GOBIN="$dir" go install "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION" &&
+    cp "$dir/server" "$GOBIN/toxiproxy-server"
+}
+step "toxiproxy $TOXIPROXY_VERSION" "$prefix/logs/toxiproxy.log" \
+  "go_has toxiproxy-server github.com/Shopify/toxiproxy/v2 $TOXIPROXY_VERSION" toxiproxy_install
 
 # --- (c1) connectrpc's conformance suite: the runner, and (in the module cache) the .proto files
 # test/conformance generates its server and client from.

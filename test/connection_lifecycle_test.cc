@@ -288,13 +288,18 @@ TEST(ConnectionLifecycle, ConnectionsBeyondMaxConnectionsAreClosed) {
   EXPECT_FALSE(a.read_until_closed(200ms));
 }
 
-// The channel's keepalive notices a server that accepted the connection and then went silent:
-// the call fails with UNAVAILABLE instead of hanging.
+// The channel's keepalive notices a server that accepted the connection, sent its SETTINGS
+// (so the connection is READY and the call goes out) and then went silent: the call fails with
+// UNAVAILABLE instead of hanging.
 TEST(ConnectionLifecycle, ClientKeepaliveFailsCallsOnASilentServer) {
   asio::io_context io;
   asio::ip::tcp::acceptor listener(io, {asio::ip::make_address("127.0.0.1"), 0});
   asio::ip::tcp::socket accepted(io);
-  std::thread accept_thread([&] { listener.accept(accepted); });
+  std::thread accept_thread([&] {
+    listener.accept(accepted);
+    static constexpr unsigned char kEmptySettings[9] = {0, 0, 0, 4, 0, 0, 0, 0, 0};
+    asio::write(accepted, asio::buffer(kEmptySettings));
+  });
   ChannelOptions options;
   options.keepalive.time = 100ms;
   options.keepalive.timeout = 100ms;
@@ -306,6 +311,30 @@ TEST(ConnectionLifecycle, ClientKeepaliveFailsCallsOnASilentServer) {
   const auto start = Clock::now();
   absl::Status status = stub.Echo(ctx, request, response);
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_LT(Clock::now() - start, 3s);
+  accept_thread.join();
+}
+
+// A server that accepts the connection but never sends its SETTINGS (not HTTP/2, or a proxy
+// before a dead server) is no connection: the attempt fails at connect_timeout, as in gRPC, and
+// a call that does not wait for ready fails UNAVAILABLE saying why (keepalive cannot help:
+// no call went out on it).
+TEST(ConnectionLifecycle, ServerThatNeverSendsSettingsFailsTheConnectionAttempt) {
+  asio::io_context io;
+  asio::ip::tcp::acceptor listener(io, {asio::ip::make_address("127.0.0.1"), 0});
+  asio::ip::tcp::socket accepted(io);
+  std::thread accept_thread([&] { listener.accept(accepted); });
+  ChannelOptions options;
+  options.connect_timeout = 300ms;
+  Channel channel("127.0.0.1:" + std::to_string(listener.local_endpoint().port()), options);
+  testing::Echo::BlockingStub stub(channel);
+  testing::EchoRequest request;
+  testing::EchoResponse response;
+  ClientContext ctx;  // no deadline: only the connect timeout can end this call
+  const auto start = Clock::now();
+  absl::Status status = stub.Echo(ctx, request, response);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_NE(status.message().find("SETTINGS"), std::string_view::npos) << status;
   EXPECT_LT(Clock::now() - start, 3s);
   accept_thread.join();
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "asio/bind_cancellation_slot.hpp"
 #include "asio/co_spawn.hpp"
 #include "asio/post.hpp"
@@ -18,9 +19,15 @@ void ChannelConnection::on_goaway(std::int32_t, http2::ErrorCode) {
 }
 
 void ChannelConnection::on_connection_closed() {
+  settings_wait.cancel();
   if (owner != nullptr) owner->lose(this);
   // Let go once Connection::close() has returned.
   asio::post(connection->executor(), [self = std::move(self_while_open)] {});
+}
+
+void ChannelConnection::on_peer_settings() {
+  settings_received = true;
+  settings_wait.cancel();
 }
 
 Subchannel::Subchannel(asio::io_context::executor_type executor, Address address,
@@ -61,22 +68,44 @@ asio::awaitable<void> Subchannel::attempt_loop(std::shared_ptr<Subchannel> /*kee
     absl::StatusOr<std::unique_ptr<http2::ByteStream>> stream =
         co_await connect_address(executor_, address_, settings_->tls_host, deadline, options);
     if (state_ != ConnectivityState::kConnecting) co_return;  // shut down meanwhile
-    if (stream.ok()) {
-      backoff_.reset();
+    if (!stream.ok()) {
+      last_error_ = stream.status();
+    } else {
       auto conn = std::make_shared<ChannelConnection>(executor_);
       conn->connection = std::make_shared<http2::Connection>(
           *std::move(stream), http2::Role::kClient, options, conn.get());
       http2::LifecyclePolicy lifecycle;
       lifecycle.keepalive = options.keepalive;
       conn->connection->set_lifecycle(lifecycle);
-      conn->owner = this;
       conn->self_while_open = conn;
-      current_ = conn;
       conn->connection->start();
-      if (current_ == conn) set_state(ConnectivityState::kReady);
-      co_return;
+      // READY once the server's SETTINGS arrived, within the attempt's deadline (gRPC's
+      // connectors wait for them too); the connection is the subchannel's only then.
+      if (!conn->settings_received && conn->connection->is_open()) {
+        handshaking_ = conn;
+        conn->settings_wait.expires_at(deadline);
+        asio::error_code ec;
+        co_await conn->settings_wait.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        handshaking_.reset();
+      }
+      if (state_ != ConnectivityState::kConnecting) {  // shut down meanwhile
+        conn->connection->close();
+        co_return;
+      }
+      if (conn->settings_received && conn->connection->accepts_new_streams()) {
+        backoff_.reset();
+        conn->owner = this;
+        current_ = conn;
+        set_state(ConnectivityState::kReady);
+        co_return;
+      }
+      last_error_ = absl::UnavailableError(absl::StrCat(
+          conn->connection->is_open() && !conn->settings_received
+              ? "timed out waiting for the server's HTTP/2 SETTINGS from "
+              : "connection closed by the server during the HTTP/2 handshake with ",
+          address_.to_string()));
+      conn->connection->close();
     }
-    last_error_ = stream.status();
     set_state(ConnectivityState::kTransientFailure);
     retry_timer_.expires_at(started + delay);
     asio::error_code ec;
@@ -100,6 +129,7 @@ void Subchannel::shutdown(bool graceful) {
   listener_ = nullptr;
   retry_timer_.cancel();
   attempt_cancel_.emit(asio::cancellation_type::terminal);
+  if (std::shared_ptr<ChannelConnection> conn = std::move(handshaking_)) conn->connection->close();
   if (std::shared_ptr<ChannelConnection> conn = std::move(current_)) {
     conn->owner = nullptr;
     if (graceful) {

@@ -27,16 +27,25 @@ class Subchannel;
 // One HTTP/2 connection of a channel, and its observer (reports to its subchannel, if it still
 // has one).
 struct ChannelConnection final : http2::ConnectionObserver {
-  explicit ChannelConnection(const asio::any_io_executor& executor) : deadlines(executor) {}
+  explicit ChannelConnection(const asio::any_io_executor& executor)
+      : deadlines(executor), settings_wait(executor) {}
   std::shared_ptr<http2::Connection> connection;
   DeadlineQueue deadlines;  // its calls' deadlines, on one timer
   Subchannel* owner = nullptr;  // cleared when the subchannel lets go of it
   // Itself while the connection is open: the connection reports to this object up to the end
   // of its close(), even when the last call or picker holding it goes during that close.
   std::shared_ptr<ChannelConnection> self_while_open;
+  // The server's SETTINGS (its half of the HTTP/2 preface) arrived. Until then the connection is
+  // not READY: a peer that accepts TCP but says nothing (a black-holed link, a proxy before a
+  // dead server, a server that is not HTTP/2) must fail the attempt, as in gRPC.
+  bool settings_received = false;
+  // The connection attempt waits on it for those SETTINGS, until its deadline: cancelled when
+  // they arrive or the connection closes first.
+  asio::steady_timer settings_wait;
   http2::Stream* on_stream_open(std::int32_t) override { return nullptr; }  // no server push
   void on_goaway(std::int32_t, http2::ErrorCode) override;
   void on_connection_closed() override;
+  void on_peer_settings() override;
 };
 
 // Told of every state change of the subchannels it created (the channel, for its policy).
@@ -99,6 +108,9 @@ class Subchannel : public std::enable_shared_from_this<Subchannel> {
   // the subchannel shuts down, so that it ends even if the loop then stops running.
   asio::cancellation_signal attempt_cancel_;
   std::shared_ptr<ChannelConnection> current_;
+  // The connection of the attempt under way while it waits for the server's SETTINGS (closed by
+  // shutdown(), as current_ is).
+  std::shared_ptr<ChannelConnection> handshaking_;
 };
 
 }  // namespace ferry::detail

@@ -42,6 +42,8 @@ class ConnectionObserver {
   virtual void on_goaway(std::int32_t last_stream_id, ErrorCode error) = 0;
   // The connection is closed; every open stream got on_closed first.
   virtual void on_connection_closed() = 0;
+  // The peer sent SETTINGS (the first one is its connection preface; each later one too).
+  virtual void on_peer_settings() {}
 };
 
 class Connection : public std::enable_shared_from_this<Connection>, public ByteStreamClient {

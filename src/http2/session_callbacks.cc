@@ -173,6 +173,9 @@ int Connection::Callbacks::frame_recv(nghttp2_session*, const nghttp2_frame* fra
     return 0;
   }
   if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) {
+    if (frame->hd.type == NGHTTP2_SETTINGS && (frame->hd.flags & NGHTTP2_FLAG_ACK) == 0) {
+      c.observer_->on_peer_settings();
+    }
     if (c.lifecycle_ != nullptr) {
       const bool ack = (frame->hd.flags & NGHTTP2_FLAG_ACK) != 0;
       if (frame->hd.type == NGHTTP2_SETTINGS && !ack) c.lifecycle_->on_peer_settings();
