@@ -1,7 +1,7 @@
 // One HTTP/2 connection: an nghttp2 session over a byte stream (http2 layer, private). Reads go
 // into pooled blocks and DATA reaches streams as slices of them; DATA is sent without copying by
 // gathering frame headers and the streams' pooled slices into one write. The byte stream is a
-// socket, TLS or memory (http2/byte_stream.h): one engine for all. Everything happens on the
+// socket, TLS or memory (transport/byte_stream.h): one engine for all. Everything happens on the
 // stream's executor, which must be single-threaded (one io_context run by one thread): no locks.
 // nghttp2 stays inside src/http2: the layer above speaks HeaderField, ErrorCode and Stream.
 #pragma once

@@ -1,6 +1,6 @@
 // The server's listening socket (server layer, private): TCP on host:port, or a Unix domain
 // socket ("unix:/path", "unix-abstract:name"). It accepts onto the I/O threads in turn and hands
-// each connection over as a byte stream (http2/socket_stream.h), so that everything after the
+// each connection over as a byte stream (transport/socket_stream.h), so that everything after the
 // accept is one code path for every transport. When accept fails for lack of descriptors or
 // memory it pauses before trying again (logging once) instead of spinning on a listening socket
 // that stays readable.
