@@ -360,9 +360,9 @@ bool allocation_counter_works() {
   benchmark::DoNotOptimize(p);
   std::free(p);
   const std::uint64_t after_malloc = allocation_count();
-  void* q = ::operator new(BufferPool::kBlockSize, std::align_val_t{64});
+  void* q = ::operator new (BufferPool::kBlockSize, std::align_val_t{64});
   benchmark::DoNotOptimize(q);
-  ::operator delete(q, std::align_val_t{64});
+  ::operator delete (q, std::align_val_t{64});
   const std::uint64_t after_aligned = allocation_count();
   if (after_malloc == before || after_aligned == after_malloc) {
     std::fprintf(stderr, "codec_bench: the allocation counter misses %s\n",

@@ -5,11 +5,11 @@
 // I/O thread), unary throughput with 1 MiB messages (2 in flight) and server-streaming throughput
 // with 64 KiB and 1 MiB messages (and 1 MiB by reference: write_raw / read_raw); then the
 // small-call and 64 KiB figures over TLS (test/certs, TLS 1.3 with AES-GCM; and each end's CPU per
-// streamed byte) beside cleartext ("tls" as the fifth argument: only these); the small-call figures with one no-op interceptor on the server
-// and the channel (ferry/interceptor.h) beside none; then a channel with round_robin
-// over two servers beside one connection (client calls/s and CPU per call, 64 in flight) and the
-// picker's own cost. Prints tables of medians. Servers run on core 0 and the client on core 1
-// (ServerCores below).
+// streamed byte) beside cleartext ("tls" as the fifth argument: only these); the small-call figures
+// with one no-op interceptor on the server and the channel (ferry/interceptor.h) beside none; then
+// a channel with round_robin over two servers beside one connection (client calls/s and CPU per
+// call, 64 in flight) and the picker's own cost. Prints tables of medians. Servers run on core 0
+// and the client on core 1 (ServerCores below).
 #include <pthread.h>
 #include <sched.h>
 
@@ -33,13 +33,13 @@
 #include "asio/use_awaitable.hpp"
 #include "asio/use_future.hpp"
 #include "asio/write.hpp"
+#include "client/load_balancer.h"
 #include "ferry/bytes_field.h"
 #include "ferry/channel.h"
 #include "ferry/interceptor.h"
 #include "ferry/server.h"
-#include "ferry/tls.h"
-#include "client/load_balancer.h"
 #include "ferry/testing/echo.pb.h"
+#include "ferry/tls.h"
 #include "support/echo_service.h"
 
 namespace ferry::bench {
@@ -79,7 +79,8 @@ Service make_stats_service() {
   Service service("ferry.bench.Stats");
   service.add_unary<EchoRequest, EchoResponse>(
       "Sample",
-      [](ServerContext&, const EchoRequest&, EchoResponse& response) -> asio::awaitable<absl::Status> {
+      [](ServerContext&, const EchoRequest&,
+         EchoResponse& response) -> asio::awaitable<absl::Status> {
         response.set_received_bytes(thread_cpu_ns());
         response.set_index(static_cast<std::int32_t>(thread_allocation_count() & 0x7fffffff));
         co_return absl::OkStatus();
@@ -87,17 +88,20 @@ Service make_stats_service() {
   // Server streaming by reference: response_count EchoResponses whose payload is one body of
   // response_size bytes the handler holds once, written with write_raw (ferry/bytes_field.h).
   service.add_method(
-      "ExpandRef", RpcKind::kServerStreaming, [](ServerContext& ctx) -> asio::awaitable<absl::Status> {
+      "ExpandRef", RpcKind::kServerStreaming,
+      [](ServerContext& ctx) -> asio::awaitable<absl::Status> {
         EchoRequest request;
         if (!ctx.take_request(request)) co_return absl::InternalError("no request");
-        auto owner = std::make_shared<std::string>(static_cast<std::size_t>(request.response_size()), 'r');
+        auto owner =
+            std::make_shared<std::string>(static_cast<std::size_t>(request.response_size()), 'r');
         SliceChain body;
         body.append(Slice::external(owner->data(), owner->size(), owner));
         const EchoResponse rest;
         SliceChain message;
         for (int i = 0; i < request.response_count(); ++i) {
           message.clear();
-          if (absl::Status s = append_with_bytes_field(rest, 1, body, message); !s.ok()) co_return s;
+          if (absl::Status s = append_with_bytes_field(rest, 1, body, message); !s.ok())
+            co_return s;
           if (absl::Status s = co_await ctx.write_raw(message); !s.ok()) co_return s;
         }
         co_return absl::OkStatus();
@@ -156,8 +160,7 @@ auto run(asio::io_context& io, Make make) {
 
 struct FerryResult {
   double p50_us, p99_us, calls_per_s, cpu_us_per_call, allocs_per_call, small_allocs_per_call,
-      stream_mb_per_s, unary_1mib_mb_per_s, stream_1mib_mb_per_s,
-      stream_1mib_ref_mb_per_s;
+      stream_mb_per_s, unary_1mib_mb_per_s, stream_1mib_mb_per_s, stream_1mib_ref_mb_per_s;
   // 64 KiB streaming: CPU time per byte of the server's I/O thread and of the client's thread.
   double stream_server_ns_per_byte, stream_client_ns_per_byte;
 };
@@ -226,7 +229,8 @@ FerryResult measure_ferry(int latency_calls, int throughput_calls, int stream_me
         std::exit(1);
       }
       if (latencies != nullptr) {
-        latencies->push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+        latencies->push_back(
+            std::chrono::duration<double, std::micro>(Clock::now() - start).count());
       }
     }
   };
@@ -244,8 +248,7 @@ FerryResult measure_ferry(int latency_calls, int throughput_calls, int stream_me
     run(io, [&]() -> asio::awaitable<void> {
       std::vector<std::future<void>> done;
       for (int i = 0; i < parallel; ++i) {
-        done.push_back(
-            asio::co_spawn(io, calls(n / parallel, nullptr, payload), asio::use_future));
+        done.push_back(asio::co_spawn(io, calls(n / parallel, nullptr, payload), asio::use_future));
       }
       asio::steady_timer timer(io);
       for (auto& f : done) {
@@ -280,24 +283,27 @@ FerryResult measure_ferry(int latency_calls, int throughput_calls, int stream_me
                           std::chrono::duration<double>(Clock::now() - large_start).count() / 1e6;
 
   // Server streaming through the typed API: write the request, then read everything.
-  auto stream = [&](std::size_t size, int count) { return run(io, [&]() -> asio::awaitable<double> {
-    ClientContext ctx;
-    EchoRequest request;
-    request.set_response_size(static_cast<std::int32_t>(size));
-    request.set_response_count(count);
-    const auto t0 = Clock::now();
-    ClientReader<EchoResponse> stream = co_await stub.Expand(ctx, request);
-    EchoResponse response;
-    std::int64_t bytes = 0;
-    while (co_await stream.read(response)) bytes += static_cast<std::int64_t>(response.payload().size());
-    absl::Status s = co_await stream.finish();
-    const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (!s.ok() || bytes != static_cast<std::int64_t>(size) * count) {
-      std::fprintf(stderr, "rpc_bench: stream failed: %s\n", s.ToString().c_str());
-      std::exit(1);
-    }
-    co_return static_cast<double>(bytes) / secs / 1e6;
-  }); };
+  auto stream = [&](std::size_t size, int count) {
+    return run(io, [&]() -> asio::awaitable<double> {
+      ClientContext ctx;
+      EchoRequest request;
+      request.set_response_size(static_cast<std::int32_t>(size));
+      request.set_response_count(count);
+      const auto t0 = Clock::now();
+      ClientReader<EchoResponse> stream = co_await stub.Expand(ctx, request);
+      EchoResponse response;
+      std::int64_t bytes = 0;
+      while (co_await stream.read(response))
+        bytes += static_cast<std::int64_t>(response.payload().size());
+      absl::Status s = co_await stream.finish();
+      const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (!s.ok() || bytes != static_cast<std::int64_t>(size) * count) {
+        std::fprintf(stderr, "rpc_bench: stream failed: %s\n", s.ToString().c_str());
+        std::exit(1);
+      }
+      co_return static_cast<double>(bytes) / secs / 1e6;
+    });
+  };
   const ServerSample stream_before = sample();
   const std::int64_t client_before = thread_cpu_ns();
   r.stream_mb_per_s = stream(64 * 1024, stream_messages);
@@ -311,27 +317,29 @@ FerryResult measure_ferry(int latency_calls, int throughput_calls, int stream_me
 
   // The same 1 MiB stream by reference at both ends: the server writes one body it holds
   // (ExpandRef), the client takes each body out of the read blocks without parsing it.
-  auto stream_ref = [&](std::size_t size, int count) { return run(io, [&]() -> asio::awaitable<double> {
-    ClientContext ctx;
-    EchoRequest request;
-    request.set_response_size(static_cast<std::int32_t>(size));
-    request.set_response_count(count);
-    const auto t0 = Clock::now();
-    ClientStream stream = co_await channel.open(kExpandRef, ctx, request);
-    SliceChain message, body;
-    std::int64_t bytes = 0;
-    while (co_await stream.read_raw(message)) {
-      if (!take_bytes_field(message, 1, body).ok()) break;
-      bytes += static_cast<std::int64_t>(body.size());
-    }
-    absl::Status s = co_await stream.finish();
-    const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (!s.ok() || bytes != static_cast<std::int64_t>(size) * count) {
-      std::fprintf(stderr, "rpc_bench: stream by reference failed: %s\n", s.ToString().c_str());
-      std::exit(1);
-    }
-    co_return static_cast<double>(bytes) / secs / 1e6;
-  }); };
+  auto stream_ref = [&](std::size_t size, int count) {
+    return run(io, [&]() -> asio::awaitable<double> {
+      ClientContext ctx;
+      EchoRequest request;
+      request.set_response_size(static_cast<std::int32_t>(size));
+      request.set_response_count(count);
+      const auto t0 = Clock::now();
+      ClientStream stream = co_await channel.open(kExpandRef, ctx, request);
+      SliceChain message, body;
+      std::int64_t bytes = 0;
+      while (co_await stream.read_raw(message)) {
+        if (!take_bytes_field(message, 1, body).ok()) break;
+        bytes += static_cast<std::int64_t>(body.size());
+      }
+      absl::Status s = co_await stream.finish();
+      const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (!s.ok() || bytes != static_cast<std::int64_t>(size) * count) {
+        std::fprintf(stderr, "rpc_bench: stream by reference failed: %s\n", s.ToString().c_str());
+        std::exit(1);
+      }
+      co_return static_cast<double>(bytes) / secs / 1e6;
+    });
+  };
   stream_ref(kLarge, 4);  // warm-up
   r.stream_1mib_ref_mb_per_s = stream_ref(kLarge, std::max(2, stream_messages / 16));
   return r;
@@ -346,18 +354,22 @@ EchoResult measure_tcp_echo(int latency_msgs, int throughput_msgs) {
   asio::io_context server_io(1);
   asio::ip::tcp::acceptor acceptor(server_io, {asio::ip::make_address("127.0.0.1"), 0});
   const auto endpoint = acceptor.local_endpoint();
-  asio::co_spawn(server_io, [&]() -> asio::awaitable<void> {
-    asio::ip::tcp::socket socket = co_await acceptor.async_accept(asio::use_awaitable);
-    socket.set_option(asio::ip::tcp::no_delay(true));
-    std::vector<char> buf(64 * 1024);
-    try {
-      while (true) {
-        const std::size_t n = co_await socket.async_read_some(asio::buffer(buf), asio::use_awaitable);
-        co_await asio::async_write(socket, asio::buffer(buf.data(), n), asio::use_awaitable);
-      }
-    } catch (...) {
-    }
-  }, asio::detached);
+  asio::co_spawn(
+      server_io,
+      [&]() -> asio::awaitable<void> {
+        asio::ip::tcp::socket socket = co_await acceptor.async_accept(asio::use_awaitable);
+        socket.set_option(asio::ip::tcp::no_delay(true));
+        std::vector<char> buf(64 * 1024);
+        try {
+          while (true) {
+            const std::size_t n =
+                co_await socket.async_read_some(asio::buffer(buf), asio::use_awaitable);
+            co_await asio::async_write(socket, asio::buffer(buf.data(), n), asio::use_awaitable);
+          }
+        } catch (...) {
+        }
+      },
+      asio::detached);
   std::thread server_thread = [&] {
     ServerCores on_server_core;
     return std::thread([&] { server_io.run(); });
@@ -503,11 +515,12 @@ int main(int argc, char** argv) {
     if (tls_only) {
       tls.push_back(measure_ferry(latency_calls, throughput_calls, stream_messages, true));
       for (const auto* r : {&ferry.back(), &tls.back()}) {
-        std::printf("run %d %-9s p50 %.1f µs, %.0f calls/s, %.2f µs CPU/call, %.2f allocs/call, "
-                    "64 KiB stream %.0f MB/s (CPU per byte: server %.2f ns, client %.2f ns)\n",
-                    i, r == &ferry.back() ? "cleartext" : "TLS", r->p50_us, r->calls_per_s,
-                    r->cpu_us_per_call, r->allocs_per_call, r->stream_mb_per_s,
-                    r->stream_server_ns_per_byte, r->stream_client_ns_per_byte);
+        std::printf(
+            "run %d %-9s p50 %.1f µs, %.0f calls/s, %.2f µs CPU/call, %.2f allocs/call, "
+            "64 KiB stream %.0f MB/s (CPU per byte: server %.2f ns, client %.2f ns)\n",
+            i, r == &ferry.back() ? "cleartext" : "TLS", r->p50_us, r->calls_per_s,
+            r->cpu_us_per_call, r->allocs_per_call, r->stream_mb_per_s,
+            r->stream_server_ns_per_byte, r->stream_client_ns_per_byte);
       }
       continue;
     }
@@ -528,24 +541,34 @@ int main(int argc, char** argv) {
   if (tls_only) echo.push_back({1, 1, 1, 1});  // not measured, not shown
   const double f_p50 = m(ferry, &FerryResult::p50_us), e_p50 = m(echo, &EchoResult::p50_us);
   const double f_p99 = m(ferry, &FerryResult::p99_us), e_p99 = m(echo, &EchoResult::p99_us);
-  const double f_qps = m(ferry, &FerryResult::calls_per_s), e_qps = m(echo, &EchoResult::msgs_per_s);
+  const double f_qps = m(ferry, &FerryResult::calls_per_s),
+               e_qps = m(echo, &EchoResult::msgs_per_s);
   const double f_cpu = m(ferry, &FerryResult::cpu_us_per_call);
   const double e_cpu = m(echo, &EchoResult::cpu_us_per_msg);
   if (!tls_only) {
     std::printf("Loopback RPC, %zu-byte payloads, server on 1 I/O thread; medians of %d runs\n\n",
                 kPayload, repetitions);
     std::printf("| measure | ferry | raw TCP echo | ferry / echo |\n|---|---:|---:|---:|\n");
-    std::printf("| unary latency p50, 1 in flight (µs) | %.1f | %.1f | %.2f× |\n", f_p50, e_p50, f_p50 / e_p50);
-    std::printf("| unary latency p99, 1 in flight (µs) | %.1f | %.1f | %.2f× |\n", f_p99, e_p99, f_p99 / e_p99);
-    std::printf("| unary calls/s, %d in flight, 1 connection | %.0f | %.0f | %.2f× |\n", kInFlight, f_qps, e_qps, f_qps / e_qps);
-    std::printf("| server CPU per call, %d in flight (µs) | %.2f | %.2f | %.2f× |\n", kInFlight, f_cpu, e_cpu, f_cpu / e_cpu);
-    std::printf("| server heap allocations per call | %.2f | – | |\n", m(ferry, &FerryResult::allocs_per_call));
+    std::printf("| unary latency p50, 1 in flight (µs) | %.1f | %.1f | %.2f× |\n", f_p50, e_p50,
+                f_p50 / e_p50);
+    std::printf("| unary latency p99, 1 in flight (µs) | %.1f | %.1f | %.2f× |\n", f_p99, e_p99,
+                f_p99 / e_p99);
+    std::printf("| unary calls/s, %d in flight, 1 connection | %.0f | %.0f | %.2f× |\n", kInFlight,
+                f_qps, e_qps, f_qps / e_qps);
+    std::printf("| server CPU per call, %d in flight (µs) | %.2f | %.2f | %.2f× |\n", kInFlight,
+                f_cpu, e_cpu, f_cpu / e_cpu);
+    std::printf("| server heap allocations per call | %.2f | – | |\n",
+                m(ferry, &FerryResult::allocs_per_call));
     std::printf("| the same, %zu-byte payloads (no protobuf string buffers) | %.2f | – | |\n",
                 kSmallPayload, m(ferry, &FerryResult::small_allocs_per_call));
-    std::printf("| server streaming, 64 KiB messages (MB/s) | %.0f | – | |\n", m(ferry, &FerryResult::stream_mb_per_s));
-    std::printf("| unary echo, 1 MiB messages, 2 in flight (MB/s, both ways) | %.0f | – | |\n", m(ferry, &FerryResult::unary_1mib_mb_per_s));
-    std::printf("| server streaming, 1 MiB messages (MB/s) | %.0f | – | |\n", m(ferry, &FerryResult::stream_1mib_mb_per_s));
-    std::printf("| the same, by reference (write_raw / read_raw, MB/s) | %.0f | – | |\n", m(ferry, &FerryResult::stream_1mib_ref_mb_per_s));
+    std::printf("| server streaming, 64 KiB messages (MB/s) | %.0f | – | |\n",
+                m(ferry, &FerryResult::stream_mb_per_s));
+    std::printf("| unary echo, 1 MiB messages, 2 in flight (MB/s, both ways) | %.0f | – | |\n",
+                m(ferry, &FerryResult::unary_1mib_mb_per_s));
+    std::printf("| server streaming, 1 MiB messages (MB/s) | %.0f | – | |\n",
+                m(ferry, &FerryResult::stream_1mib_mb_per_s));
+    std::printf("| the same, by reference (write_raw / read_raw, MB/s) | %.0f | – | |\n",
+                m(ferry, &FerryResult::stream_1mib_ref_mb_per_s));
   }
 
   const double t_p50 = m(tls, &FerryResult::p50_us), t_qps = m(tls, &FerryResult::calls_per_s);
@@ -553,12 +576,20 @@ int main(int argc, char** argv) {
   const double f_mb = m(ferry, &FerryResult::stream_mb_per_s);
   const double t_mb = m(tls, &FerryResult::stream_mb_per_s);
   std::printf("\nTLS (TLS 1.3, AES-128-GCM) beside cleartext, same run\n\n");
-  std::printf("| measure | cleartext | TLS | TLS − cleartext | TLS / cleartext |\n|---|---:|---:|---:|---:|\n");
-  std::printf("| unary latency p50, 1 in flight (µs) | %.1f | %.1f | %+.1f | %.2f× |\n", f_p50, t_p50, t_p50 - f_p50, t_p50 / f_p50);
-  std::printf("| unary calls/s, %d in flight, 1 connection | %.0f | %.0f | | %.2f× |\n", kInFlight, f_qps, t_qps, t_qps / f_qps);
-  std::printf("| server CPU per call, %d in flight (µs) | %.2f | %.2f | %+.2f | %.2f× |\n", kInFlight, f_cpu, t_cpu, t_cpu - f_cpu, t_cpu / f_cpu);
-  std::printf("| server heap allocations per call | %.2f | %.2f | | |\n", m(ferry, &FerryResult::allocs_per_call), m(tls, &FerryResult::allocs_per_call));
-  std::printf("| server streaming, 64 KiB messages (MB/s) | %.0f | %.0f | %+.2f ns/byte | %.2f× |\n", f_mb, t_mb, 1e3 / t_mb - 1e3 / f_mb, t_mb / f_mb);
+  std::printf(
+      "| measure | cleartext | TLS | TLS − cleartext | TLS / cleartext "
+      "|\n|---|---:|---:|---:|---:|\n");
+  std::printf("| unary latency p50, 1 in flight (µs) | %.1f | %.1f | %+.1f | %.2f× |\n", f_p50,
+              t_p50, t_p50 - f_p50, t_p50 / f_p50);
+  std::printf("| unary calls/s, %d in flight, 1 connection | %.0f | %.0f | | %.2f× |\n", kInFlight,
+              f_qps, t_qps, t_qps / f_qps);
+  std::printf("| server CPU per call, %d in flight (µs) | %.2f | %.2f | %+.2f | %.2f× |\n",
+              kInFlight, f_cpu, t_cpu, t_cpu - f_cpu, t_cpu / f_cpu);
+  std::printf("| server heap allocations per call | %.2f | %.2f | | |\n",
+              m(ferry, &FerryResult::allocs_per_call), m(tls, &FerryResult::allocs_per_call));
+  std::printf(
+      "| server streaming, 64 KiB messages (MB/s) | %.0f | %.0f | %+.2f ns/byte | %.2f× |\n", f_mb,
+      t_mb, 1e3 / t_mb - 1e3 / f_mb, t_mb / f_mb);
   for (auto [name, field] : {std::pair{"server", &FerryResult::stream_server_ns_per_byte},
                              std::pair{"client", &FerryResult::stream_client_ns_per_byte}}) {
     const double f = m(ferry, field), t = m(tls, field);
@@ -571,21 +602,33 @@ int main(int argc, char** argv) {
   const double i_p50 = m(intercepted, &FerryResult::p50_us);
   const double i_qps = m(intercepted, &FerryResult::calls_per_s);
   const double i_cpu = m(intercepted, &FerryResult::cpu_us_per_call);
-  std::printf("\nOne no-op interceptor on the server and one on the channel, beside none, same run\n\n");
-  std::printf("| measure | none | one no-op each side | difference | ratio |\n|---|---:|---:|---:|---:|\n");
-  std::printf("| unary latency p50, 1 in flight (µs) | %.1f | %.1f | %+.2f | %.2f× |\n", f_p50, i_p50, i_p50 - f_p50, i_p50 / f_p50);
-  std::printf("| unary calls/s, %d in flight, 1 connection | %.0f | %.0f | | %.2f× |\n", kInFlight, f_qps, i_qps, i_qps / f_qps);
-  std::printf("| server CPU per call, %d in flight (µs) | %.2f | %.2f | %+.3f | %.2f× |\n", kInFlight, f_cpu, i_cpu, i_cpu - f_cpu, i_cpu / f_cpu);
-  std::printf("| server heap allocations per call | %.2f | %.2f | | |\n", m(ferry, &FerryResult::allocs_per_call), m(intercepted, &FerryResult::allocs_per_call));
-  std::printf("| the same, %zu-byte payloads | %.2f | %.2f | | |\n", kSmallPayload, m(ferry, &FerryResult::small_allocs_per_call), m(intercepted, &FerryResult::small_allocs_per_call));
+  std::printf(
+      "\nOne no-op interceptor on the server and one on the channel, beside none, same run\n\n");
+  std::printf(
+      "| measure | none | one no-op each side | difference | ratio |\n|---|---:|---:|---:|---:|\n");
+  std::printf("| unary latency p50, 1 in flight (µs) | %.1f | %.1f | %+.2f | %.2f× |\n", f_p50,
+              i_p50, i_p50 - f_p50, i_p50 / f_p50);
+  std::printf("| unary calls/s, %d in flight, 1 connection | %.0f | %.0f | | %.2f× |\n", kInFlight,
+              f_qps, i_qps, i_qps / f_qps);
+  std::printf("| server CPU per call, %d in flight (µs) | %.2f | %.2f | %+.3f | %.2f× |\n",
+              kInFlight, f_cpu, i_cpu, i_cpu - f_cpu, i_cpu / f_cpu);
+  std::printf("| server heap allocations per call | %.2f | %.2f | | |\n",
+              m(ferry, &FerryResult::allocs_per_call),
+              m(intercepted, &FerryResult::allocs_per_call));
+  std::printf("| the same, %zu-byte payloads | %.2f | %.2f | | |\n", kSmallPayload,
+              m(ferry, &FerryResult::small_allocs_per_call),
+              m(intercepted, &FerryResult::small_allocs_per_call));
 
   const double o_qps = m(one_conn, &BalancedResult::calls_per_s);
   const double b_qps = m(balanced, &BalancedResult::calls_per_s);
   const double o_cpu = m(one_conn, &BalancedResult::client_cpu_us_per_call);
   const double b_cpu = m(balanced, &BalancedResult::client_cpu_us_per_call);
-  std::printf("\nround_robin over 2 servers beside 1 connection (pick_first, 1 server), %d in flight, "
-              "client on 1 thread, same run\n\n", kInFlight);
-  std::printf("| measure | 1 connection | round_robin, 2 servers | ratio |\n|---|---:|---:|---:|\n");
+  std::printf(
+      "\nround_robin over 2 servers beside 1 connection (pick_first, 1 server), %d in flight, "
+      "client on 1 thread, same run\n\n",
+      kInFlight);
+  std::printf(
+      "| measure | 1 connection | round_robin, 2 servers | ratio |\n|---|---:|---:|---:|\n");
   std::printf("| unary calls/s | %.0f | %.0f | %.2f× |\n", o_qps, b_qps, b_qps / o_qps);
   std::printf("| client CPU per call (µs) | %.2f | %.2f | %.2f× |\n", o_cpu, b_cpu, b_cpu / o_cpu);
   std::printf("| picker, per pick (ns) | %.1f | %.1f | |\n", median(pick1), median(pick2));

@@ -2,8 +2,8 @@
 // checked message by message against a plain reference parse of the whole stream: the same
 // messages and payloads, each as soon as its last byte is in, the same error as soon as the bad
 // prefix is in, and the receive limit enforced; each message's bytes field cut out by reference
-// (take_bytes_field, field 1-4 by the mode's top bits) is checked against protobuf's parse. Input: 1 byte of options, 8 bytes of chunk
-// sizes, then the stream (see fuzz/README.md).
+// (take_bytes_field, field 1-4 by the mode's top bits) is checked against protobuf's parse. Input:
+// 1 byte of options, 8 bytes of chunk sizes, then the stream (see fuzz/README.md).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -16,9 +16,9 @@
 #include "ferry/frame.h"
 #include "ferry/frame_decoder.h"
 #include "fuzz_check.h"
-#include "google/protobuf/stubs/logging.h"
 #include "google/protobuf/empty.pb.h"
 #include "google/protobuf/struct.pb.h"
+#include "google/protobuf/stubs/logging.h"
 #include "google/protobuf/unknown_field_set.h"
 
 namespace {
@@ -42,8 +42,8 @@ RefStream parse_reference(std::string_view stream, const ferry::FrameDecoderOpti
   std::size_t at = 0;
   while (stream.size() - at >= ferry::kFramePrefixSize) {
     const auto* p = reinterpret_cast<const std::uint8_t*>(stream.data() + at);
-    const std::size_t length = (std::size_t{p[1]} << 24) | (std::size_t{p[2]} << 16) |
-                               (std::size_t{p[3]} << 8) | p[4];
+    const std::size_t length =
+        (std::size_t{p[1]} << 24) | (std::size_t{p[2]} << 16) | (std::size_t{p[3]} << 8) | p[4];
     absl::StatusCode error = absl::StatusCode::kOk;
     if (p[0] > 1 || (p[0] == 1 && !options.compression_negotiated)) {
       error = absl::StatusCode::kInternal;
@@ -64,8 +64,8 @@ RefStream parse_reference(std::string_view stream, const ferry::FrameDecoderOpti
 }
 
 // The receive limit, by the mode byte's low 3 bits: small ones make the limit bite often.
-constexpr std::size_t kMaxSizes[] = {0, 1, 4, 16, 100, 1000, 65536,
-                                     ferry::kDefaultMaxReceiveMessageSize};
+constexpr std::size_t kMaxSizes[] = {0,   1,    4,     16,
+                                     100, 1000, 65536, ferry::kDefaultMaxReceiveMessageSize};
 
 // read_raw's cut (ferry/bytes_field.h) against protobuf's own parse into unknown fields: it may
 // refuse more (groups) but never accept what protobuf refuses; when it accepts, the body is the
@@ -164,14 +164,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       FUZZ_CHECK(message.payload.size() == expected.length);
       FUZZ_CHECK(message.payload.size() <= options.max_message_size);
       FUZZ_CHECK(message.payload.to_string() ==
-            stream.substr(expected.start + ferry::kFramePrefixSize, expected.length));
+                 stream.substr(expected.start + ferry::kFramePrefixSize, expected.length));
       consumed = expected.end();
       // What the call layer does next: inflate (within the limit) and parse. The parse through
       // ferry's zero-copy stream over the slices must agree with protobuf's over flat bytes.
       if (message.compressed) {
         ferry::SliceChain inflated;
-        const absl::Status s = ferry::decompress_payload(
-            message.payload, ferry::Compression::kGzip, options.max_message_size, inflated);
+        const absl::Status s = ferry::decompress_payload(message.payload, ferry::Compression::kGzip,
+                                                         options.max_message_size, inflated);
         FUZZ_CHECK(s.ok() ? inflated.size() <= options.max_message_size : inflated.empty());
       } else {
         google::protobuf::Value chained;

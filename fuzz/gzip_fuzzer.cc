@@ -19,9 +19,22 @@
 
 namespace {
 
-constexpr std::size_t kMaxSizes[] = {0,     1,     10,     100,     1000,    4095,
-                                     4096,  65535, 65536,  65537,   131072,  1 << 20,
-                                     ferry::kDefaultMaxReceiveMessageSize, 7, 512, 16384};
+constexpr std::size_t kMaxSizes[] = {0,
+                                     1,
+                                     10,
+                                     100,
+                                     1000,
+                                     4095,
+                                     4096,
+                                     65535,
+                                     65536,
+                                     65537,
+                                     131072,
+                                     1 << 20,
+                                     ferry::kDefaultMaxReceiveMessageSize,
+                                     7,
+                                     512,
+                                     16384};
 
 struct Outcome {
   absl::StatusCode code = absl::StatusCode::kOk;
@@ -72,8 +85,8 @@ Outcome reference_inflate(std::string_view in, std::size_t max_size) {
 ferry::SliceChain split(std::string_view data, std::uint8_t chunk_size) {
   ferry::SliceChain chain;
   for (std::size_t at = 0; at < data.size();) {
-    const std::size_t n = chunk_size == 0 ? data.size() - at
-                                          : std::min<std::size_t>(chunk_size, data.size() - at);
+    const std::size_t n =
+        chunk_size == 0 ? data.size() - at : std::min<std::size_t>(chunk_size, data.size() - at);
     chain.append(ferry::Slice::unowned(data.data() + at, n));
     at += n;
   }

@@ -1,7 +1,7 @@
 // server_connection_fuzzer: the bytes of a whole client connection, after the preface, fed to a
-// server http2::Connection over the in-memory transport (src/transport/memory_stream.h, no sockets),
-// in chunks whose sizes the input chooses. The server's streams behave as gRPC calls do: they
-// take DATA and give its window back, answer the client's END_STREAM with headers, DATA and
+// server http2::Connection over the in-memory transport (src/transport/memory_stream.h, no
+// sockets), in chunks whose sizes the input chooses. The server's streams behave as gRPC calls do:
+// they take DATA and give its window back, answer the client's END_STREAM with headers, DATA and
 // trailers, refuse a stream now and then, and reset one whose headers say so. So both
 // directions of the connection engine run on hostile input: nghttp2's parser and HPACK, ferry's
 // callbacks, the closed-stream ledger, flow control, read parts and the gathered write path.

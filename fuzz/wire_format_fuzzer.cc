@@ -11,9 +11,9 @@
 #include <string>
 #include <string_view>
 
+#include "call/wire_format.h"
 #include "ferry/compression.h"
 #include "fuzz_check.h"
-#include "call/wire_format.h"
 
 namespace {
 
@@ -99,9 +99,8 @@ void check_encodings(std::string_view value) {
   for (std::size_t start = 0; start <= value.size();) {
     std::size_t comma = value.find(',', start);
     if (comma == std::string_view::npos) comma = value.size();
-    lists_gzip = lists_gzip ||
-                 ferry::parse_compression(value.substr(start, comma - start)) ==
-                     ferry::Compression::kGzip;
+    lists_gzip = lists_gzip || ferry::parse_compression(value.substr(start, comma - start)) ==
+                                   ferry::Compression::kGzip;
     start = comma + 1;
   }
   FUZZ_CHECK(ferry::detail::accepts_encoding(value, ferry::Compression::kGzip) == lists_gzip);
@@ -113,13 +112,27 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size < 1) return 0;
   const std::string_view value(reinterpret_cast<const char*>(data + 1), size - 1);
   switch (data[0] % 8) {
-    case 0: check_timeout(value); break;
-    case 1: check_timeout_format(value); break;
-    case 2: check_percent(value); break;
-    case 3: check_base64(value); break;
-    case 4: check_content_type(value); break;
-    case 5: check_grpc_status(value); break;
-    case 6: check_encodings(value); break;
+    case 0:
+      check_timeout(value);
+      break;
+    case 1:
+      check_timeout_format(value);
+      break;
+    case 2:
+      check_percent(value);
+      break;
+    case 3:
+      check_base64(value);
+      break;
+    case 4:
+      check_content_type(value);
+      break;
+    case 5:
+      check_grpc_status(value);
+      break;
+    case 6:
+      check_encodings(value);
+      break;
     case 7:  // every parser on the same bytes
       check_timeout(value);
       check_percent(value);

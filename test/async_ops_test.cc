@@ -3,8 +3,6 @@
 // through a completion handler's cancellation slot, on both sides (`||` with a timer, an
 // explicit cancellation_signal). Each cancellation test checks both ends: the status the
 // cancelled side sees and that RST_STREAM reached the other.
-#include "ferry/completion.h"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -25,6 +23,7 @@
 #include "asio/use_future.hpp"
 #include "ferry/channel.h"
 #include "ferry/client_stream.h"
+#include "ferry/completion.h"
 #include "ferry/server.h"
 #include "ferry/server_stream.h"
 #include "ferry/testing/echo.pb.h"
@@ -64,11 +63,9 @@ TEST(AsyncOps, UnaryCallRacedAgainstATimerIsCancelled) {
   const auto start = std::chrono::steady_clock::now();
   const std::size_t winner = loop.run([&]() -> asio::awaitable<std::size_t> {
     asio::steady_timer timer(co_await asio::this_coro::executor, 100ms);
-    auto result = co_await (
-        [&]() -> asio::awaitable<void> {
-          call_status = co_await loop.stub().Echo(ctx, request, response);
-        }() ||
-        timer.async_wait(asio::use_awaitable));
+    auto result = co_await ([&]() -> asio::awaitable<void> {
+      call_status = co_await loop.stub().Echo(ctx, request, response);
+    }() || timer.async_wait(asio::use_awaitable));
     co_return result.index();
   });
   EXPECT_EQ(winner, 1u);  // the timer
@@ -133,9 +130,9 @@ TEST(AsyncOps, TotalCancellationAloneIsNotHonoured) {
   EchoResponse response;
   asio::cancellation_signal signal;
   std::optional<absl::Status> status;
-  loop.channel().call(kEcho, ctx, request, response,
-                      asio::bind_cancellation_slot(signal.slot(),
-                                                   [&](absl::Status s) { status = std::move(s); }));
+  loop.channel().call(
+      kEcho, ctx, request, response,
+      asio::bind_cancellation_slot(signal.slot(), [&](absl::Status s) { status = std::move(s); }));
   ASSERT_TRUE(loop.wait_until([&] { return loop.probe().started.load() == 1; }));
   signal.emit(asio::cancellation_type::total);
   ASSERT_TRUE(loop.wait_until([&] { return status.has_value(); }));
@@ -207,8 +204,8 @@ TEST(AsyncOps, StreamFinishCancelledThroughASignal) {
   });
   asio::cancellation_signal signal;
   std::optional<absl::Status> status;
-  stream.finish(asio::bind_cancellation_slot(signal.slot(),
-                                             [&](absl::Status s) { status = std::move(s); }));
+  stream.finish(
+      asio::bind_cancellation_slot(signal.slot(), [&](absl::Status s) { status = std::move(s); }));
   ASSERT_TRUE(loop.wait_until([&] { return loop.probe().started.load() == 1; }));
   EXPECT_FALSE(status.has_value());
   signal.emit(asio::cancellation_type::terminal);
@@ -229,11 +226,9 @@ TEST(AsyncOps, CallAwaitedFromAnotherExecutorIsCancelledOnTheChannelsThread) {
   absl::Status call_status = absl::UnknownError("not completed");
   const std::size_t winner = loop.run([&]() -> asio::awaitable<std::size_t> {
     asio::steady_timer timer(co_await asio::this_coro::executor, 100ms);
-    auto result = co_await (
-        [&]() -> asio::awaitable<void> {
-          call_status = co_await channel.call(kEcho, ctx, request, response);
-        }() ||
-        timer.async_wait(asio::use_awaitable));
+    auto result = co_await ([&]() -> asio::awaitable<void> {
+      call_status = co_await channel.call(kEcho, ctx, request, response);
+    }() || timer.async_wait(asio::use_awaitable));
     co_return result.index();
   });
   EXPECT_EQ(winner, 1u);
@@ -320,8 +315,8 @@ TEST(AsyncOps, ServerReadRacedAgainstATimerCancelsTheCall) {
   ServerSide seen;
   service.add_bidi_streaming<EchoRequest, EchoResponse>(
       "Wait",
-      [&](ServerContext& ctx, ServerReaderWriter<EchoRequest, EchoResponse>& stream)
-          -> asio::awaitable<absl::Status> {
+      [&](ServerContext& ctx,
+          ServerReaderWriter<EchoRequest, EchoResponse>& stream) -> asio::awaitable<absl::Status> {
         EchoRequest request;
         asio::steady_timer timer(co_await asio::this_coro::executor, 100ms);
         auto result = co_await (stream.read(request) || timer.async_wait(asio::use_awaitable));
@@ -355,8 +350,8 @@ TEST(AsyncOps, ServerReadWithACallbackTokenAndASignal) {
   ServerSide seen;
   service.add_bidi_streaming<EchoRequest, EchoResponse>(
       "Wait",
-      [&](ServerContext& ctx, ServerReaderWriter<EchoRequest, EchoResponse>& stream)
-          -> asio::awaitable<absl::Status> {
+      [&](ServerContext& ctx,
+          ServerReaderWriter<EchoRequest, EchoResponse>& stream) -> asio::awaitable<absl::Status> {
         EchoRequest request;
         // The first read completes normally through a callback.
         std::optional<bool> got;
@@ -367,8 +362,8 @@ TEST(AsyncOps, ServerReadWithACallbackTokenAndASignal) {
         // The second waits for a request that never comes, until the signal.
         asio::cancellation_signal signal;
         std::optional<bool> second;
-        stream.read(request, asio::bind_cancellation_slot(signal.slot(),
-                                                          [&](bool ok) { second = ok; }));
+        stream.read(request,
+                    asio::bind_cancellation_slot(signal.slot(), [&](bool ok) { second = ok; }));
         co_await sleep_for(50ms);  // time passing is what this checks: the read stays pending
         seen.timer_won = !second.has_value();
         signal.emit(asio::cancellation_type::terminal);

@@ -2,8 +2,6 @@
 // configure): a burst's blocks go back to the OS and the process's resident memory with them,
 // while blocks in steady use stay. Each test sets the options it needs; periods are tens of
 // milliseconds, waited for with margins.
-#include "ferry/buffer_pool.h"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -11,6 +9,8 @@
 #include <cstring>
 #include <thread>
 #include <vector>
+
+#include "ferry/buffer_pool.h"
 
 namespace ferry {
 namespace {
@@ -139,8 +139,8 @@ TEST_F(BufferPoolTrimTest, ASmallerSharedBoundFreesTheSurplusAtOnce) {
   pool().trim();
   burst(300);
   EXPECT_GT(pool().stats().blocks_idle(), 200u);
-  pool().configure({.max_shared_idle_bytes = 10 * BufferPool::kBlockSize,
-                    .idle_period = milliseconds(0)});
+  pool().configure(
+      {.max_shared_idle_bytes = 10 * BufferPool::kBlockSize, .idle_period = milliseconds(0)});
   EXPECT_LE(pool().stats().blocks_idle(), 10 + BufferPool::kThreadCacheBlocks);
   EXPECT_EQ(pool().options().max_shared_idle_bytes, 10 * BufferPool::kBlockSize);
   burst(300);  // the bound holds for later releases too

@@ -180,11 +180,13 @@ TEST(BytesField, LastOccurrenceWinsAndAbsentFieldIsEmpty) {
 
 TEST(BytesField, MalformedMessagesAreRefusedAndLeftAlone) {
   const std::string cases[] = {
-      std::string("\x0a\x05" "abc", 5),       // length past the end
-      std::string("\x10", 1),                  // varint field without its value
-      std::string("\x0b\x0c", 2),              // a group
-      std::string("\x00\x01", 2),              // field number 0
-      std::string("\x08\x01", 2),              // field 1 as a varint: not length-delimited
+      std::string("\x0a\x05"
+                  "abc",
+                  5),              // length past the end
+      std::string("\x10", 1),      // varint field without its value
+      std::string("\x0b\x0c", 2),  // a group
+      std::string("\x00\x01", 2),  // field number 0
+      std::string("\x08\x01", 2),  // field 1 as a varint: not length-delimited
       std::string("\x0a\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12),  // 11-byte varint
   };
   for (const std::string& wire : cases) {
@@ -205,10 +207,12 @@ TEST(BytesField, MalformedMessagesAreRefusedAndLeftAlone) {
 // frame_decoder_fuzzer: a 6-byte tag was accepted).
 TEST(BytesField, OverlongTagsAndLengthsAreRefusedAsProtobufRefusesThem) {
   const std::string cases[] = {
-      std::string("\xed\xf5\xf5\xf5\x87\x00" "abcd", 10),    // 6-byte tag, then a fixed32
-      std::string("\x8a\x80\x80\x80\x80\x00\x01x", 8),     // field 1's tag in 6 bytes
-      std::string("\x0a\x81\x80\x80\x80\x80\x00x", 8),     // a length of 1 in 6 bytes
-      std::string("\x0a\x80\x80\x80\x80\x08", 6),           // a length of 2 GiB
+      std::string("\xed\xf5\xf5\xf5\x87\x00"
+                  "abcd",
+                  10),                                  // 6-byte tag, then a fixed32
+      std::string("\x8a\x80\x80\x80\x80\x00\x01x", 8),  // field 1's tag in 6 bytes
+      std::string("\x0a\x81\x80\x80\x80\x80\x00x", 8),  // a length of 1 in 6 bytes
+      std::string("\x0a\x80\x80\x80\x80\x08", 6),       // a length of 2 GiB
   };
   for (const std::string& wire : cases) {
     EXPECT_FALSE(EchoRequest().ParseFromString(wire)) << ::testing::PrintToString(wire);

@@ -38,7 +38,7 @@ TEST(CancellationLink, ACallbackMayCallBackIntoTheLink) {
     EXPECT_EQ(why.code(), absl::StatusCode::kDeadlineExceeded);
     link.remove(self);  // a registration reset from its own callback
     link.add([&](const absl::Status&) { ++later_runs; });  // runs at once: cancelled already
-    link.cancel(absl::CancelledError("again"));  // the first cancel wins: nothing
+    link.cancel(absl::CancelledError("again"));            // the first cancel wins: nothing
   });
   returns_in_time([&] { link.cancel(absl::DeadlineExceededError("deadline")); });
   EXPECT_EQ(later_runs, 1);

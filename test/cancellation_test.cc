@@ -27,7 +27,6 @@ using testing::EchoResponse;
 using testing::Loopback;
 using namespace testing::echo_methods;
 
-
 bool cancelled_or_unavailable(const absl::Status& s) {
   return s.code() == absl::StatusCode::kCancelled || s.code() == absl::StatusCode::kUnavailable;
 }
@@ -158,9 +157,9 @@ TEST(Cancellation, DestroyingTheChannelMidStreamCancelsOnTheServer) {
   });
   ASSERT_TRUE(loop.wait_until([&] { return loop.probe().messages_read.load() == 1; }));
   channel.reset();
-  absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    co_return co_await stream.finish();
-  }, std::chrono::seconds(5));
+  absl::Status s =
+      loop.run([&]() -> asio::awaitable<absl::Status> { co_return co_await stream.finish(); },
+               std::chrono::seconds(5));
   EXPECT_TRUE(cancelled_or_unavailable(s)) << s;
   ASSERT_TRUE(loop.wait_until([&] { return loop.probe().finished.load() == 1; }));
   EXPECT_EQ(loop.probe().saw_cancellation.load(), 1);
@@ -189,11 +188,13 @@ TEST(Cancellation, AStreamMayOutliveItsChannel) {
   EXPECT_FALSE(blocking.read(response));
   const absl::Status blocking_status = blocking.finish();
   EXPECT_TRUE(cancelled_or_unavailable(blocking_status)) << blocking_status;
-  absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    EXPECT_FALSE(co_await awaited.read(response));
-    EXPECT_FALSE((co_await awaited.write(request)).ok());
-    co_return co_await awaited.finish();
-  }, std::chrono::seconds(5));
+  absl::Status s = loop.run(
+      [&]() -> asio::awaitable<absl::Status> {
+        EXPECT_FALSE(co_await awaited.read(response));
+        EXPECT_FALSE((co_await awaited.write(request)).ok());
+        co_return co_await awaited.finish();
+      },
+      std::chrono::seconds(5));
   EXPECT_TRUE(cancelled_or_unavailable(s)) << s;
   awaited.cancel();
 }  // both streams go here, after their channel
@@ -206,22 +207,25 @@ TEST(Cancellation, ServerStatusMidStreamStopsAClientThatKeepsSending) {
   int writes_ok = 0;
   absl::Status first_failed_write;
   const auto start = std::chrono::steady_clock::now();
-  absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    ClientStream stream = co_await loop.channel().open(kCollect, ctx);
-    EchoRequest request;
-    request.set_payload(std::string(64 * 1024, 'w'));
-    // The second message makes the handler return; the client goes on writing 64 MiB.
-    for (int i = 0; i < 1024; ++i) {
-      request.set_status_code(i == 1 ? static_cast<int>(absl::StatusCode::kPermissionDenied) : 0);
-      absl::Status w = co_await stream.write(request);
-      if (!w.ok()) {
-        first_failed_write = w;
-        break;
-      }
-      ++writes_ok;
-    }
-    co_return co_await stream.finish();
-  }, std::chrono::seconds(10));
+  absl::Status s = loop.run(
+      [&]() -> asio::awaitable<absl::Status> {
+        ClientStream stream = co_await loop.channel().open(kCollect, ctx);
+        EchoRequest request;
+        request.set_payload(std::string(64 * 1024, 'w'));
+        // The second message makes the handler return; the client goes on writing 64 MiB.
+        for (int i = 0; i < 1024; ++i) {
+          request.set_status_code(i == 1 ? static_cast<int>(absl::StatusCode::kPermissionDenied)
+                                         : 0);
+          absl::Status w = co_await stream.write(request);
+          if (!w.ok()) {
+            first_failed_write = w;
+            break;
+          }
+          ++writes_ok;
+        }
+        co_return co_await stream.finish();
+      },
+      std::chrono::seconds(10));
   EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
   // The writer learnt the call was over long before 64 MiB: it did not hang in write().
   EXPECT_EQ(first_failed_write.code(), absl::StatusCode::kPermissionDenied) << first_failed_write;
@@ -238,22 +242,24 @@ TEST(Cancellation, ServerStatusWakesAClientWriterBlockedOnFlowControl) {
   ClientContext ctx;
   int writes_ok = 0;
   absl::Status failed_write;
-  absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    ClientStream stream = co_await loop.channel().open(kCollect, ctx);
-    EchoRequest request;
-    request.set_payload(std::string(64 * 1024, 'b'));
-    for (int i = 0; i < 1024; ++i) {
-      request.set_delay_ms(i == 0 ? 200 : 0);
-      request.set_status_code(i == 1 ? static_cast<int>(absl::StatusCode::kOutOfRange) : 0);
-      absl::Status w = co_await stream.write(request);
-      if (!w.ok()) {
-        failed_write = w;
-        break;
-      }
-      ++writes_ok;
-    }
-    co_return co_await stream.finish();
-  }, std::chrono::seconds(10));
+  absl::Status s = loop.run(
+      [&]() -> asio::awaitable<absl::Status> {
+        ClientStream stream = co_await loop.channel().open(kCollect, ctx);
+        EchoRequest request;
+        request.set_payload(std::string(64 * 1024, 'b'));
+        for (int i = 0; i < 1024; ++i) {
+          request.set_delay_ms(i == 0 ? 200 : 0);
+          request.set_status_code(i == 1 ? static_cast<int>(absl::StatusCode::kOutOfRange) : 0);
+          absl::Status w = co_await stream.write(request);
+          if (!w.ok()) {
+            failed_write = w;
+            break;
+          }
+          ++writes_ok;
+        }
+        co_return co_await stream.finish();
+      },
+      std::chrono::seconds(10));
   EXPECT_EQ(s.code(), absl::StatusCode::kOutOfRange) << s;
   EXPECT_EQ(failed_write.code(), absl::StatusCode::kOutOfRange) << failed_write;
   EXPECT_LT(writes_ok, 1024);
@@ -325,9 +331,8 @@ TEST(Cancellation, TheServerEnforcesTheDeadlineOnItsOwn) {
   }
   ASSERT_EQ(loop.probe().finished.load(), 1) << "the server did not end the call at its deadline";
   EXPECT_EQ(loop.probe().saw_cancellation.load(), 1);
-  absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    co_return co_await stream.finish();
-  });
+  absl::Status s =
+      loop.run([&]() -> asio::awaitable<absl::Status> { co_return co_await stream.finish(); });
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
 }
 
@@ -356,8 +361,8 @@ TEST(Cancellation, HandlerSeesTheClientsDeadline) {
   std::atomic<long long> left_ms{-1};
   service.add_unary<EchoRequest, EchoResponse>(
       "Deadline",
-      [&left_ms](ServerContext& ctx, const EchoRequest&, EchoResponse&)
-          -> asio::awaitable<absl::Status> {
+      [&left_ms](ServerContext& ctx, const EchoRequest&,
+                 EchoResponse&) -> asio::awaitable<absl::Status> {
         left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                       ctx.deadline() - std::chrono::steady_clock::now())
                       .count();
@@ -382,19 +387,21 @@ TEST(Cancellation, DeadlineFailsAClientWriterBlockedOnFlowControl) {
   ctx.set_timeout(300ms);
   absl::Status failed_write;
   const auto start = std::chrono::steady_clock::now();
-  absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    ClientStream stream = co_await loop.channel().open(kCollect, ctx);
-    EchoRequest request;
-    request.set_payload(std::string(64 * 1024, 'd'));
-    request.set_delay_ms(10'000);  // the handler reads one message, then sits
-    for (int i = 0; i < 10'000; ++i) {
-      if (absl::Status w = co_await stream.write(request); !w.ok()) {
-        failed_write = w;
-        break;
-      }
-    }
-    co_return co_await stream.finish();
-  }, std::chrono::seconds(10));
+  absl::Status s = loop.run(
+      [&]() -> asio::awaitable<absl::Status> {
+        ClientStream stream = co_await loop.channel().open(kCollect, ctx);
+        EchoRequest request;
+        request.set_payload(std::string(64 * 1024, 'd'));
+        request.set_delay_ms(10'000);  // the handler reads one message, then sits
+        for (int i = 0; i < 10'000; ++i) {
+          if (absl::Status w = co_await stream.write(request); !w.ok()) {
+            failed_write = w;
+            break;
+          }
+        }
+        co_return co_await stream.finish();
+      },
+      std::chrono::seconds(10));
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
   EXPECT_EQ(failed_write.code(), absl::StatusCode::kDeadlineExceeded) << failed_write;
   EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
@@ -413,8 +420,8 @@ TEST(Cancellation, HandlerMayUseItsContextAfterTheConnectionIsGone) {
   std::string peer_after;
   service.add_bidi_streaming<EchoRequest, EchoResponse>(
       "Linger",
-      [&](ServerContext& ctx, ServerReaderWriter<EchoRequest, EchoResponse>& stream)
-          -> asio::awaitable<absl::Status> {
+      [&](ServerContext& ctx,
+          ServerReaderWriter<EchoRequest, EchoResponse>& stream) -> asio::awaitable<absl::Status> {
         entered = true;
         EchoRequest request;
         while (co_await stream.read(request)) {
@@ -456,12 +463,14 @@ TEST(Cancellation, ServerShutdownWithoutGraceEndsAnOpenClientStream) {
   });
   std::thread stopper([&] { loop.server().shutdown(0ms); });
   const auto start = std::chrono::steady_clock::now();
-  absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    EchoResponse response;
-    while (co_await stream.read(response)) {
-    }
-    co_return co_await stream.finish();
-  }, std::chrono::seconds(10));
+  absl::Status s = loop.run(
+      [&]() -> asio::awaitable<absl::Status> {
+        EchoResponse response;
+        while (co_await stream.read(response)) {
+        }
+        co_return co_await stream.finish();
+      },
+      std::chrono::seconds(10));
   stopper.join();
   EXPECT_TRUE(cancelled_or_unavailable(s)) << s;
   EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
@@ -481,17 +490,19 @@ TEST(Cancellation, ServerShutdownFailsAClientWriterBlockedOnFlowControl) {
     std::this_thread::sleep_for(200ms);
     loop.server().shutdown(0ms);
   });
-  absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    ClientStream stream = co_await loop.channel().open(kCollect, ctx);
-    EchoRequest request;
-    request.set_payload(std::string(64 * 1024, 's'));
-    request.set_delay_ms(10'000);  // the handler reads one message, then sits
-    for (int i = 0; i < 10'000; ++i) {
-      if (!(co_await stream.write(request)).ok()) break;
-      ++writes_ok;
-    }
-    co_return co_await stream.finish();
-  }, std::chrono::seconds(10));
+  absl::Status s = loop.run(
+      [&]() -> asio::awaitable<absl::Status> {
+        ClientStream stream = co_await loop.channel().open(kCollect, ctx);
+        EchoRequest request;
+        request.set_payload(std::string(64 * 1024, 's'));
+        request.set_delay_ms(10'000);  // the handler reads one message, then sits
+        for (int i = 0; i < 10'000; ++i) {
+          if (!(co_await stream.write(request)).ok()) break;
+          ++writes_ok;
+        }
+        co_return co_await stream.finish();
+      },
+      std::chrono::seconds(10));
   stopper.join();
   EXPECT_TRUE(cancelled_or_unavailable(s)) << s;
   EXPECT_LT(writes_ok, 10'000);

@@ -3,8 +3,6 @@
 // in memory fed raw frames by the test playing the client. The case that matters most for real
 // gRPC clients is the last one: frames the client sent before it saw the server's reset are
 // ignored, never answered with a connection error.
-#include "http2/peer_stream_ledger.h"
-
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -14,6 +12,7 @@
 #include "asio/executor_work_guard.hpp"
 #include "asio/io_context.hpp"
 #include "http2/connection.h"
+#include "http2/peer_stream_ledger.h"
 #include "transport/memory_stream.h"
 
 namespace ferry::http2 {

@@ -275,9 +275,8 @@ TEST(Codegen, UnimplementedMethodsAnswerUnimplemented) {
   const char* methods[] = {"Unary", "ClientStream", "ServerStream", "Bidi"};
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(statuses[i].code(), absl::StatusCode::kUnimplemented) << statuses[i];
-    EXPECT_EQ(statuses[i].message(),
-              std::string("ferry.codegen_test.v1.Unimplemented/") + methods[i] +
-                  " is not implemented");
+    EXPECT_EQ(statuses[i].message(), std::string("ferry.codegen_test.v1.Unimplemented/") +
+                                         methods[i] + " is not implemented");
   }
 }
 

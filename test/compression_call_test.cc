@@ -29,8 +29,8 @@ using testing::RawCall;
 using testing::zlib_gzip;
 
 // The Gz service below reads these bits of EchoRequest.status_code (its only use here).
-constexpr int kCompressResponses = 1;   // ctx.set_compression(kGzip) before the first response
-constexpr int kAlternate = 2;           // every second response (odd index) with no_compression
+constexpr int kCompressResponses = 1;  // ctx.set_compression(kGzip) before the first response
+constexpr int kAlternate = 2;          // every second response (odd index) with no_compression
 
 constexpr std::string_view kUnary = "/ferry.testing.Gz/Unary";
 constexpr std::string_view kCollect = "/ferry.testing.Gz/Collect";
@@ -99,8 +99,8 @@ Service make_gz_service() {
       });
   service.add_bidi_streaming<EchoRequest, EchoResponse>(
       "Chat",
-      [](ServerContext& ctx, ServerReaderWriter<EchoRequest, EchoResponse>& stream)
-          -> asio::awaitable<absl::Status> {
+      [](ServerContext& ctx,
+         ServerReaderWriter<EchoRequest, EchoResponse>& stream) -> asio::awaitable<absl::Status> {
         EchoRequest request;
         bool first = true;
         while (co_await stream.read(request)) {
@@ -153,7 +153,7 @@ TEST(CompressionCall, UnaryEveryCombinationAndSize) {
     for (const Compression client : {Compression::kIdentity, Compression::kGzip}) {
       for (const bool server_compresses : {false, true}) {
         SCOPED_TRACE(::testing::Message() << size << " bytes, client " << compression_name(client)
-                                        << ", server compresses " << server_compresses);
+                                          << ", server compresses " << server_compresses);
         EchoRequest request;
         request.set_payload(pattern(size));
         request.set_status_code(server_compresses ? kCompressResponses : 0);
@@ -267,10 +267,10 @@ TEST(CompressionCall, ServerUsesGzipOnlyWhenTheClientAcceptsIt) {
     bool want_gzip;
   };
   const std::vector<Case> cases = {
-      {{}, false},                                           // no grpc-accept-encoding at all
+      {{}, false},  // no grpc-accept-encoding at all
       {{{"grpc-accept-encoding", "identity"}}, false},
       {{{"grpc-accept-encoding", "identity, deflate"}}, false},
-      {{{"grpc-accept-encoding", "gzip"}}, true},            // grpc-go's and grpc-java's form
+      {{{"grpc-accept-encoding", "gzip"}}, true},  // grpc-go's and grpc-java's form
       {{{"grpc-accept-encoding", "identity,deflate,gzip"}}, true},  // grpc++'s
   };
   for (const Case& c : cases) {
@@ -279,8 +279,8 @@ TEST(CompressionCall, ServerUsesGzipOnlyWhenTheClientAcceptsIt) {
     SCOPED_TRACE(c.headers.empty() ? "none" : c.headers[0].second);
     EXPECT_EQ(r.header("grpc-status"), "0");
     EXPECT_EQ(r.header("grpc-accept-encoding"), "identity,gzip");
-    EXPECT_EQ(r.header("grpc-encoding"), c.want_gzip ? std::optional<std::string>("gzip")
-                                                     : std::nullopt);
+    EXPECT_EQ(r.header("grpc-encoding"),
+              c.want_gzip ? std::optional<std::string>("gzip") : std::nullopt);
     ASSERT_GE(r.data.size(), kFramePrefixSize);
     EXPECT_EQ(r.data[0], c.want_gzip ? 1 : 0);
     EXPECT_EQ(read_frame_length(reinterpret_cast<const std::uint8_t*>(r.data.data())),
@@ -293,8 +293,7 @@ TEST(CompressionCall, UnsupportedEncodingIsUnimplementedWithAcceptEncoding) {
   EchoRequest request;
   request.set_payload("abc");
   for (const char* encoding : {"snappy", "deflate"}) {
-    RawCall call(gz.loop, kUnary, {{"grpc-encoding", encoding}},
-                 frame(serialized(request), true));
+    RawCall call(gz.loop, kUnary, {{"grpc-encoding", encoding}}, frame(serialized(request), true));
     const testing::RawResponse& r = call.wait();
     EXPECT_EQ(r.header("grpc-status"), "12") << encoding;
     EXPECT_NE(r.header("grpc-message").value_or("").find(encoding), std::string::npos);
@@ -392,8 +391,9 @@ class SnappyServer final : public http2::ConnectionObserver, public http2::Strea
       : acceptor_(io, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {
     acceptor_.async_accept([this](const asio::error_code& ec, asio::ip::tcp::socket socket) {
       if (ec) return;
-      connection_ = std::make_shared<http2::Connection>(
-          http2::make_tcp_stream(std::move(socket)), http2::Role::kServer, ConnectionLimits{}, this);
+      connection_ =
+          std::make_shared<http2::Connection>(http2::make_tcp_stream(std::move(socket)),
+                                              http2::Role::kServer, ConnectionLimits{}, this);
       connection_->start();
     });
   }
@@ -412,13 +412,15 @@ class SnappyServer final : public http2::ConnectionObserver, public http2::Strea
   void on_headers_done() override {
     if (used_) return;
     used_ = true;
-    const std::string message = frame("\x0a\x03" "abc", /*compressed=*/true);
+    const std::string message = frame(
+        "\x0a\x03"
+        "abc",
+        /*compressed=*/true);
     outbound.append_copy(message.data(), message.size());
     outbound_end = true;
     trailers.owned.push_back({"grpc-status", "0"});
-    const http2::HeaderField fields[] = {{":status", "200"},
-                                         {"content-type", "application/grpc"},
-                                         {"grpc-encoding", "snappy"}};
+    const http2::HeaderField fields[] = {
+        {":status", "200"}, {"content-type", "application/grpc"}, {"grpc-encoding", "snappy"}};
     connection_->submit_response(this, fields, /*with_data=*/true);
   }
   void on_data(Slice chunk) override { connection_->consume(this, chunk.size()); }

@@ -154,8 +154,8 @@ TEST(Gzip, SendLimitAppliesToTheSerializedSize) {
 
 TEST(Gzip, DecodesPythonGzip) {
   SliceChain out;
-  ASSERT_TRUE(detail::gzip_decompress(chain_of(kPythonGzipText, sizeof(kPythonGzipText)), 1024, out)
-                  .ok());
+  ASSERT_TRUE(
+      detail::gzip_decompress(chain_of(kPythonGzipText, sizeof(kPythonGzipText)), 1024, out).ok());
   EXPECT_EQ(out.to_string(), "hello ferry, hello gzip");
 
   // The same as a whole gRPC message: prefix with flag 1, then Python's gzip of a Buffer.

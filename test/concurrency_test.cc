@@ -24,7 +24,6 @@ using testing::EchoResponse;
 using testing::Loopback;
 using namespace testing::echo_methods;
 
-
 // One unary call whose payload names it; counts it in ok when the answer is its own.
 asio::awaitable<void> tagged_call(Channel& channel, int tag, int delay_ms, std::atomic<int>& ok,
                                   std::atomic<int>& done) {
@@ -45,9 +44,8 @@ TEST(Concurrency, AThousandConcurrentUnaryCallsOnOneConnection) {
   std::atomic<int> ok{0}, done{0};
   // First call alone, so that the connection exists (and SETTINGS raised the concurrency limit
   // to the server's 1000) before the burst.
-  loop.run([&]() -> asio::awaitable<void> {
-    co_await tagged_call(loop.channel(), -1, 0, ok, done);
-  });
+  loop.run(
+      [&]() -> asio::awaitable<void> { co_await tagged_call(loop.channel(), -1, 0, ok, done); });
   ASSERT_EQ(ok.load(), 1);
   ok = 0;
   done = 0;
@@ -75,9 +73,8 @@ TEST(Concurrency, CallsBeyondTheServersStreamLimitWaitTheirTurn) {
   Loopback loop(options);
   constexpr int kCalls = 500;
   std::atomic<int> ok{0}, done{0};
-  loop.run([&]() -> asio::awaitable<void> {
-    co_await tagged_call(loop.channel(), -1, 0, ok, done);
-  });
+  loop.run(
+      [&]() -> asio::awaitable<void> { co_await tagged_call(loop.channel(), -1, 0, ok, done); });
   ok = 0;
   done = 0;
   for (int i = 0; i < kCalls; ++i) {

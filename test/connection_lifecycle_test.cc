@@ -4,9 +4,8 @@
 // max_connections; the client's keepalive against a server that stops answering; and the
 // acceptor out of descriptors, which must wait instead of spinning. Limits are made small
 // through the options, so each case takes well under a second, but the last (1.5 s).
-#include <gtest/gtest.h>
-
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -106,8 +105,8 @@ class RawClient {
   void parse() {
     std::size_t at = 0;
     for (const std::string& b = buffer_; at + 9 <= b.size();) {
-      const std::size_t len = (std::uint8_t(b[at]) << 16) | (std::uint8_t(b[at + 1]) << 8) |
-                              std::uint8_t(b[at + 2]);
+      const std::size_t len =
+          (std::uint8_t(b[at]) << 16) | (std::uint8_t(b[at + 1]) << 8) | std::uint8_t(b[at + 2]);
       if (at + 9 + len > b.size()) break;
       frames_.push_back({std::uint8_t(b[at + 3]), std::uint8_t(b[at + 4]), b.substr(at + 9, len)});
       at += 9 + len;
@@ -354,10 +353,10 @@ TEST(ConnectionLifecycle, AcceptorOutOfDescriptorsWaitsInsteadOfSpinning) {
   ASSERT_EQ(pipe2(ready, O_CLOEXEC), 0);
   ASSERT_EQ(fcntl(go[0], F_SETFD, 0), 0);
   ASSERT_EQ(fcntl(ready[1], F_SETFD, 0), 0);
-  const std::string command = absl::StrCat(
-      "python3 -c \"import os,socket\nos.read(", go[0], ",1)\ns=[socket.create_connection(('",
-      "127.0.0.1',", s.port, ")) for _ in range(5)]\nos.write(", ready[1], ",b'x')\nos.read(",
-      go[0], ",1)\" &");
+  const std::string command = absl::StrCat("python3 -c \"import os,socket\nos.read(", go[0],
+                                           ",1)\ns=[socket.create_connection(('", "127.0.0.1',",
+                                           s.port, ")) for _ in range(5)]\nos.write(", ready[1],
+                                           ",b'x')\nos.read(", go[0], ",1)\" &");
   ASSERT_EQ(std::system(command.c_str()), 0);
   close(go[0]);
   close(ready[1]);
@@ -388,7 +387,7 @@ TEST(ConnectionLifecycle, AcceptorOutOfDescriptorsWaitsInsteadOfSpinning) {
   ASSERT_TRUE(clients_connected) << "the clients never connected";
   auto cpu = [](const rusage& r) {
     return std::chrono::microseconds(r.ru_utime.tv_sec * 1000000 + r.ru_utime.tv_usec +
-                                      r.ru_stime.tv_sec * 1000000 + r.ru_stime.tv_usec);
+                                     r.ru_stime.tv_sec * 1000000 + r.ru_stime.tv_usec);
   };
   const auto used = cpu(after) - cpu(before);
   std::printf("CPU while out of descriptors: %lld ms in 1500 ms\n",

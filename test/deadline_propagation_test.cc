@@ -2,8 +2,6 @@
 // a client calls Relay/Forward, whose handler calls Relay/Sink with a context made from its own.
 // The Sink handler sees the client's deadline, and cancelling the client's call cancels the
 // Sink call.
-#include "ferry/client_context.h"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -15,6 +13,7 @@
 #include "asio/steady_timer.hpp"
 #include "asio/this_coro.hpp"
 #include "ferry/channel.h"
+#include "ferry/client_context.h"
 #include "ferry/server.h"
 #include "ferry/service.h"
 #include "ferry/testing/echo.pb.h"
@@ -142,8 +141,8 @@ TEST(DeadlinePropagation, CancellingTheIncomingCallCancelsTheOutgoingOne) {
         co_await timer.async_wait(asio::use_awaitable);
       }
     };
-    auto result = co_await (loop.channel().call(kForward, ctx, request, response) ||
-                            sink_running());
+    auto result =
+        co_await (loop.channel().call(kForward, ctx, request, response) || sink_running());
     if (result.index() == 0) co_return std::get<0>(result);
     co_return absl::CancelledError("cancelled by the test");
   });

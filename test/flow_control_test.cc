@@ -30,7 +30,6 @@ using testing::EchoResponse;
 using testing::Loopback;
 using namespace testing::echo_methods;
 
-
 constexpr std::size_t kMiB = 1 << 20;
 constexpr int kMessageSize = 64 * 1024;
 
@@ -71,9 +70,9 @@ asio::awaitable<void> sleep_for(std::chrono::milliseconds d) {
 
 // What the slow phase of a bulk transfer looked like.
 struct SlowPhase {
-  std::size_t max_rss_growth = 0;      // over the baseline taken before the call
-  std::size_t max_pool_in_use = 0;     // pooled blocks held, in bytes
-  long max_messages_in_flight = 0;     // sent by the writer and not yet read by the reader
+  std::size_t max_rss_growth = 0;   // over the baseline taken before the call
+  std::size_t max_pool_in_use = 0;  // pooled blocks held, in bytes
+  long max_messages_in_flight = 0;  // sent by the writer and not yet read by the reader
   void sample(std::size_t rss_baseline, long in_flight) {
     const std::size_t rss = rss_bytes();
     if (rss > rss_baseline) max_rss_growth = std::max(max_rss_growth, rss - rss_baseline);
@@ -124,27 +123,30 @@ TEST(FlowControl, SlowClientReaderOfAGibibyteServerStream) {
   int received = 0;
   bool intact = true;
   const auto start = std::chrono::steady_clock::now();
-  absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    ClientStream stream = co_await loop.channel().open(kExpand, ctx);
-    (void)co_await stream.write_last(request);
-    ClientReader<EchoResponse> reader(std::move(stream));
-    EchoResponse response;
-    while (co_await reader.read(response)) {
-      if (response.index() != received ||
-          response.payload().size() != static_cast<std::size_t>(kMessageSize) ||
-          response.payload().find_first_not_of('r') != std::string::npos) {
-        intact = false;
-      }
-      ++received;
-      if (received <= 40) {
-        // Slow phase: 40 reads 25 ms apart, a second in which the server could have pushed
-        // gigabytes were nothing holding it back.
-        co_await sleep_for(25ms);
-        slow.sample(rss_baseline, loop.probe().messages_written.load() - warm_written - received);
-      }
-    }
-    co_return co_await reader.finish();
-  }, std::chrono::seconds(60));
+  absl::Status s = loop.run(
+      [&]() -> asio::awaitable<absl::Status> {
+        ClientStream stream = co_await loop.channel().open(kExpand, ctx);
+        (void)co_await stream.write_last(request);
+        ClientReader<EchoResponse> reader(std::move(stream));
+        EchoResponse response;
+        while (co_await reader.read(response)) {
+          if (response.index() != received ||
+              response.payload().size() != static_cast<std::size_t>(kMessageSize) ||
+              response.payload().find_first_not_of('r') != std::string::npos) {
+            intact = false;
+          }
+          ++received;
+          if (received <= 40) {
+            // Slow phase: 40 reads 25 ms apart, a second in which the server could have pushed
+            // gigabytes were nothing holding it back.
+            co_await sleep_for(25ms);
+            slow.sample(rss_baseline,
+                        loop.probe().messages_written.load() - warm_written - received);
+          }
+        }
+        co_return co_await reader.finish();
+      },
+      std::chrono::seconds(60));
   const auto took = std::chrono::steady_clock::now() - start;
   report("server stream, slow client reader", slow, took);
   ASSERT_TRUE(s.ok()) << s;
@@ -218,26 +220,29 @@ TEST(FlowControl, SlowServerReaderOfAGibibyteClientStream) {
   long max_write_ms = 0;
   EchoResponse response;
   const auto start = std::chrono::steady_clock::now();
-  absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    ClientWriter<EchoRequest> writer = co_await loop.stub().Collect(ctx);
-    EchoRequest request;
-    request.set_payload(std::string(kMessageSize - 8, 'w'));  // 64 KiB with the protobuf framing
-    for (int i = 0; i < kBulkMessages; ++i) {
-      // Slow phase: the handler waits 25 ms after each of the first 40 messages.
-      request.set_delay_ms(i < 40 ? 25 : 0);
-      const auto before = std::chrono::steady_clock::now();
-      if (absl::Status w = co_await writer.write(request); !w.ok()) co_return w;
-      const long read = loop.probe().messages_read.load() - warm_read;
-      if (read < 40) {
-        max_write_ms = std::max<long>(
-            max_write_ms, std::chrono::duration_cast<std::chrono::milliseconds>(
-                              std::chrono::steady_clock::now() - before)
-                              .count());
-        slow.sample(rss_baseline, i + 1 - read);
-      }
-    }
-    co_return co_await writer.finish(response);
-  }, std::chrono::seconds(60));
+  absl::Status s = loop.run(
+      [&]() -> asio::awaitable<absl::Status> {
+        ClientWriter<EchoRequest> writer = co_await loop.stub().Collect(ctx);
+        EchoRequest request;
+        request.set_payload(
+            std::string(kMessageSize - 8, 'w'));  // 64 KiB with the protobuf framing
+        for (int i = 0; i < kBulkMessages; ++i) {
+          // Slow phase: the handler waits 25 ms after each of the first 40 messages.
+          request.set_delay_ms(i < 40 ? 25 : 0);
+          const auto before = std::chrono::steady_clock::now();
+          if (absl::Status w = co_await writer.write(request); !w.ok()) co_return w;
+          const long read = loop.probe().messages_read.load() - warm_read;
+          if (read < 40) {
+            max_write_ms =
+                std::max<long>(max_write_ms, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                 std::chrono::steady_clock::now() - before)
+                                                 .count());
+            slow.sample(rss_baseline, i + 1 - read);
+          }
+        }
+        co_return co_await writer.finish(response);
+      },
+      std::chrono::seconds(60));
   const auto took = std::chrono::steady_clock::now() - start;
   report("client stream, slow server reader", slow, took);
   ASSERT_TRUE(s.ok()) << s;
@@ -262,20 +267,22 @@ TEST(FlowControl, SmallMessagesTrickledToASlowReaderDoNotPinABlockEach) {
   std::size_t max_pool = 0;
   const std::size_t pool_baseline = pool_bytes_in_use();
   EchoResponse response;
-  absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
-    ClientWriter<EchoRequest> writer = co_await loop.stub().Collect(ctx);
-    EchoRequest request;
-    request.set_payload(std::string(100, 't'));
-    request.set_delay_ms(3000);
-    for (int i = 0; i < kMessages; ++i) {
-      if (absl::Status w = co_await writer.write(request); !w.ok()) co_return w;
-      request.set_delay_ms(0);
-      co_await sleep_for(1ms);
-      if (i % 50 == 0) max_pool = std::max(max_pool, pool_bytes_in_use());
-    }
-    max_pool = std::max(max_pool, pool_bytes_in_use());
-    co_return co_await writer.finish(response);
-  }, std::chrono::seconds(20));
+  absl::Status s = loop.run(
+      [&]() -> asio::awaitable<absl::Status> {
+        ClientWriter<EchoRequest> writer = co_await loop.stub().Collect(ctx);
+        EchoRequest request;
+        request.set_payload(std::string(100, 't'));
+        request.set_delay_ms(3000);
+        for (int i = 0; i < kMessages; ++i) {
+          if (absl::Status w = co_await writer.write(request); !w.ok()) co_return w;
+          request.set_delay_ms(0);
+          co_await sleep_for(1ms);
+          if (i % 50 == 0) max_pool = std::max(max_pool, pool_bytes_in_use());
+        }
+        max_pool = std::max(max_pool, pool_bytes_in_use());
+        co_return co_await writer.finish(response);
+      },
+      std::chrono::seconds(20));
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(response.received_messages(), kMessages);
   std::printf("1000 trickled 100-byte messages held: pool in use %.1f MiB over the baseline\n",
@@ -313,8 +320,9 @@ long open_unread_streams(Loopback& loop, int count, int size, std::chrono::milli
   EXPECT_TRUE(s.ok()) << s;
   if (!s.ok()) return -1;
   long written = -1;
-  for (int i = 0; i < 100 && (loop.probe().started < count ||
-                              written != loop.probe().messages_written.load()); ++i) {
+  for (int i = 0;
+       i < 100 && (loop.probe().started < count || written != loop.probe().messages_written.load());
+       ++i) {
     written = loop.probe().messages_written.load();
     loop.wait_until([] { return false; }, 50ms);
   }

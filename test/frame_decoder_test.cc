@@ -2,8 +2,8 @@
 // delivery, and every kind of bad input.
 #include "ferry/frame_decoder.h"
 
-#include <gtest/gtest.h>
 #include <google/protobuf/arena.h>
+#include <gtest/gtest.h>
 
 #include <random>
 #include <string>
@@ -230,7 +230,10 @@ TEST(FrameDecoder, LengthExactlyAtTheLimitIsAccepted) {
 TEST(FrameDecoder, PayloadThatIsNotTheMessageIsInternal) {
   // Field 1 declares 5 bytes, only 2 follow.
   SliceChain one;
-  one.append(Slice::copy_of("\x0a\x05" "ab", 4));
+  one.append(
+      Slice::copy_of("\x0a\x05"
+                     "ab",
+                     4));
   Buffer msg;
   absl::Status s = parse_message(one, msg);
   EXPECT_EQ(s.code(), absl::StatusCode::kInternal);

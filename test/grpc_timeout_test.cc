@@ -38,8 +38,8 @@ TEST(GrpcTimeout, MalformedIsInternalAndTheHandlerNeverRuns) {
   Loopback loop;
   // (A value with leading or trailing white space never gets here: nghttp2 resets the stream.)
   const std::vector<std::string> malformed = {
-      "abc", "99999999999H", "123456789S", "-1S", "+1S", "", "1", "S", "10", "1x", "1 S",
-      "1s", "1h", "0x1S", "1.5S", "１S"};
+      "abc", "99999999999H", "123456789S", "-1S", "+1S", "",     "1",    "S",
+      "10",  "1x",           "1 S",        "1s",  "1h",  "0x1S", "1.5S", "１S"};
   for (const std::string& value : malformed) {
     SCOPED_TRACE("grpc-timeout: '" + value + "'");
     for (std::string_view path : {testing::echo_methods::kEcho, testing::echo_methods::kChat}) {

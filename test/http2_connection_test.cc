@@ -2,8 +2,6 @@
 // a server connection exchanging requests, responses, trailers, resets and GOAWAY; a write that
 // outgrows the pipe and completes asynchronously; a peer that vanishes, or closes right after its
 // GOAWAY; and bytes that are not HTTP/2, which end the connection cleanly.
-#include "http2/connection.h"
-
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -12,6 +10,7 @@
 
 #include "asio/executor_work_guard.hpp"
 #include "asio/io_context.hpp"
+#include "http2/connection.h"
 #include "transport/memory_stream.h"
 
 namespace ferry::http2 {
@@ -134,8 +133,7 @@ struct Played {
   int side;
 
   explicit Played(Role role) : side(role == Role::kClient ? 0 : 1) {
-    connection = std::make_shared<Connection>(pipe->end(side), role, ConnectionLimits{},
-                                              &observer);
+    connection = std::make_shared<Connection>(pipe->end(side), role, ConnectionLimits{}, &observer);
     observer.connection = connection.get();
     connection->start();
   }
@@ -148,10 +146,12 @@ struct Played {
 };
 
 std::vector<HeaderField> request_headers() {
-  return {HeaderField::literal(":method", "POST"), HeaderField::literal(":scheme", "http"),
+  return {HeaderField::literal(":method", "POST"),
+          HeaderField::literal(":scheme", "http"),
           HeaderField::literal(":path", "/pkg.Svc/Method"),
           HeaderField::literal(":authority", "memory"),
-          HeaderField::literal("content-type", "application/grpc"), {"x-custom", "value"}};
+          HeaderField::literal("content-type", "application/grpc"),
+          {"x-custom", "value"}};
 }
 
 TEST(Http2Connection, RequestResponseAndTrailersInMemory) {

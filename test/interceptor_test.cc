@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "ferry/channel.h"
 #include "asio/steady_timer.hpp"
 #include "asio/this_coro.hpp"
+#include "ferry/channel.h"
 #include "ferry/server.h"
 #include "ferry/slice_chain.h"
 #include "ferry/testing/echo.pb.h"
@@ -66,9 +66,8 @@ class RecordingServerInterceptor : public ServerInterceptor {
   RecordingServerInterceptor(std::string name, Log* log) : name_(std::move(name)), log_(log) {}
   asio::awaitable<absl::Status> on_start(ServerContext& ctx, const CallInfo& call) override {
     const bool loopback_peer = ctx.peer().rfind("ipv4:127.0.0.1:", 0) == 0;
-    log_->add(absl::StrCat(name_, ".start ", std::string(call.method),
-                           " kind=", static_cast<int>(call.kind),
-                           " peer=", loopback_peer ? "ok" : "?"));
+    log_->add(absl::StrCat(name_, ".start ", std::string(call.method), " kind=",
+                           static_cast<int>(call.kind), " peer=", loopback_peer ? "ok" : "?"));
     ctx.add_initial_metadata("x-" + name_, "seen");
     co_return absl::OkStatus();
   }
@@ -107,8 +106,8 @@ class RecordingClientInterceptor : public ClientInterceptor {
  public:
   RecordingClientInterceptor(std::string name, Log* log) : name_(std::move(name)), log_(log) {}
   asio::awaitable<absl::Status> on_start(ClientContext& ctx, const CallInfo& call) override {
-    log_->add(absl::StrCat(name_, ".start ", std::string(call.method), " kind=",
-                           static_cast<int>(call.kind)));
+    log_->add(absl::StrCat(name_, ".start ", std::string(call.method),
+                           " kind=", static_cast<int>(call.kind)));
     ctx.add_metadata("x-client-" + name_, "1");
     co_return absl::OkStatus();
   }
@@ -191,20 +190,28 @@ CallResult make_call(Loopback& loop, RpcKind kind, ClientContext& ctx, int statu
 // Messages each side sends and receives in make_call's OK calls: {client sent, server sent}.
 std::pair<std::size_t, std::size_t> expected_counts(RpcKind kind) {
   switch (kind) {
-    case RpcKind::kUnary: return {1, 1};
-    case RpcKind::kClientStreaming: return {3, 1};
-    case RpcKind::kServerStreaming: return {1, 4};
-    case RpcKind::kBidiStreaming: return {2, 2};
+    case RpcKind::kUnary:
+      return {1, 1};
+    case RpcKind::kClientStreaming:
+      return {3, 1};
+    case RpcKind::kServerStreaming:
+      return {1, 4};
+    case RpcKind::kBidiStreaming:
+      return {2, 2};
   }
   return {0, 0};
 }
 
 std::string path_of(RpcKind kind) {
   switch (kind) {
-    case RpcKind::kUnary: return "/ferry.testing.Echo/Echo";
-    case RpcKind::kClientStreaming: return "/ferry.testing.Echo/Collect";
-    case RpcKind::kServerStreaming: return "/ferry.testing.Echo/Expand";
-    case RpcKind::kBidiStreaming: return "/ferry.testing.Echo/Chat";
+    case RpcKind::kUnary:
+      return "/ferry.testing.Echo/Echo";
+    case RpcKind::kClientStreaming:
+      return "/ferry.testing.Echo/Collect";
+    case RpcKind::kServerStreaming:
+      return "/ferry.testing.Echo/Expand";
+    case RpcKind::kBidiStreaming:
+      return "/ferry.testing.Echo/Chat";
   }
   return "";
 }
@@ -222,11 +229,11 @@ TEST_P(InterceptorKinds, ServerHooksRunInOrderAroundTheHandlerAndSeeTheOutcome) 
   CallResult result = make_call(loop, kind, ctx);
   ASSERT_TRUE(result.status.ok()) << result.status;
 
-  const std::string start_suffix = absl::StrCat(" ", path_of(kind), " kind=",
-                                                static_cast<int>(kind), " peer=ok");
-  EXPECT_EQ(log.lines(), (std::vector<std::string>{"a.start" + start_suffix,
-                                                   "b.start" + start_suffix, "b.finish",
-                                                   "a.finish"}));
+  const std::string start_suffix =
+      absl::StrCat(" ", path_of(kind), " kind=", static_cast<int>(kind), " peer=ok");
+  EXPECT_EQ(log.lines(),
+            (std::vector<std::string>{"a.start" + start_suffix, "b.start" + start_suffix,
+                                      "b.finish", "a.finish"}));
   const CallOutcome outcome = log.outcome("a");
   EXPECT_TRUE(outcome.status.ok()) << outcome.status;
   const auto [client_sent, server_sent] = expected_counts(kind);
@@ -295,9 +302,9 @@ TEST_P(InterceptorKinds, ClientHooksRunInOrderAddMetadataAndSeeTheOutcome) {
   // The stubs say which kind each call is: a client-streaming call is not reported as bidi.
   const std::string start_suffix =
       absl::StrCat(" ", path_of(kind), " kind=", static_cast<int>(kind));
-  EXPECT_EQ(client_log.lines(), (std::vector<std::string>{"a.start" + start_suffix,
-                                                          "b.start" + start_suffix, "b.finish",
-                                                          "a.finish"}));
+  EXPECT_EQ(client_log.lines(),
+            (std::vector<std::string>{"a.start" + start_suffix, "b.start" + start_suffix,
+                                      "b.finish", "a.finish"}));
   const CallOutcome outcome = client_log.outcome("b");
   EXPECT_TRUE(outcome.status.ok()) << outcome.status;
   const auto [client_sent, server_sent] = expected_counts(kind);
@@ -339,10 +346,10 @@ TEST_P(InterceptorKinds, ClientRejectionSendsNothing) {
   CallResult result = make_call(loop, kind, ctx);
   EXPECT_EQ(result.status.code(), absl::StatusCode::kPermissionDenied) << result.status;
   EXPECT_EQ(result.responses, 0);
-  EXPECT_EQ(log.lines(),
-            (std::vector<std::string>{
-                absl::StrCat("a.start ", path_of(kind), " kind=", static_cast<int>(kind)),
-                "a.finish"}));
+  EXPECT_EQ(
+      log.lines(),
+      (std::vector<std::string>{
+          absl::StrCat("a.start ", path_of(kind), " kind=", static_cast<int>(kind)), "a.finish"}));
   EXPECT_EQ(log.outcome("a").status.code(), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(log.outcome("a").messages_sent, 0u);
   // Nothing reached the server.
@@ -354,10 +361,14 @@ INSTANTIATE_TEST_SUITE_P(AllKinds, InterceptorKinds,
                                            RpcKind::kServerStreaming, RpcKind::kBidiStreaming),
                          [](const ::testing::TestParamInfo<RpcKind>& info) {
                            switch (info.param) {
-                             case RpcKind::kUnary: return std::string("Unary");
-                             case RpcKind::kClientStreaming: return std::string("ClientStreaming");
-                             case RpcKind::kServerStreaming: return std::string("ServerStreaming");
-                             case RpcKind::kBidiStreaming: return std::string("Bidi");
+                             case RpcKind::kUnary:
+                               return std::string("Unary");
+                             case RpcKind::kClientStreaming:
+                               return std::string("ClientStreaming");
+                             case RpcKind::kServerStreaming:
+                               return std::string("ServerStreaming");
+                             case RpcKind::kBidiStreaming:
+                               return std::string("Bidi");
                            }
                            return std::string("?");
                          });
@@ -370,8 +381,9 @@ std::atomic<int> garbage_sent{0};
 Service make_bad_answers() {
   Service bad("ferry.testing.Bad");
   bad.add_server_streaming<EchoRequest, EchoResponse>(
-      "Garbage", [](ServerContext& ctx, const EchoRequest&,
-                    ServerWriter<EchoResponse>& writer) -> asio::awaitable<absl::Status> {
+      "Garbage",
+      [](ServerContext& ctx, const EchoRequest&,
+         ServerWriter<EchoResponse>& writer) -> asio::awaitable<absl::Status> {
         static const char kNotAMessage[] = "\xff\xff\xff";  // a truncated varint tag
         SliceChain message;
         message.append(Slice::external(kNotAMessage, 3, nullptr));
@@ -381,8 +393,9 @@ Service make_bad_answers() {
         co_return absl::OkStatus();
       });
   bad.add_bidi_streaming<EchoRequest, EchoResponse>(
-      "Silent", [](ServerContext&, ServerReaderWriter<EchoRequest, EchoResponse>& stream)
-                    -> asio::awaitable<absl::Status> {
+      "Silent",
+      [](ServerContext&,
+         ServerReaderWriter<EchoRequest, EchoResponse>& stream) -> asio::awaitable<absl::Status> {
         EchoRequest request;
         while (co_await stream.read(request)) {
         }
@@ -473,11 +486,10 @@ TEST(Interceptors, ServerSeesTheDeadlineAsTheOutcome) {
   EchoResponse response;
   absl::Status status;
   bool done = false;
-  loop.channel().call(testing::echo_methods::kEcho, ctx, request, response,
-                      [&](absl::Status s) {
-                        status = s;
-                        done = true;
-                      });
+  loop.channel().call(testing::echo_methods::kEcho, ctx, request, response, [&](absl::Status s) {
+    status = s;
+    done = true;
+  });
   ASSERT_TRUE(loop.wait_until([&] { return loop.probe().started.load() == 1; }));
   // The client's loop does not run meanwhile: the server ends the call.
   ASSERT_TRUE(testing::eventually([&] { return log.lines().size() >= 2; }));
@@ -494,8 +506,8 @@ TEST(Interceptors, ServerSeesTheDeadlineAsTheOutcome) {
 TEST(Interceptors, ServerSeesTheStatusThatWentToTheClient) {
   Service finishes("ferry.testing.Finishes");
   finishes.add_unary<EchoRequest, EchoResponse>(
-      "Early", [](ServerContext& ctx, const EchoRequest&,
-                  EchoResponse&) -> asio::awaitable<absl::Status> {
+      "Early",
+      [](ServerContext& ctx, const EchoRequest&, EchoResponse&) -> asio::awaitable<absl::Status> {
         ctx.finish(absl::NotFoundError("ended early"));
         co_return absl::OkStatus();
       });
@@ -507,8 +519,7 @@ TEST(Interceptors, ServerSeesTheStatusThatWentToTheClient) {
   absl::Status status = loop.run([&]() -> asio::awaitable<absl::Status> {
     const EchoRequest request;
     EchoResponse response;
-    co_return co_await loop.channel().call("/ferry.testing.Finishes/Early", ctx, request,
-                                           response);
+    co_return co_await loop.channel().call("/ferry.testing.Finishes/Early", ctx, request, response);
   });
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound) << status;
   ASSERT_TRUE(loop.wait_until([&] { return log.lines().size() == 2; }));

@@ -2,6 +2,8 @@
 // lingering_close.h): a plain close resets the connection, which the peer reads as an error; a
 // graceful close sends a FIN, keeps draining what the peer sends, and lets the descriptor go
 // when the peer closes too, or at the time limit.
+#include "transport/lingering_close.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -13,7 +15,6 @@
 #include "asio/ip/tcp.hpp"
 #include "asio/read.hpp"
 #include "asio/write.hpp"
-#include "transport/lingering_close.h"
 #include "transport/socket_stream.h"
 
 namespace ferry::http2 {

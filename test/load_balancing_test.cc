@@ -225,8 +225,8 @@ TEST(LoadBalancing, GracefulShutdownUnderLoadFailsNoCall) {
   replicas[1]->stop(5s);
   const int stopped_total = replicas[1]->calls();
   ASSERT_TRUE(load.wait());
-  EXPECT_TRUE(load.failures().empty()) << load.failures().size() << " failed: "
-                                       << describe(load.failures());
+  EXPECT_TRUE(load.failures().empty())
+      << load.failures().size() << " failed: " << describe(load.failures());
   EXPECT_EQ(replicas[1]->calls(), stopped_total);
   EXPECT_GT(replicas[0]->calls() + replicas[2]->calls() - others_before, 3000);
   for (const auto& r : replicas) handled += r->calls();
@@ -349,9 +349,9 @@ TEST(LoadBalancing, StateAndWaitForReady) {
   replicas[0]->start(replicas[0]->port());
   EXPECT_TRUE(pending.get().ok());
   EXPECT_EQ(channel.state(), ConnectivityState::kReady);
-  EXPECT_FALSE(channel.wait_for_state_change(ConnectivityState::kReady,
-                                             std::chrono::steady_clock::now() + 50ms,
-                                             asio::use_future)
+  EXPECT_FALSE(channel
+                   .wait_for_state_change(ConnectivityState::kReady,
+                                          std::chrono::steady_clock::now() + 50ms, asio::use_future)
                    .get());
 }
 
@@ -366,8 +366,7 @@ TEST(LoadBalancing, AddressListTargets) {
     EXPECT_FALSE(detail::resolver_for_target(bad).ok()) << bad;
   }
   asio::io_context io;
-  auto addresses =
-      asio::co_spawn(io, v4->resolver->resolve(io.get_executor()), asio::use_future);
+  auto addresses = asio::co_spawn(io, v4->resolver->resolve(io.get_executor()), asio::use_future);
   io.run();
   auto list = addresses.get();
   ASSERT_TRUE(list.ok());

@@ -95,20 +95,20 @@ TEST(Metrics, CountersAfterKnownCallsOnServerAndClient) {
   const std::string expand = "grpc_method=\"ferry.testing.Echo/Expand\"";
   EXPECT_TRUE(has_line(text, "grpc_server_call_started_total{" + echo + "} 4")) << text;
   EXPECT_TRUE(has_line(text, "grpc_server_call_started_total{" + expand + "} 1")) << text;
-  EXPECT_TRUE(has_line(text, "grpc_server_call_duration_seconds_count{" + echo +
-                                 ",grpc_status=\"OK\"} 3"))
+  EXPECT_TRUE(
+      has_line(text, "grpc_server_call_duration_seconds_count{" + echo + ",grpc_status=\"OK\"} 3"))
       << text;
-  EXPECT_TRUE(has_line(text, "grpc_server_call_duration_seconds_count{" + echo +
-                                 ",grpc_status=\"NOT_FOUND\"} 1"))
+  EXPECT_TRUE(has_line(
+      text, "grpc_server_call_duration_seconds_count{" + echo + ",grpc_status=\"NOT_FOUND\"} 1"))
       << text;
   EXPECT_TRUE(has_line(text, "grpc_server_call_sent_messages_total{" + expand + "} 4")) << text;
   EXPECT_TRUE(has_line(text, "grpc_server_call_rcvd_messages_total{" + expand + "} 1")) << text;
   EXPECT_TRUE(has_line(text, "grpc_client_attempt_started_total{" + echo + "} 4")) << text;
-  EXPECT_TRUE(has_line(text, "grpc_client_call_duration_seconds_count{" + echo +
-                                 ",grpc_status=\"OK\"} 3"))
+  EXPECT_TRUE(
+      has_line(text, "grpc_client_call_duration_seconds_count{" + echo + ",grpc_status=\"OK\"} 3"))
       << text;
-  EXPECT_TRUE(has_line(text, "grpc_client_attempt_duration_seconds_count{" + echo +
-                                 ",grpc_status=\"NOT_FOUND\"} 1"))
+  EXPECT_TRUE(has_line(
+      text, "grpc_client_attempt_duration_seconds_count{" + echo + ",grpc_status=\"NOT_FOUND\"} 1"))
       << text;
   EXPECT_TRUE(has_line(text, "grpc_client_call_rcvd_messages_total{" + expand + "} 4")) << text;
 }
@@ -149,9 +149,9 @@ TEST(Metrics, ClientAttemptsOfRetriedCalls) {
     EXPECT_TRUE(has_line(text, "grpc_client_attempt_started_total{" + m + "} 3")) << method << text;
     EXPECT_TRUE(has_line(text, "grpc_client_attempt_duration_seconds_count{" + not_found + "} 3"))
         << method << text;
-    EXPECT_TRUE(has_line(text,
-                         "grpc_client_attempt_sent_total_compressed_message_size_bytes_count{" +
-                             not_found + "} 3"))
+    EXPECT_TRUE(has_line(
+        text,
+        "grpc_client_attempt_sent_total_compressed_message_size_bytes_count{" + not_found + "} 3"))
         << method << text;
     EXPECT_TRUE(has_line(text, "grpc_client_call_duration_seconds_count{" + not_found + "} 1"))
         << method << text;
@@ -222,14 +222,16 @@ TEST(Metrics, MessageBytesPerCallOnServerAndClient) {
   ASSERT_EQ(expand_response_bytes, 4u * 303 + 3 * 2);
 
   const std::string text = scrape(metrics.port);
-  auto expect_histogram = [&](const std::string& name, const std::string& method,
-                              std::size_t count, std::size_t sum) {
+  auto expect_histogram = [&](const std::string& name, const std::string& method, std::size_t count,
+                              std::size_t sum) {
     const std::string labels =
         "{grpc_method=\"ferry.testing.Echo/" + method + "\",grpc_status=\"OK\"} ";
     EXPECT_TRUE(has_line(text, name + "_count" + labels + std::to_string(count)))
-        << name << " " << method << "\n" << text;
+        << name << " " << method << "\n"
+        << text;
     EXPECT_TRUE(has_line(text, name + "_sum" + labels + std::to_string(sum)))
-        << name << " " << method << " sum " << sum << "\n" << text;
+        << name << " " << method << " sum " << sum << "\n"
+        << text;
   };
   const std::string server = "grpc_server_call_";
   const std::string client = "grpc_client_attempt_";

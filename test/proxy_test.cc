@@ -4,16 +4,15 @@
 // with round_robin over two nghttpx front-ends spreads its calls over both. Skipped when
 // /usr/sbin/nghttpx is not installed.
 #include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "asio/io_context.hpp"
 #include "asio/ip/tcp.hpp"
@@ -51,9 +50,12 @@ bool accepts(int port) {
 class Nghttpx {
  public:
   explicit Nghttpx(const std::vector<int>& backends) : port_(free_port()) {
-    std::vector<std::string> args = {kNghttpx, "--conf=/dev/null", "--workers=1",
+    std::vector<std::string> args = {kNghttpx,
+                                     "--conf=/dev/null",
+                                     "--workers=1",
                                      "-f127.0.0.1," + std::to_string(port_) + ";no-tls",
-                                     "--errorlog-file=/dev/null", "--accesslog-file=/dev/null",
+                                     "--errorlog-file=/dev/null",
+                                     "--accesslog-file=/dev/null",
                                      "--log-level=ERROR"};
     for (int b : backends) args.push_back("-b127.0.0.1," + std::to_string(b) + ";;proto=h2");
     std::vector<char*> argv;
@@ -130,7 +132,8 @@ TEST_F(Proxy, GrpcPassesThroughNghttpx) {
   ok_ctx.add_metadata("trailing-note", "kept");
   ASSERT_TRUE(channel.call_blocking(kEcho, ok_ctx, request, response).ok());
   bool found = false;
-  for (const auto& [k, v] : ok_ctx.trailing_metadata()) found |= k == "trailing-note" && v == "kept";
+  for (const auto& [k, v] : ok_ctx.trailing_metadata())
+    found |= k == "trailing-note" && v == "kept";
   EXPECT_TRUE(found) << "trailing metadata lost on the way";
 
   // Server streaming.

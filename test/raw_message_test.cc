@@ -122,8 +122,7 @@ TEST(RawMessages, ClientReadsTheBodyWithoutParsingIt) {
       EchoResponse rest;
       if (absl::Status p = parse_message(message, rest); !p.ok()) co_return p;
       // Received as slices of the read blocks: a 300 KB body spans several.
-      if (payload.slice_count() < 2 || payload.to_string() != *body ||
-          rest.index() != received) {
+      if (payload.slice_count() < 2 || payload.to_string() != *body || rest.index() != received) {
         co_return absl::DataLossError("response differs");
       }
       ++received;

@@ -70,14 +70,14 @@ class ReflectionTest : public ::testing::Test {
   }
 
   reflection_test::Lookup::Service lookup_;  // generated: it has a descriptor
-  Service by_name_{"pkg.ByName"};  // no descriptor
+  Service by_name_{"pkg.ByName"};            // no descriptor
   ReflectionService reflection_;
   Server server_{ServerOptions{.num_threads = 1}};
   std::unique_ptr<Channel> channel_;
   ClientContext context_;
   std::unique_ptr<v1::ServerReflection::BlockingStub> stub_;
-  std::optional<BlockingClientReaderWriter<v1::ServerReflectionRequest,
-                                           v1::ServerReflectionResponse>>
+  std::optional<
+      BlockingClientReaderWriter<v1::ServerReflectionRequest, v1::ServerReflectionResponse>>
       stream_;
 };
 
@@ -101,10 +101,9 @@ TEST_F(ReflectionTest, AFileGoesOutWithItsDependenciesOncePerStream) {
   v1::ServerReflectionRequest request;
   request.set_file_containing_symbol("ferry.reflection_test.Lookup");
   v1::ServerReflectionResponse response = ask(request);
-  EXPECT_EQ(file_names(response),
-            (std::vector<std::string>{"services/reflection_test.proto",
-                                      "google/protobuf/empty.proto",
-                                      "services/reflection_base.proto"}));
+  EXPECT_EQ(file_names(response), (std::vector<std::string>{"services/reflection_test.proto",
+                                                            "google/protobuf/empty.proto",
+                                                            "services/reflection_base.proto"}));
   // The files are complete: a pool built from them alone finds the service and its types.
   pb::SimpleDescriptorDatabase database;
   for (const std::string& bytes : response.file_descriptor_response().file_descriptor_proto()) {
@@ -119,25 +118,21 @@ TEST_F(ReflectionTest, AFileGoesOutWithItsDependenciesOncePerStream) {
 
   // Asked again on the same stream (by a method's name): the file, without its dependencies.
   request.set_file_containing_symbol("ferry.reflection_test.Lookup.Get");
-  EXPECT_EQ(file_names(ask(request)),
-            (std::vector<std::string>{"services/reflection_test.proto"}));
+  EXPECT_EQ(file_names(ask(request)), (std::vector<std::string>{"services/reflection_test.proto"}));
   request.set_file_by_filename("services/reflection_base.proto");
-  EXPECT_EQ(file_names(ask(request)),
-            (std::vector<std::string>{"services/reflection_base.proto"}));
+  EXPECT_EQ(file_names(ask(request)), (std::vector<std::string>{"services/reflection_base.proto"}));
 }
 
 TEST_F(ReflectionTest, FindsFilesByNameAndExtension) {
   v1::ServerReflectionRequest request;
   request.set_file_by_filename("services/reflection_base.proto");
-  EXPECT_EQ(file_names(ask(request)),
-            (std::vector<std::string>{"services/reflection_base.proto"}));
+  EXPECT_EQ(file_names(ask(request)), (std::vector<std::string>{"services/reflection_base.proto"}));
 
   request.mutable_file_containing_extension()->set_containing_type(
       "ferry.reflection_test.Extendable");
   request.mutable_file_containing_extension()->set_extension_number(150);
-  EXPECT_EQ(file_names(ask(request)),
-            (std::vector<std::string>{"services/reflection_test.proto",
-                                      "google/protobuf/empty.proto"}));
+  EXPECT_EQ(file_names(ask(request)), (std::vector<std::string>{"services/reflection_test.proto",
+                                                                "google/protobuf/empty.proto"}));
 
   request.set_all_extension_numbers_of_type("ferry.reflection_test.Extendable");
   v1::ServerReflectionResponse response = ask(request);

@@ -4,8 +4,6 @@
 // attempt, whether the failure came after the half-close or while the client was still writing;
 // a response message commits the call (no retry after it); messages beyond the per-call buffer
 // commit it too; the server's pushback and grpc-previous-rpc-attempts apply as for unary calls.
-#include "client/retrying_stream.h"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -20,6 +18,7 @@
 #include "asio/io_context.hpp"
 #include "asio/steady_timer.hpp"
 #include "asio/use_future.hpp"
+#include "client/retrying_stream.h"
 #include "ferry/channel.h"
 #include "ferry/interceptor.h"
 #include "ferry/server.h"
@@ -45,11 +44,12 @@ class FlakyStreams {
   // Where a failing attempt fails.
   enum class FailAt { kStart, kAfterAllRequests, kAfterTwoRequests, kAfterOneResponse };
 
-  FlakyStreams(int failures, FailAt where) : failures_(failures), where_(where),
-                                             service_("ferry.testing.Flaky") {
+  FlakyStreams(int failures, FailAt where)
+      : failures_(failures), where_(where), service_("ferry.testing.Flaky") {
     service_.add_server_streaming<EchoRequest, EchoResponse>(
-        "Expand", [this](ServerContext& ctx, const EchoRequest& request,
-                         ServerWriter<EchoResponse>& writer) -> asio::awaitable<absl::Status> {
+        "Expand",
+        [this](ServerContext& ctx, const EchoRequest& request,
+               ServerWriter<EchoResponse>& writer) -> asio::awaitable<absl::Status> {
           const bool fail = begin_attempt(ctx, request.payload());
           if (fail && where_ != FailAt::kAfterOneResponse) {
             co_return absl::UnavailableError("not yet");
@@ -64,8 +64,9 @@ class FlakyStreams {
           co_return absl::OkStatus();
         });
     service_.add_client_streaming<EchoRequest, EchoResponse>(
-        "Collect", [this](ServerContext& ctx, ServerReader<EchoRequest>& reader,
-                          EchoResponse& response) -> asio::awaitable<absl::Status> {
+        "Collect",
+        [this](ServerContext& ctx, ServerReader<EchoRequest>& reader,
+               EchoResponse& response) -> asio::awaitable<absl::Status> {
           const bool fail = begin_attempt(ctx, "");
           if (fail && where_ == FailAt::kStart) co_return absl::UnavailableError("not yet");
           EchoRequest r;
@@ -86,8 +87,9 @@ class FlakyStreams {
           co_return absl::OkStatus();
         });
     service_.add_bidi_streaming<EchoRequest, EchoResponse>(
-        "Chat", [this](ServerContext& ctx, ServerReaderWriter<EchoRequest, EchoResponse>& stream)
-                    -> asio::awaitable<absl::Status> {
+        "Chat",
+        [this](ServerContext& ctx, ServerReaderWriter<EchoRequest, EchoResponse>& stream)
+            -> asio::awaitable<absl::Status> {
           const bool fail = begin_attempt(ctx, "");
           EchoRequest r;
           std::string got;
@@ -330,8 +332,9 @@ TEST(RetryStream, ReadCancelledThroughItsSlotEndsTheCall) {
   std::atomic<int> attempts{0};
   Service slow("ferry.testing.Slow");
   slow.add_server_streaming<EchoRequest, EchoResponse>(
-      "Wait", [&](ServerContext&, const EchoRequest&, ServerWriter<EchoResponse>& writer)
-                  -> asio::awaitable<absl::Status> {
+      "Wait",
+      [&](ServerContext&, const EchoRequest&,
+          ServerWriter<EchoResponse>& writer) -> asio::awaitable<absl::Status> {
         attempts.fetch_add(1);
         asio::steady_timer timer(co_await asio::this_coro::executor, 2s);
         co_await timer.async_wait(asio::use_awaitable);
@@ -354,8 +357,8 @@ TEST(RetryStream, ReadCancelledThroughItsSlotEndsTheCall) {
     ctx.set_timeout(10s);
     ClientStream stream = co_await channel.open("/ferry.testing.Slow/Wait", ctx, EchoRequest());
     EchoResponse r;
-    auto raced = co_await (stream.read(r) ||
-                           asio::steady_timer(io, 100ms).async_wait(asio::use_awaitable));
+    auto raced =
+        co_await (stream.read(r) || asio::steady_timer(io, 100ms).async_wait(asio::use_awaitable));
     if (raced.index() != 1) co_return "the read won";
     absl::Status s = co_await stream.finish();
     co_return std::string(absl::StatusCodeToString(s.code()));

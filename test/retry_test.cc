@@ -3,7 +3,6 @@
 // then end to end: a unary call is retried by its method's policy, up to its maximum, the server
 // sees grpc-previous-rpc-attempts on every retry (not on the first attempt), and the server's
 // grpc-retry-pushback-ms replaces the back-off (a negative or malformed one stops the retries).
-#include "client/method_config.h"
 #include "client/retry.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "client/method_config.h"
 #include "ferry/channel.h"
 #include "ferry/server.h"
 #include "ferry/service.h"
@@ -24,8 +24,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using detail::find_method_config;
-using detail::retry_policy_of;
 using detail::retry_delay;
+using detail::retry_policy_of;
 using detail::should_retry;
 
 RetryPolicy retries(int attempts) {
@@ -89,9 +89,9 @@ TEST(Retry, ThrottleStopsRetriesBelowHalfTheTokens) {
   detail::RetryThrottle throttle(RetryThrottling{.max_tokens = 10, .token_ratio = 0.5});
   ASSERT_TRUE(throttle.enabled());
   for (int i = 0; i < 4; ++i) EXPECT_TRUE(throttle.on_retryable_failure()) << i;  // 9..6 left
-  EXPECT_FALSE(throttle.on_retryable_failure());  // 5: not more than half
-  throttle.on_success();                           // 5.5
-  EXPECT_FALSE(throttle.on_retryable_failure());  // 4.5
+  EXPECT_FALSE(throttle.on_retryable_failure());      // 5: not more than half
+  throttle.on_success();                              // 5.5
+  EXPECT_FALSE(throttle.on_retryable_failure());      // 4.5
   for (int i = 0; i < 4; ++i) throttle.on_success();  // 6.5
   EXPECT_TRUE(throttle.on_retryable_failure());       // 5.5
   EXPECT_FALSE(detail::RetryThrottle(RetryThrottling{}).enabled());
@@ -102,8 +102,9 @@ TEST(Retry, UnaryCallIsRetriedByItsPolicy) {
   std::atomic<int> calls{0};
   Service flaky("ferry.testing.Flaky");
   flaky.add_unary<testing::EchoRequest, testing::EchoResponse>(
-      "Call", [&](ServerContext&, const testing::EchoRequest&, testing::EchoResponse&)
-                  -> asio::awaitable<absl::Status> {
+      "Call",
+      [&](ServerContext&, const testing::EchoRequest&,
+          testing::EchoResponse&) -> asio::awaitable<absl::Status> {
         if (calls.fetch_add(1) < 2) co_return absl::UnavailableError("not yet");
         co_return absl::OkStatus();
       });
@@ -149,8 +150,9 @@ class FlakyServer {
  public:
   FlakyServer() : service_("ferry.testing.Flaky") {
     service_.add_unary<testing::EchoRequest, testing::EchoResponse>(
-        "Call", [this](ServerContext& ctx, const testing::EchoRequest&, testing::EchoResponse&)
-                    -> asio::awaitable<absl::Status> {
+        "Call",
+        [this](ServerContext& ctx, const testing::EchoRequest&,
+               testing::EchoResponse&) -> asio::awaitable<absl::Status> {
           std::lock_guard lock(mu_);
           std::optional<std::string_view> header =
               ctx.client_metadata().get("grpc-previous-rpc-attempts");

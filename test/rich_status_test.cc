@@ -6,7 +6,6 @@
 #include "ferry/rich_status.h"
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdio>
@@ -47,8 +46,10 @@ class ErrorsService : public Service {
  public:
   ErrorsService() : Service("ferry.testing.Errors") {
     add_unary<EchoRequest, EchoResponse>(
-        "Fail", [](ServerContext&, const EchoRequest&, EchoResponse&)
-                    -> asio::awaitable<absl::Status> { co_return to_status(sample_details()); });
+        "Fail",
+        [](ServerContext&, const EchoRequest&, EchoResponse&) -> asio::awaitable<absl::Status> {
+          co_return to_status(sample_details());
+        });
   }
 };
 

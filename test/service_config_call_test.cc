@@ -2,11 +2,10 @@
 // method's timeout ends a slow call with DEADLINE_EXCEEDED while the call's own earlier deadline
 // still wins, and waitForReady makes a call to an unreachable server wait for its deadline
 // instead of failing fast, unless the call's context says otherwise.
-#include "client/method_config.h"
-
 #include <gtest/gtest.h>
 
 #include "asio/ip/tcp.hpp"
+#include "client/method_config.h"
 #include "ferry/channel.h"
 #include "ferry/server.h"
 #include "ferry/service_config.h"

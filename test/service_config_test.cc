@@ -13,7 +13,8 @@ namespace {
 using namespace std::chrono_literals;
 
 TEST(Json, ReadsTheGrammarStrictly) {
-  auto v = detail::parse_json(R"( {"a": [1, -2.5e1, true, false, null, "x\u00e9\ud83d\ude00\n"]} )");
+  auto v =
+      detail::parse_json(R"( {"a": [1, -2.5e1, true, false, null, "x\u00e9\ud83d\ude00\n"]} )");
   ASSERT_TRUE(v.ok()) << v.status();
   const detail::JsonValue* a = v->find("a");
   ASSERT_NE(a, nullptr);
@@ -21,8 +22,8 @@ TEST(Json, ReadsTheGrammarStrictly) {
   EXPECT_EQ(a->array[1].number, -25);
   EXPECT_EQ(a->array[5].string, "x\xC3\xA9\xF0\x9F\x98\x80\n");
   for (const char* bad :
-       {"", "{", "[1,]", "{\"a\":1,}", "{\"a\":1 \"b\":2}", "01", "1.", "-", "\"\\x\"",
-        "\"a\nb\"", "{\"a\":1,\"a\":2}", "// c\n{}", "{} x", "\"\\ud800\"", "tru", "[1 2]"}) {
+       {"", "{", "[1,]", "{\"a\":1,}", "{\"a\":1 \"b\":2}", "01", "1.", "-", "\"\\x\"", "\"a\nb\"",
+        "{\"a\":1,\"a\":2}", "// c\n{}", "{} x", "\"\\ud800\"", "tru", "[1 2]"}) {
     EXPECT_FALSE(detail::parse_json(bad).ok()) << bad;
   }
   EXPECT_FALSE(detail::parse_json(std::string(100, '[') + std::string(100, ']')).ok());
@@ -43,7 +44,9 @@ TEST(ServiceConfig, AppliesPolicyRetriesAndThrottling) {
        "retryPolicy": {"maxAttempts": 9, "initialBackoff": "1s", "maxBackoff": "1s",
                        "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}],
     "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}
-  })", options).ok());
+  })",
+                                   options)
+                  .ok());
   EXPECT_EQ(options.load_balancing, LoadBalancingPolicy::kRoundRobin);
   ASSERT_EQ(options.method_configs.count("/pkg.Echo/Call"), 1u);
   ASSERT_EQ(options.method_configs.count("/pkg.Other/"), 1u);
@@ -116,7 +119,9 @@ TEST(ServiceConfig, AppliesTimeoutAndWaitForReadyPerMethod) {
       {"name": [{"service": "pkg.Echo"}], "waitForReady": false,
        "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.1s", "maxBackoff": "1s",
                        "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}},
-      {"name": [{}], "timeout": "0.25s"}]})", options).ok());
+      {"name": [{}], "timeout": "0.25s"}]})",
+                                   options)
+                  .ok());
   ASSERT_EQ(options.method_configs.count("/pkg.Echo/Call"), 1u);
   const MethodConfig& call = options.method_configs["/pkg.Echo/Call"];
   EXPECT_EQ(call.timeout, std::optional<std::chrono::milliseconds>(1500ms));
@@ -136,7 +141,9 @@ TEST(ServiceConfig, AppliesMessageLimitsPerMethod) {
   ASSERT_TRUE(apply_service_config(R"({"methodConfig": [
       {"name": [{"service": "pkg.Echo", "method": "Call"}], "maxRequestMessageBytes": 1024,
        "maxResponseMessageBytes": "2048"},
-      {"name": [{}], "maxResponseMessageBytes": 0}]})", options).ok());
+      {"name": [{}], "maxResponseMessageBytes": 0}]})",
+                                   options)
+                  .ok());
   const MethodConfig& call = options.method_configs["/pkg.Echo/Call"];
   EXPECT_EQ(call.max_request_message_bytes, std::optional<std::size_t>(1024));
   EXPECT_EQ(call.max_response_message_bytes, std::optional<std::size_t>(2048));

@@ -31,7 +31,6 @@ using testing::Loopback;
 using namespace testing::echo_methods;
 using Clock = std::chrono::steady_clock;
 
-
 // Runs Server::shutdown(grace) on its own thread (it blocks) and records how long it took.
 class ShutdownInBackground {
  public:
@@ -260,8 +259,8 @@ TEST(Shutdown, HandlerIgnoringCancellationDoesNotDelayTheClient) {
   std::atomic<bool> entered{false};
   service.add_unary<EchoRequest, EchoResponse>(
       "Sleep",
-      [&entered](ServerContext&, const EchoRequest&, EchoResponse&)
-          -> asio::awaitable<absl::Status> {
+      [&entered](ServerContext&, const EchoRequest&,
+                 EchoResponse&) -> asio::awaitable<absl::Status> {
         entered = true;
         asio::steady_timer t(co_await asio::this_coro::executor, 1500ms);
         asio::error_code ignored;
@@ -277,8 +276,8 @@ TEST(Shutdown, HandlerIgnoringCancellationDoesNotDelayTheClient) {
       [&]() -> asio::awaitable<void> {
         EchoRequest request;
         EchoResponse response;
-        status = co_await loop.channel().call("/ferry.testing.Stubborn/Sleep", ctx, request,
-                                              response);
+        status =
+            co_await loop.channel().call("/ferry.testing.Stubborn/Sleep", ctx, request, response);
         ended = true;
       },
       asio::detached);

@@ -51,8 +51,8 @@ TEST(SliceChain, SplitFrontSharesBlocksAndKeepsTheRest) {
   const std::string data = pattern(2 * BufferPool::kBlockSize);
   SliceChain chain;
   chain.append_copy(data.data(), data.size());
-  for (std::size_t cut : {std::size_t{0}, std::size_t{1}, BufferPool::kBlockSize,
-                          BufferPool::kBlockSize + 7}) {
+  for (std::size_t cut :
+       {std::size_t{0}, std::size_t{1}, BufferPool::kBlockSize, BufferPool::kBlockSize + 7}) {
     SliceChain copy = chain.share();
     SliceChain front = copy.split_front(cut);
     EXPECT_EQ(front.to_string(), data.substr(0, cut));

@@ -19,7 +19,6 @@ using testing::EchoResponse;
 using testing::Loopback;
 using namespace testing::echo_methods;
 
-
 // --- client streaming --------------------------------------------------------------------------
 
 TEST(ClientStreaming, CountsMessagesAndBytes) {
@@ -356,8 +355,9 @@ TEST(StreamingMetadata, EchoedOnEveryStreamingKind) {
 TEST(StreamingCall, SecondResponseToAClientStreamingCallIsUnimplemented) {
   Service twice("ferry.testing.Twice");
   twice.add_bidi_streaming<EchoRequest, EchoResponse>(
-      "Collect", [](ServerContext&, ServerReaderWriter<EchoRequest, EchoResponse>& stream)
-                     -> asio::awaitable<absl::Status> {
+      "Collect",
+      [](ServerContext&,
+         ServerReaderWriter<EchoRequest, EchoResponse>& stream) -> asio::awaitable<absl::Status> {
         EchoRequest request;
         while (co_await stream.read(request)) {
         }
@@ -370,7 +370,8 @@ TEST(StreamingCall, SecondResponseToAClientStreamingCallIsUnimplemented) {
   Loopback loop({}, {}, &twice);
   absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
     ClientContext ctx;
-    ClientWriter<EchoRequest> writer(co_await loop.channel().open("/ferry.testing.Twice/Collect", ctx));
+    ClientWriter<EchoRequest> writer(
+        co_await loop.channel().open("/ferry.testing.Twice/Collect", ctx));
     EchoRequest request;
     (void)co_await writer.write(request);
     EchoResponse response;

@@ -4,10 +4,9 @@
 #include "client/target.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <thread>
-
-#include <unistd.h>
 
 #include "ferry/channel.h"
 #include "ferry/server.h"
@@ -50,9 +49,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Form{"ipv6:[::1]:9", "::1", "9", "[::1]:9"}));
 
 TEST(Target, MalformedOnesSayWhy) {
-  for (const char* bad : {"", "dns:///", ":50051", "host:", "host:port", "host:99999",
-                          "::1:50051", "[::1", "[::1]x", "dns://8.8.8.8", "dns://8.8.8.8:x/h:1",
-                          "dns://::1/h:1", "dns://unix:/x/h:1", "dns://[::1/h:1"}) {
+  for (const char* bad : {"", "dns:///", ":50051", "host:", "host:port", "host:99999", "::1:50051",
+                          "[::1", "[::1]x", "dns://8.8.8.8", "dns://8.8.8.8:x/h:1", "dns://::1/h:1",
+                          "dns://unix:/x/h:1", "dns://[::1/h:1"}) {
     absl::StatusOr<detail::Target> t = parse_target(bad);
     EXPECT_FALSE(t.ok()) << bad;
     EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << bad;
@@ -97,9 +96,9 @@ TEST(Target, ChannelConnectsThroughEveryForm) {
   absl::StatusOr<int> port = server.start("127.0.0.1", 0);
   ASSERT_TRUE(port.ok()) << port.status();
   const std::string p = std::to_string(*port);
-  for (const std::string& target : {"127.0.0.1:" + p, "localhost:" + p, "dns:///127.0.0.1:" + p,
-                                    "dns:///localhost:" + p, "dns:127.0.0.1:" + p,
-                                    "ipv4:127.0.0.1:" + p}) {
+  for (const std::string& target :
+       {"127.0.0.1:" + p, "localhost:" + p, "dns:///127.0.0.1:" + p, "dns:///localhost:" + p,
+        "dns:127.0.0.1:" + p, "ipv4:127.0.0.1:" + p}) {
     Channel channel(target);
     testing::Echo::BlockingStub stub(channel);
     testing::EchoRequest request;
@@ -144,8 +143,9 @@ TEST(Target, UnixDomainSockets) {
        {"unix:" + path, "unix-abstract:ferry_target_test_" + std::to_string(::getpid())}) {
     Service peer_service("test.Peer");
     peer_service.add_unary<testing::EchoRequest, testing::EchoResponse>(
-        "Peer", [](ServerContext& ctx, const testing::EchoRequest&,
-                   testing::EchoResponse& reply) -> asio::awaitable<absl::Status> {
+        "Peer",
+        [](ServerContext& ctx, const testing::EchoRequest&,
+           testing::EchoResponse& reply) -> asio::awaitable<absl::Status> {
           reply.set_payload(ctx.peer());
           co_return absl::OkStatus();
         });

@@ -71,8 +71,9 @@ class TlsServer {
                      ServerOptions options = two_threads())
       : service_(&probe_), who_("tls.Who") {
     who_.add_unary<EchoRequest, EchoResponse>(
-        "Who", [this](ServerContext& ctx, const EchoRequest&,
-                      EchoResponse& reply) -> asio::awaitable<absl::Status> {
+        "Who",
+        [this](ServerContext& ctx, const EchoRequest&,
+               EchoResponse& reply) -> asio::awaitable<absl::Status> {
           who_calls_.fetch_add(1);
           const PeerIdentity* id = ctx.peer_identity();
           std::string out = id == nullptr ? "none" : id->subject;
@@ -230,8 +231,8 @@ TEST(TlsRefused, ClientWithoutCertificateWhenOneIsRequired) {
 
 TEST(TlsRefused, ClientCertificateFromAnotherCa) {
   // The server trusts only other_ca for clients; the client's certificate is from ca.
-  auto creds = ServerCredentials::create({cert("server.pem"), cert("server.key"),
-                                          cert("other_ca.pem")});
+  auto creds =
+      ServerCredentials::create({cert("server.pem"), cert("server.key"), cert("other_ca.pem")});
   ASSERT_TRUE(creds.ok()) << creds.status();
   TlsServer server(*creds);
   Channel channel(server.target(), with(channel_creds("ca.pem", true)));
@@ -385,8 +386,7 @@ TEST(TlsCredentials, InMemoryPem) {
     if (f != nullptr) std::fclose(f);
     return Pem::content(text);
   };
-  auto server = ServerCredentials::create({read("server.pem"), read("server.key"),
-                                           read("ca.pem")});
+  auto server = ServerCredentials::create({read("server.pem"), read("server.key"), read("ca.pem")});
   ASSERT_TRUE(server.ok()) << server.status();
   TlsServer s(*server);
   auto client = ChannelCredentials::create({.root_certificates = read("ca.pem"),
@@ -448,11 +448,15 @@ TEST(TlsRotation, NewConnectionsUseTheNewCertificate) {
   });
   // Calls run before the swap, and after it (below) on the same connection.
   ASSERT_TRUE(testing::eventually([&] { return ok_calls.load() > 0; }));
-  ASSERT_TRUE(creds->update({.certificate_chain = cert("other_server.pem"),
-                             .private_key = cert("other_server.key")}).ok());
+  ASSERT_TRUE(creds
+                  ->update({.certificate_chain = cert("other_server.pem"),
+                            .private_key = cert("other_server.key")})
+                  .ok());
   // An invalid update leaves the new one in force.
-  EXPECT_FALSE(creds->update({.certificate_chain = cert("other_server.pem"),
-                              .private_key = cert("server.key")}).ok());
+  EXPECT_FALSE(creds
+                   ->update({.certificate_chain = cert("other_server.pem"),
+                             .private_key = cert("server.key")})
+                   .ok());
   const int before_swap = ok_calls.load();
   EXPECT_TRUE(testing::eventually([&] { return ok_calls.load() > before_swap; }));
 

@@ -22,21 +22,37 @@ using testing::EchoRequest;
 using testing::EchoResponse;
 
 template <class View>
-concept CanWrite = requires(View& v, const EchoRequest& m) { v.write(m); };
+concept CanWrite = requires(View& v, const EchoRequest& m) {
+  v.write(m);
+};
 template <class View>
-concept CanWriteResponse = requires(View& v, const EchoResponse& m) { v.write(m); };
+concept CanWriteResponse = requires(View& v, const EchoResponse& m) {
+  v.write(m);
+};
 template <class View>
-concept CanRead = requires(View& v, EchoResponse& m) { v.read(m); };
+concept CanRead = requires(View& v, EchoResponse& m) {
+  v.read(m);
+};
 template <class View>
-concept CanReadRequest = requires(View& v, EchoRequest& m) { v.read(m); };
+concept CanReadRequest = requires(View& v, EchoRequest& m) {
+  v.read(m);
+};
 template <class View>
-concept CanCancel = requires(View& v) { v.cancel(); };
+concept CanCancel = requires(View& v) {
+  v.cancel();
+};
 template <class View>
-concept CanFinish = requires(View& v) { v.finish(); };
+concept CanFinish = requires(View& v) {
+  v.finish();
+};
 template <class View>
-concept CanFinishWithResponse = requires(View& v, EchoResponse& r) { v.finish(r); };
+concept CanFinishWithResponse = requires(View& v, EchoResponse& r) {
+  v.finish(r);
+};
 template <class View>
-concept CanWritesDone = requires(View& v) { v.writes_done(); };
+concept CanWritesDone = requires(View& v) {
+  v.writes_done();
+};
 
 // Client views: what the call kind allows, with the method's types only.
 static_assert(CanRead<ClientReader<EchoResponse>> && !CanWrite<ClientReader<EchoResponse>>);
@@ -111,10 +127,9 @@ TEST(TypedStream, ForwardsEachOperationWithItsArguments) {
   EXPECT_EQ(bidi.writes_done(), 2);
   EXPECT_EQ(bidi.finish('x'), 3);
   bidi.cancel();
-  EXPECT_EQ(log, (std::vector<std::string>{"write ferry.testing.EchoRequest 0a",
-                                           "write ferry.testing.EchoRequest 1z",
-                                           "read ferry.testing.EchoResponse y", "writes_done a",
-                                           "finish x", "cancel"}));
+  EXPECT_EQ(log, (std::vector<std::string>{
+                     "write ferry.testing.EchoRequest 0a", "write ferry.testing.EchoRequest 1z",
+                     "read ferry.testing.EchoResponse y", "writes_done a", "finish x", "cancel"}));
 }
 
 TEST(TypedStream, AClientStreamingWriterExpectsOneResponseAndFinishesWithIt) {
@@ -127,8 +142,8 @@ TEST(TypedStream, AClientStreamingWriterExpectsOneResponseAndFinishesWithIt) {
 }
 
 TEST(TypedStream, AServerViewHoldsItsContextByReference) {
-  static_assert(std::is_same_v<ServerWriter<EchoResponse>,
-                               TypedStream<ServerContext&, EchoResponse, void>>);
+  static_assert(
+      std::is_same_v<ServerWriter<EchoResponse>, TypedStream<ServerContext&, EchoResponse, void>>);
   std::vector<std::string> log;
   RecordingStream stream{&log};
   TypedStream<RecordingStream&, EchoResponse, EchoRequest> view(stream);

@@ -6,7 +6,6 @@
 #include <thread>
 
 #include "asio/ip/tcp.hpp"
-
 #include "ferry/channel.h"
 #include "ferry/server.h"
 #include "ferry/testing/echo.pb.h"
@@ -278,8 +277,9 @@ TEST(UnaryCall, SecondResponseMessageIsUnimplemented) {
   // A server-streaming handler that writes twice, called as if it were unary.
   Service twice("ferry.testing.Twice");
   twice.add_server_streaming<EchoRequest, EchoResponse>(
-      "Two", [](ServerContext&, const EchoRequest&,
-                ServerWriter<EchoResponse>& writer) -> asio::awaitable<absl::Status> {
+      "Two",
+      [](ServerContext&, const EchoRequest&,
+         ServerWriter<EchoResponse>& writer) -> asio::awaitable<absl::Status> {
         EchoResponse response;
         for (int i = 0; i < 2; ++i) {
           if (absl::Status s = co_await writer.write(response); !s.ok()) co_return s;

@@ -54,9 +54,8 @@ TEST(GrpcTimeout, AcceptsExactlyTheSpecGrammar) {
   EXPECT_EQ(parse_grpc_timeout("00000001S"), std::chrono::nanoseconds(1s));
   EXPECT_EQ(parse_grpc_timeout("99999999n"), 99'999'999ns);
   EXPECT_EQ(parse_grpc_timeout("99999999M"), std::chrono::nanoseconds(99'999'999min));
-  for (std::string_view bad :
-       {"abc", "99999999999H", "000000000S", "+1S", " 1S", "1S ", "1 S", "1s", "1h", "1U", "1N",
-        "1.5S", "0x1S", "1SS", "H1", "１S"}) {
+  for (std::string_view bad : {"abc", "99999999999H", "000000000S", "+1S", " 1S", "1S ", "1 S",
+                               "1s", "1h", "1U", "1N", "1.5S", "0x1S", "1SS", "H1", "１S"}) {
     EXPECT_FALSE(parse_grpc_timeout(bad)) << bad;
   }
   EXPECT_FALSE(parse_grpc_timeout(std::string_view("1\0S", 3)));
@@ -124,10 +123,12 @@ TEST(StatusMapping, HttpStatusesFollowTheGrpcTable) {
 
 TEST(StatusMapping, RstStreamCodes) {
   EXPECT_EQ(status_from_rst_stream(http2::ErrorCode::kCancel).code(), absl::StatusCode::kCancelled);
-  EXPECT_EQ(status_from_rst_stream(http2::ErrorCode::kRefusedStream).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(status_from_rst_stream(http2::ErrorCode::kRefusedStream).code(),
+            absl::StatusCode::kUnavailable);
   EXPECT_EQ(status_from_rst_stream(http2::ErrorCode::kEnhanceYourCalm).code(),
             absl::StatusCode::kResourceExhausted);
-  EXPECT_EQ(status_from_rst_stream(http2::ErrorCode::kProtocolError).code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(status_from_rst_stream(http2::ErrorCode::kProtocolError).code(),
+            absl::StatusCode::kInternal);
 }
 
 TEST(StatusMapping, GrpcStatusValues) {

@@ -19,8 +19,8 @@
 #include "asio/io_context.hpp"
 #include "common/wakeups.h"
 #include "http2/connection.h"
-#include "transport/memory_stream.h"
 #include "support/loopback.h"
+#include "transport/memory_stream.h"
 
 namespace ferry::http2 {
 namespace {
@@ -118,8 +118,10 @@ class WatchedStream final : public ByteStream {
   WatchedStream(std::unique_ptr<ByteStream> inner, std::vector<int>* ended_at_write,
                 std::vector<int>* answered_at_write,
                 const std::vector<std::unique_ptr<Call>>* served)
-      : inner_(std::move(inner)), ended_at_write_(ended_at_write),
-        answered_at_write_(answered_at_write), served_(served) {}
+      : inner_(std::move(inner)),
+        ended_at_write_(ended_at_write),
+        answered_at_write_(answered_at_write),
+        served_(served) {}
   const asio::any_io_executor& executor() const override { return inner_->executor(); }
   void async_read_some(asio::mutable_buffer into,
                        std::shared_ptr<ByteStreamClient> client) override {
@@ -226,11 +228,11 @@ struct Ends {
   // Opens n calls at once: the client's flush writes all their requests together, so that the
   // server reads them in one read (the pipe holds them all).
   void send_requests(int n) {
-    const HeaderField headers[] = {
-        HeaderField::literal(":method", "POST"), HeaderField::literal(":scheme", "http"),
-        HeaderField::literal(":path", "/pkg.Svc/Method"),
-        HeaderField::literal(":authority", "memory"),
-        HeaderField::literal("content-type", "application/grpc")};
+    const HeaderField headers[] = {HeaderField::literal(":method", "POST"),
+                                   HeaderField::literal(":scheme", "http"),
+                                   HeaderField::literal(":path", "/pkg.Svc/Method"),
+                                   HeaderField::literal(":authority", "memory"),
+                                   HeaderField::literal("content-type", "application/grpc")};
     for (int i = 0; i < n; ++i) {
       calls.push_back(std::make_unique<Call>());
       Call& c = *calls.back();

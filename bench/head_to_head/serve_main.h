@@ -12,9 +12,7 @@
 namespace h2h {
 
 // The port asked for on the command line: argv[1], or 0 (any free port).
-inline int requested_port(int argc, char** argv) {
-  return argc > 1 ? std::atoi(argv[1]) : 0;
-}
+inline int requested_port(int argc, char** argv) { return argc > 1 ? std::atoi(argv[1]) : 0; }
 
 // Blocks SIGINT and SIGTERM in the calling thread (and so in threads it starts afterwards);
 // call it first in main, before the server starts its threads.

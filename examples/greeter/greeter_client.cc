@@ -10,8 +10,8 @@
 
 #include "asio/co_spawn.hpp"
 #include "asio/io_context.hpp"
-#include "greeter.ferry.h"
 #include "ferry/channel.h"
+#include "greeter.ferry.h"
 
 namespace {
 

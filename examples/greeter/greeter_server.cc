@@ -12,10 +12,10 @@
 #include <string>
 #include <string_view>
 
-#include "greeter.ferry.h"
 #include "ferry/health.h"
 #include "ferry/reflection.h"
 #include "ferry/server.h"
+#include "greeter.ferry.h"
 #ifdef FERRY_GREETER_METRICS
 #include "ferry/interceptor.h"
 #include "ferry/metrics.h"

@@ -25,12 +25,13 @@ class ClientLogging final : public ferry::ClientInterceptor {
   void on_finish(ferry::ClientContext& ctx, const ferry::CallInfo& call,
                  const ferry::CallOutcome& outcome) override {
     const double ms = std::chrono::duration<double, std::milli>(outcome.duration).count();
-    std::printf("[client] %.*s: %s in %.3f ms, %zu sent, %zu received (request %s, server "
-                "echoed %s)\n",
-                static_cast<int>(call.method.size()), call.method.data(),
-                outcome.status.ToString().c_str(), ms, outcome.messages_sent,
-                outcome.messages_received, value(ctx.metadata(), "x-request-id").c_str(),
-                value(ctx.trailing_metadata(), "x-request-id").c_str());
+    std::printf(
+        "[client] %.*s: %s in %.3f ms, %zu sent, %zu received (request %s, server "
+        "echoed %s)\n",
+        static_cast<int>(call.method.size()), call.method.data(), outcome.status.ToString().c_str(),
+        ms, outcome.messages_sent, outcome.messages_received,
+        value(ctx.metadata(), "x-request-id").c_str(),
+        value(ctx.trailing_metadata(), "x-request-id").c_str());
   }
 
  private:

@@ -60,8 +60,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i <= absl::GetFlag(FLAGS_count); ++i) {
     absl::Status status = say_hello(stub, "call " + std::to_string(i));
     if (!status.ok()) {
-      std::fprintf(stderr, "interceptors_client: SayHello failed: %s\n",
-                   status.ToString().c_str());
+      std::fprintf(stderr, "interceptors_client: SayHello failed: %s\n", status.ToString().c_str());
       return 1;
     }
   }
@@ -73,8 +72,10 @@ int main(int argc, char** argv) {
   }
   absl::Status rejected = say_hello(stub, "");
   if (rejected.code() != absl::StatusCode::kInvalidArgument) {
-    std::fprintf(stderr, "interceptors_client: SayHello(\"\") should fail with "
-                 "INVALID_ARGUMENT, got %s\n", rejected.ToString().c_str());
+    std::fprintf(stderr,
+                 "interceptors_client: SayHello(\"\") should fail with "
+                 "INVALID_ARGUMENT, got %s\n",
+                 rejected.ToString().c_str());
     return 1;
   }
   std::printf("interceptors_client: OK\n");

@@ -95,8 +95,10 @@ bool drive(CallTally& tally) {
     return false;
   }
   tally.set_phase(kDuring);
-  std::printf("load_balancing_client: all %d servers answered; stop one server now, then press "
-              "Enter\n", servers);
+  std::printf(
+      "load_balancing_client: all %d servers answered; stop one server now, then press "
+      "Enter\n",
+      servers);
   std::string line;
   std::getline(std::cin, line);
   tally.set_phase(kAfter);
@@ -117,13 +119,14 @@ bool report(const CallTally& tally) {
                 server.c_str(), calls[kBefore], calls[kDuring], calls[kAfter]);
     total += calls[kBefore] + calls[kDuring] + calls[kAfter];
   }
-  std::printf("load_balancing_client: %d calls OK, %zu failed\n", total,
-              tally.failures().size());
+  std::printf("load_balancing_client: %d calls OK, %zu failed\n", total, tally.failures().size());
   for (const std::string& failure : tally.failures()) {
     std::printf("load_balancing_client: failed: %s\n", failure.c_str());
   }
-  std::printf("load_balancing_client: %zu attempts failed (and were retried unless their call "
-              "failed)\n", tally.failed_attempts().size());
+  std::printf(
+      "load_balancing_client: %zu attempts failed (and were retried unless their call "
+      "failed)\n",
+      tally.failed_attempts().size());
   for (const std::string& attempt : tally.failed_attempts()) {
     std::printf("load_balancing_client: attempt failed: %s\n", attempt.c_str());
   }
@@ -140,12 +143,16 @@ bool report(const CallTally& tally) {
     return false;
   }
   if (idle != 1) {
-    std::printf("load_balancing_client: FAILED: %d servers got no call after the stop (%s); "
-                "expected exactly the stopped one\n", idle, idle_after.c_str());
+    std::printf(
+        "load_balancing_client: FAILED: %d servers got no call after the stop (%s); "
+        "expected exactly the stopped one\n",
+        idle, idle_after.c_str());
     return false;
   }
-  std::printf("load_balancing_client: OK: no call failed; every server got calls before the "
-              "stop, %s none after it\n", idle_after.c_str());
+  std::printf(
+      "load_balancing_client: OK: no call failed; every server got calls before the "
+      "stop, %s none after it\n",
+      idle_after.c_str());
   return true;
 }
 

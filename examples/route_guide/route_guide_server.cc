@@ -55,8 +55,8 @@ bool inside(const Rectangle& rect, const Point& point) {
   const int right = std::max(rect.lo().longitude(), rect.hi().longitude());
   const int bottom = std::min(rect.lo().latitude(), rect.hi().latitude());
   const int top = std::max(rect.lo().latitude(), rect.hi().latitude());
-  return point.longitude() >= left && point.longitude() <= right &&
-         point.latitude() >= bottom && point.latitude() <= top;
+  return point.longitude() >= left && point.longitude() <= right && point.latitude() >= bottom &&
+         point.latitude() <= top;
 }
 
 bool same_point(const Point& a, const Point& b) {
@@ -101,9 +101,9 @@ class RouteGuideImpl final : public routeguide::RouteGuide::Service {
     }
     if (context.is_cancelled()) co_return absl::CancelledError("the route was abandoned");
     summary.set_distance(static_cast<int>(distance));
-    summary.set_elapsed_time(static_cast<int>(std::chrono::duration_cast<std::chrono::seconds>(
-                                                  std::chrono::steady_clock::now() - start)
-                                                  .count()));
+    summary.set_elapsed_time(static_cast<int>(
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start)
+            .count()));
     co_return absl::OkStatus();
   }
 

@@ -13,13 +13,12 @@
 
 namespace ferry {
 
-
 // Counters of the process-wide pool. Exact when no other thread is acquiring or releasing.
 struct BufferPoolStats {
-  std::uint64_t blocks_allocated = 0;       // blocks ever obtained from the OS
-  std::uint64_t blocks_freed_to_os = 0;     // blocks given back to the OS (trim, overflow)
-  std::int64_t blocks_in_use = 0;           // handed out and not yet released
-  std::uint64_t blocks_idle() const {       // cached in a thread or the shared list
+  std::uint64_t blocks_allocated = 0;    // blocks ever obtained from the OS
+  std::uint64_t blocks_freed_to_os = 0;  // blocks given back to the OS (trim, overflow)
+  std::int64_t blocks_in_use = 0;        // handed out and not yet released
+  std::uint64_t blocks_idle() const {    // cached in a thread or the shared list
     return blocks_allocated - blocks_freed_to_os - static_cast<std::uint64_t>(blocks_in_use);
   }
 };

@@ -101,7 +101,7 @@ struct ChannelOptions : MessageLimits, ConnectionLimits {
 namespace detail {
 class ChannelLoop;
 struct ChannelCore;
-}
+}  // namespace detail
 
 class Channel {
  public:
@@ -167,8 +167,7 @@ class Channel {
   // Completion signature: void(ClientStream).
   template <class Token = const asio::use_awaitable_t<>&>
     requires(!std::is_convertible_v<Token&, const google::protobuf::MessageLite&>)
-  auto open(std::string_view method, ClientContext& context,
-            Token&& token = asio::use_awaitable) {
+  auto open(std::string_view method, ClientContext& context, Token&& token = asio::use_awaitable) {
     return open(method, RpcKind::kBidiStreaming, context, std::forward<Token>(token));
   }
   // The same, saying what kind of method it is (kClientStreaming or kBidiStreaming; the
@@ -201,8 +200,7 @@ class Channel {
   // Blocking streaming calls, as open() above. From the channel's own thread the stream's
   // operations fail with FAILED_PRECONDITION instead of deadlocking.
   BlockingClientStream open_blocking(std::string_view method, ClientContext& context);
-  BlockingClientStream open_blocking(std::string_view method, RpcKind kind,
-                                     ClientContext& context);
+  BlockingClientStream open_blocking(std::string_view method, RpcKind kind, ClientContext& context);
   BlockingClientStream open_blocking(std::string_view method, ClientContext& context,
                                      const google::protobuf::MessageLite& request);
 

@@ -17,7 +17,7 @@ class ServerContext;
 namespace detail {
 class CancellationLink;
 class ClientCall;
-}
+}  // namespace detail
 
 class ClientContext {
  public:

@@ -30,7 +30,7 @@ class SliceChain;
 namespace detail {
 class ChannelLoop;
 class StreamCall;
-}
+}  // namespace detail
 
 class ClientStream {
  public:

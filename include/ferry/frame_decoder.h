@@ -53,8 +53,7 @@ class FrameDecoder {
   //   RESOURCE_EXHAUSTED  declared length above max_message_size.
   [[nodiscard]] absl::StatusOr<bool> next(DecodedMessage& out) {
     // Inline: an uncompressed message that lies whole in the first slice (the usual case).
-    if (error_.ok() && pending_.slice_count() > 0 &&
-        pending_.slice(0).size() >= kFramePrefixSize) {
+    if (error_.ok() && pending_.slice_count() > 0 && pending_.slice(0).size() >= kFramePrefixSize) {
       const std::uint8_t* prefix = pending_.slice(0).data();
       const std::size_t length = read_frame_length(prefix);
       if (prefix[0] == 0 && length <= options_.max_message_size &&

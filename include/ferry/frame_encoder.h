@@ -45,7 +45,8 @@ namespace detail {
   write_frame_prefix(p, false, static_cast<std::uint32_t>(size));
   std::uint8_t* end = msg.SerializeWithCachedSizesToArray(p + kFramePrefixSize);
   const auto written = static_cast<std::size_t>(end - p) - kFramePrefixSize;
-  if (written != size) [[unlikely]] return detail::message_size_changed(size, written);
+  if (written != size) [[unlikely]]
+    return detail::message_size_changed(size, written);
   out.commit(kFramePrefixSize + size);
   return absl::OkStatus();
 }
@@ -72,8 +73,7 @@ namespace detail {
 // sent by reference, whose bytes the caller keeps (ServerContext::write_raw). The cost is the
 // prefix and one reference per slice, whatever the size: a body of one external slice
 // (Slice::external) frames in constant time.
-[[nodiscard]] absl::Status encode_chain(const SliceChain& payload, bool compressed,
-                                        SliceChain& out,
+[[nodiscard]] absl::Status encode_chain(const SliceChain& payload, bool compressed, SliceChain& out,
                                         std::size_t max_size = kMaxFramePayloadSize);
 
 }  // namespace ferry

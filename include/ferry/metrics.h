@@ -10,11 +10,15 @@
 //   Client: grpc_client_attempt_started_total{grpc_method}            counter (per attempt: a
 //           grpc_client_attempt_duration_seconds{grpc_method,grpc_status} call retried by its
 //           grpc_client_call_duration_seconds{grpc_method,grpc_status}    policy makes several)
-//   Server: grpc_server_call_{sent,rcvd}_total_compressed_message_size_bytes{grpc_method,grpc_status}
-//   Client: grpc_client_attempt_{sent,rcvd}_total_compressed_message_size_bytes{grpc_method,grpc_status}
+//   Server:
+//   grpc_server_call_{sent,rcvd}_total_compressed_message_size_bytes{grpc_method,grpc_status}
+//   Client:
+//   grpc_client_attempt_{sent,rcvd}_total_compressed_message_size_bytes{grpc_method,grpc_status}
 //           histograms of message bytes per call (client: per attempt; payloads as sent, after
-//           compression, without the 5-byte prefix), gRPC's size buckets (0, 1 KiB, 2 KiB, 4 KiB, 16 KiB ... 4 GiB)
-//   Both:   grpc_{server,client}_call_{sent,rcvd}_messages_total{grpc_method}  counters (ferry's own:
+//           compression, without the 5-byte prefix), gRPC's size buckets (0, 1 KiB, 2 KiB, 4 KiB,
+//           16 KiB ... 4 GiB)
+//   Both:   grpc_{server,client}_call_{sent,rcvd}_messages_total{grpc_method}  counters (ferry's
+//   own:
 //           OpenTelemetry's gRPC metrics count bytes, not messages)
 //
 //   auto registry = std::make_shared<prometheus::Registry>();

@@ -5,7 +5,8 @@
 // result, so the I/O thread serves other calls meanwhile.
 //
 //   asio::thread_pool pool(4);  // the application's; outlives the server
-//   service.add_unary<Req, Resp>("Lookup", [&pool](ferry::ServerContext&, const Req& req, Resp& resp)
+//   service.add_unary<Req, Resp>("Lookup", [&pool](ferry::ServerContext&, const Req& req, Resp&
+//   resp)
 //       -> asio::awaitable<absl::Status> {
 //     resp.set_row(co_await ferry::offload(pool, [&] { return blocking_db_lookup(req.key()); }));
 //     co_return absl::OkStatus();

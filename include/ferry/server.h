@@ -75,7 +75,6 @@ class Server {
   // Calls currently running (for tests and monitoring).
   std::size_t active_calls() const;
 
-
  private:
   struct Impl;  // src/server/server.cc
   std::unique_ptr<Impl> impl_;

@@ -38,7 +38,7 @@ namespace detail {
 class CancellationLink;
 class ServerCall;
 class ServerInterceptorChain;
-}
+}  // namespace detail
 
 // A callback registered with ServerContext::on_cancel; destroying (or reset()ting) it
 // unregisters the callback, which then neither runs nor is running. Move-only; any thread.
@@ -69,7 +69,6 @@ class CancellationRegistration {
 
 class ServerContext {
  public:
-
   // "/package.Service/Method".
   std::string_view method() const;
   // The client's custom metadata (-bin values decoded to raw bytes), and on a retried call
@@ -139,8 +138,9 @@ class ServerContext {
   // Completion signature: void(bool).
   template <class Token = const asio::use_awaitable_t<>&>
   auto read(google::protobuf::MessageLite& msg, Token&& token = asio::use_awaitable) {
-    return detail::async_operation<bool>(std::forward<Token>(token), [this] { return executor(); },
-                                         [this, &msg] { return read_awaitable(msg); });
+    return detail::async_operation<bool>(
+        std::forward<Token>(token), [this] { return executor(); },
+        [this, &msg] { return read_awaitable(msg); });
   }
   // The request of a unary or server-streaming call, which ferry has received in full before
   // running the handler: parsed without suspending. False when the client sent none or it does
@@ -170,8 +170,9 @@ class ServerContext {
   // compressed); holding them keeps those blocks. Completion signature: void(bool), as read.
   template <class Token = const asio::use_awaitable_t<>&>
   auto read_raw(SliceChain& message, Token&& token = asio::use_awaitable) {
-    return detail::async_operation<bool>(std::forward<Token>(token), [this] { return executor(); },
-                                         [this, &message] { return read_raw_awaitable(message); });
+    return detail::async_operation<bool>(
+        std::forward<Token>(token), [this] { return executor(); },
+        [this, &message] { return read_raw_awaitable(message); });
   }
   // Sends message (a whole serialized response message) by reference: its slices are shared
   // with the connection until written, never copied, and never compressed. Otherwise as write:
@@ -187,13 +188,13 @@ class ServerContext {
   // typed adapters call it when the handler returned OK). Errors: over the send limit
   // (RESOURCE_EXHAUSTED), which the handler should then return.
   absl::Status queue_response(const google::protobuf::MessageLite& msg);
-  // Ends the call with status now, sending msg first when it is non-null (a unary response: headers,
-  // message and trailers then leave in one write; compressed as set_compression says). Later
-  // calls are ignored.
+  // Ends the call with status now, sending msg first when it is non-null (a unary response:
+  // headers, message and trailers then leave in one write; compressed as set_compression says).
+  // Later calls are ignored.
   void finish(const absl::Status& status, const google::protobuf::MessageLite* msg = nullptr);
 
  private:
-  friend class detail::ServerCall;  // each call holds its context
+  friend class detail::ServerCall;              // each call holds its context
   friend class detail::ServerInterceptorChain;  // reads the call's outcome
   friend class ClientContext;  // from_server_context links to the call's cancellation
   explicit ServerContext(detail::ServerCall* call) : call_(call) {}

@@ -32,8 +32,8 @@ template <class Request, class Response>
 using UnaryHandler =
     std::function<asio::awaitable<absl::Status>(ServerContext&, const Request&, Response&)>;
 template <class Request, class Response>
-using ClientStreamingHandler = std::function<asio::awaitable<absl::Status>(
-    ServerContext&, ServerReader<Request>&, Response&)>;
+using ClientStreamingHandler =
+    std::function<asio::awaitable<absl::Status>(ServerContext&, ServerReader<Request>&, Response&)>;
 template <class Request, class Response>
 using ServerStreamingHandler = std::function<asio::awaitable<absl::Status>(
     ServerContext&, const Request&, ServerWriter<Response>&)>;
@@ -131,7 +131,8 @@ class Service {
   // cardinality violation, UNIMPLEMENTED in gRPC's status code table. When the call itself is
   // over (cancelled, bad message) ferry has already sent the real status.
   static absl::Status missing_request() {
-    return absl::UnimplementedError("the client closed its stream without sending a request message");
+    return absl::UnimplementedError(
+        "the client closed its stream without sending a request message");
   }
 
   std::string full_name_;

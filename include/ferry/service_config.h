@@ -26,8 +26,9 @@ namespace ferry {
 //       lands in ChannelOptions::method_configs, or method_config for the empty name
 //       (ferry/method_config.h)
 //   "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}
-// Other fields (hedgingPolicy, healthCheckConfig) are ignored. INVALID_ARGUMENT, saying why, for text that is not strict JSON or a field of the wrong shape or range (as gRPC
-// validates them); options are then left as they were. Any thread; not the hot path.
+// Other fields (hedgingPolicy, healthCheckConfig) are ignored. INVALID_ARGUMENT, saying why, for
+// text that is not strict JSON or a field of the wrong shape or range (as gRPC validates them);
+// options are then left as they were. Any thread; not the hot path.
 [[nodiscard]] absl::Status apply_service_config(std::string_view json, ChannelOptions& options);
 
 }  // namespace ferry

@@ -49,7 +49,8 @@ class Slice {
   // Copies bytes into a new pooled block; size must be at most BufferPool::kBlockSize.
   static Slice copy_of(const void* data, std::size_t size);
 
-  Slice(const Slice& other) noexcept : block_(other.block_), data_(other.data_), size_(other.size_) {
+  Slice(const Slice& other) noexcept
+      : block_(other.block_), data_(other.data_), size_(other.size_) {
     if (block_ != nullptr) detail::block_ref(block_);
   }
   Slice(Slice&& other) noexcept

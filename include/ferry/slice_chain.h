@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "asio/buffer.hpp"
-#include "ferry/slice.h"
 #include "ferry/detail/slice_vector.h"
+#include "ferry/slice.h"
 
 namespace ferry {
 

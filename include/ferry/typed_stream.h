@@ -39,7 +39,7 @@ using MessageOrNone = std::conditional_t<std::is_void_v<T>, NoMessage, T>;
 template <class Stream, class Out, class In>
 class TypedStream {
   // A client's stream (it can cancel its call); a server's context cannot, and has no finish.
-  static constexpr bool kClient = requires(std::remove_reference_t<Stream>& s) { s.cancel(); };
+  static constexpr bool kClient = requires(std::remove_reference_t<Stream> & s) { s.cancel(); };
   // A client's writer with nothing to read: the call has one response, which finish() takes.
   static constexpr bool kSingleResponse = kClient && std::is_void_v<In> && !std::is_void_v<Out>;
 
@@ -64,9 +64,7 @@ class TypedStream {
   // A client half-closes its side (the stream's writes_done).
   template <class... Args>
     requires(kClient && !std::is_void_v<Out>)
-  auto writes_done(Args&&... args) {
-    return stream_.writes_done(std::forward<Args>(args)...);
-  }
+  auto writes_done(Args&&... args) { return stream_.writes_done(std::forward<Args>(args)...); }
 
   // The next message; false at the end of the peer's stream or once the call is over.
   template <class... Args>
@@ -81,18 +79,14 @@ class TypedStream {
     return stream_.read_raw(message, std::forward<Args>(args)...);
   }
   // Whether the message read last arrived compressed.
-  bool last_message_compressed() const
-    requires(!std::is_void_v<In>)
-  {
+  bool last_message_compressed() const requires(!std::is_void_v<In>) {
     return stream_.last_message_compressed();
   }
 
   // A client's end of the call: waits for its status (the stream's finish).
   template <class... Args>
     requires(kClient && !kSingleResponse)
-  auto finish(Args&&... args) {
-    return stream_.finish(std::forward<Args>(args)...);
-  }
+  auto finish(Args&&... args) { return stream_.finish(std::forward<Args>(args)...); }
   // A client-streaming call's end: half-closes, waits for the single response and the status
   // (the stream's finish_with_response).
   template <class Response, class... Args>
@@ -101,11 +95,7 @@ class TypedStream {
     return stream_.finish_with_response(response, std::forward<Args>(args)...);
   }
   // A client's cancel: the call ends with CANCELLED (RST_STREAM); does not wait.
-  void cancel()
-    requires kClient
-  {
-    stream_.cancel();
-  }
+  void cancel() requires kClient { stream_.cancel(); }
 
  private:
   Stream stream_;

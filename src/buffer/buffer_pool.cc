@@ -185,8 +185,8 @@ void spill(detail::ThreadBlockCache& cache) {
 // allocated around it (malloc'd blocks freed below a live chunk stayed resident). Page-aligned,
 // hence cache-line aligned. The kernel merges neighbouring mappings into one VMA.
 detail::Block* allocate_from_os() {
-  void* p = ::mmap(nullptr, kMappingSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                   -1, 0);
+  void* p =
+      ::mmap(nullptr, kMappingSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
   shared().allocated.fetch_add(1, std::memory_order_relaxed);
   return new (p) detail::Block;
@@ -253,7 +253,8 @@ BufferPoolStats BufferPool::stats() const {
   BufferPoolStats out;
   out.blocks_allocated = s.allocated.load(std::memory_order_relaxed);
   out.blocks_freed_to_os = s.freed.load(std::memory_order_relaxed);
-  out.blocks_in_use = static_cast<std::int64_t>(out.blocks_allocated - out.blocks_freed_to_os - idle);
+  out.blocks_in_use =
+      static_cast<std::int64_t>(out.blocks_allocated - out.blocks_freed_to_os - idle);
   return out;
 }
 

@@ -88,9 +88,9 @@ void CallStream::set_inbound_encoding(std::string_view grpc_encoding) {
 
 absl::Status CallStream::inflate(const SliceChain& payload, SliceChain& out) const {
   if (!unsupported_encoding_.empty()) {
-    return absl::InternalError(absl::StrCat("received a message compressed with grpc-encoding '",
-                                            unsupported_encoding_,
-                                            "', which is not supported (supported: identity,gzip)"));
+    return absl::InternalError(
+        absl::StrCat("received a message compressed with grpc-encoding '", unsupported_encoding_,
+                     "', which is not supported (supported: identity,gzip)"));
   }
   // Lazily, one message at a time as the application reads: inflating on arrival would let a
   // window's worth of small bombs each take up to the receive limit.
@@ -167,8 +167,7 @@ void CallStream::on_data(Slice chunk) {
     }
     // Bytes of this message that arrived in earlier chunks were acknowledged then; it holds at
     // most what is still unacknowledged, so every byte is given back exactly once.
-    const std::size_t held =
-        std::min(kFramePrefixSize + message.payload.size(), unacked_ - held_);
+    const std::size_t held = std::min(kFramePrefixSize + message.payload.size(), unacked_ - held_);
     held_ += held;
     ready_.push_back(Ready{std::move(message), held});
   }
@@ -274,11 +273,10 @@ asio::awaitable<bool> CallStream::read_message(SliceChain& out) { return read_an
 absl::Status CallStream::enqueue_message(const google::protobuf::MessageLite& msg,
                                          WriteOptions options) {
   SliceChain& scratch = encode_scratch();
-  absl::Status s =
-      send_compression_ == Compression::kIdentity || options.no_compression
-          ? encode_message(msg, scratch, limits_.max_send_message_size)
-          : encode_compressed_message(msg, send_compression_, scratch,
-                                      limits_.max_send_message_size);
+  absl::Status s = send_compression_ == Compression::kIdentity || options.no_compression
+                       ? encode_message(msg, scratch, limits_.max_send_message_size)
+                       : encode_compressed_message(msg, send_compression_, scratch,
+                                                   limits_.max_send_message_size);
   if (!s.ok()) return s;
   message_bytes_sent_ += scratch.size() - kFramePrefixSize;
   outbound.append(scratch.split_front(scratch.size()));
@@ -287,8 +285,7 @@ absl::Status CallStream::enqueue_message(const google::protobuf::MessageLite& ms
 }
 
 absl::Status CallStream::enqueue_message(const SliceChain& raw, WriteOptions) {
-  if (absl::Status s = encode_chain(raw, false, outbound, limits_.max_send_message_size);
-      !s.ok()) {
+  if (absl::Status s = encode_chain(raw, false, outbound, limits_.max_send_message_size); !s.ok()) {
     return s;
   }
   ++messages_sent_;
@@ -323,7 +320,7 @@ bool CallStream::must_wait_for_send_room() const {
 
 template <class Message>
 asio::awaitable<absl::Status> CallStream::write_any(const Message& message, bool last,
-                                                   WriteOptions options) {
+                                                    WriteOptions options) {
   // The connection's bound on queued bytes (ConnectionLimits::max_queued_send_bytes): over it, a
   // stream that still has bytes queued waits until they are taken before queuing more. One whose
   // queue is empty (its peer reads it) goes on, so streams the peer does not read cannot starve

@@ -14,12 +14,12 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "asio/awaitable.hpp"
+#include "call/deadline_queue.h"
+#include "call/event.h"
 #include "ferry/buffer_pool.h"
 #include "ferry/compression.h"
 #include "ferry/frame_decoder.h"
 #include "ferry/limits.h"
-#include "call/deadline_queue.h"
-#include "call/event.h"
 #include "http2/connection.h"
 
 namespace google::protobuf {
@@ -234,8 +234,8 @@ class CallStream : public http2::Stream, private Deadline {
   absl::InlinedVector<Ready, 1> ready_;
   std::size_t ready_head_ = 0;
   std::size_t packed_upto_ = 0;  // ready_ before this index has been through pack_stale
-  std::size_t held_ = 0;     // sum of Ready::held
-  std::size_t unacked_ = 0;  // DATA bytes received and not yet given back; always >= held_
+  std::size_t held_ = 0;         // sum of Ready::held
+  std::size_t unacked_ = 0;      // DATA bytes received and not yet given back; always >= held_
   Event read_event_;
   Event write_event_;
 };

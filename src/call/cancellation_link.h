@@ -77,8 +77,8 @@ class CancellationLink {
   std::condition_variable idle_;  // a callback's run ended
   absl::Status why_;              // OK until cancelled
   std::uint64_t next_id_ = 0;
-  std::uint64_t running_ = 0;     // the callback cancel() runs now, 0 when none
-  std::thread::id runner_;        // the thread that cancelled
+  std::uint64_t running_ = 0;  // the callback cancel() runs now, 0 when none
+  std::thread::id runner_;     // the thread that cancelled
   std::vector<std::pair<std::uint64_t, Callback>> callbacks_;
 };
 

@@ -2,10 +2,11 @@
 // is edge-triggered and may be spurious, so waiters re-check their condition in a loop; with the
 // state and the waiters on one thread, no wake-up is lost between the check and the wait.
 //
-// Event serves one waiter at a time (a call's reader, writer or finisher; a second one aborts): it keeps the waiting
-// coroutine's completion handler in place and posts it on notify(), with no timer, no lock and
-// no allocation (asio recycles the posted operation). Signal serves any number of waiters (calls
-// waiting for a connection): a timer that never expires, cancelled to wake them all.
+// Event serves one waiter at a time (a call's reader, writer or finisher; a second one aborts): it
+// keeps the waiting coroutine's completion handler in place and posts it on notify(), with no
+// timer, no lock and no allocation (asio recycles the posted operation). Signal serves any number
+// of waiters (calls waiting for a connection): a timer that never expires, cancelled to wake them
+// all.
 //
 // Per-operation cancellation: an Event given an on_cancel hook installs a handler in the waiting
 // operation's cancellation slot (asio's associated_cancellation_slot of its handler) for as long
@@ -22,11 +23,11 @@
 
 #include "asio/associated_cancellation_slot.hpp"
 #include "asio/associated_executor.hpp"
+#include "asio/async_result.hpp"
+#include "asio/awaitable.hpp"
 #include "asio/cancellation_signal.hpp"
 #include "asio/cancellation_type.hpp"
 #include "asio/io_context.hpp"
-#include "asio/async_result.hpp"
-#include "asio/awaitable.hpp"
 #include "asio/post.hpp"
 #include "asio/redirect_error.hpp"
 #include "asio/steady_timer.hpp"
@@ -127,9 +128,10 @@ class Event {
   }
 
   [[noreturn]] static void second_waiter() {
-    std::fputs("ferry: two operations of one kind wait on one call at once (e.g. two reads); "
-               "the streams allow one at a time\n",
-               stderr);
+    std::fputs(
+        "ferry: two operations of one kind wait on one call at once (e.g. two reads); "
+        "the streams allow one at a time\n",
+        stderr);
     std::abort();
   }
 
@@ -137,7 +139,8 @@ class Event {
   struct SlotHandler {
     explicit SlotHandler(Event* e) : event(e) {}
     void operator()(asio::cancellation_type_t type) {
-      constexpr auto kHonoured = asio::cancellation_type::terminal | asio::cancellation_type::partial;
+      constexpr auto kHonoured =
+          asio::cancellation_type::terminal | asio::cancellation_type::partial;
       if (event == nullptr || !(type & kHonoured)) return;  // total alone: cannot undo a call
       running = true;
       Event* e = event;

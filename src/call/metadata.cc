@@ -36,21 +36,23 @@ std::vector<std::string_view> Metadata::get_all(std::string_view key) const {
 absl::Status validate_metadata(std::string_view key, std::string_view value) {
   if (key.empty()) return absl::InvalidArgumentError("metadata key is empty");
   if (key.substr(0, 5) == "grpc-") {
-    return absl::InvalidArgumentError(absl::StrCat("metadata key '", detail::to_absl(key), "' is reserved (grpc-)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("metadata key '", detail::to_absl(key), "' is reserved (grpc-)"));
   }
   for (char c : key) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
-                    c == '.';
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
     if (!ok) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("metadata key '", detail::to_absl(key), "' has a character outside [0-9a-z_.-]"));
+      return absl::InvalidArgumentError(absl::StrCat("metadata key '", detail::to_absl(key),
+                                                     "' has a character outside [0-9a-z_.-]"));
     }
   }
   if (!is_binary_metadata_key(key)) {
     for (char c : value) {
       if (c < 0x20 || c > 0x7E) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "value of metadata key '", detail::to_absl(key), "' is not printable ASCII (use a -bin key)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("value of metadata key '", detail::to_absl(key),
+                         "' is not printable ASCII (use a -bin key)"));
       }
     }
   }

@@ -56,9 +56,7 @@ class RecycledAwaitableFrame : public asio::detail::awaitable_frame<T, Executor>
   }
   template <class A>
     requires(!is_asio_awaitable<std::remove_cvref_t<A>>)
-  decltype(auto) await_transform(A&& a) {
-    return Base::await_transform(std::forward<A>(a));
-  }
+  decltype(auto) await_transform(A&& a) { return Base::await_transform(std::forward<A>(a)); }
 };
 
 }  // namespace ferry::detail

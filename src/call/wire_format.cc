@@ -41,13 +41,26 @@ std::optional<std::chrono::nanoseconds> parse_grpc_timeout(std::string_view valu
   }
   std::int64_t unit_ns;
   switch (value.back()) {
-    case 'H': unit_ns = 3'600'000'000'000; break;
-    case 'M': unit_ns = 60'000'000'000; break;
-    case 'S': unit_ns = 1'000'000'000; break;
-    case 'm': unit_ns = 1'000'000; break;
-    case 'u': unit_ns = 1'000; break;
-    case 'n': unit_ns = 1; break;
-    default: return std::nullopt;
+    case 'H':
+      unit_ns = 3'600'000'000'000;
+      break;
+    case 'M':
+      unit_ns = 60'000'000'000;
+      break;
+    case 'S':
+      unit_ns = 1'000'000'000;
+      break;
+    case 'm':
+      unit_ns = 1'000'000;
+      break;
+    case 'u':
+      unit_ns = 1'000;
+      break;
+    case 'n':
+      unit_ns = 1;
+      break;
+    default:
+      return std::nullopt;
   }
   // 99999999H is ~11,400 years, past what int64 nanoseconds hold (~292 years): saturate rather
   // than overflow.
@@ -134,15 +147,21 @@ bool accepts_encoding(std::string_view accept_encoding, Compression encoding) {
 
 absl::StatusCode status_code_from_http(int http_status) {
   switch (http_status) {
-    case 400: return absl::StatusCode::kInternal;
-    case 401: return absl::StatusCode::kUnauthenticated;
-    case 403: return absl::StatusCode::kPermissionDenied;
-    case 404: return absl::StatusCode::kUnimplemented;
+    case 400:
+      return absl::StatusCode::kInternal;
+    case 401:
+      return absl::StatusCode::kUnauthenticated;
+    case 403:
+      return absl::StatusCode::kPermissionDenied;
+    case 404:
+      return absl::StatusCode::kUnimplemented;
     case 429:
     case 502:
     case 503:
-    case 504: return absl::StatusCode::kUnavailable;
-    default: return absl::StatusCode::kUnknown;
+    case 504:
+      return absl::StatusCode::kUnavailable;
+    default:
+      return absl::StatusCode::kUnknown;
   }
 }
 
@@ -153,7 +172,8 @@ absl::Status status_from_rst_stream(http2::ErrorCode h2_error) {
       return absl::InternalError("stream closed by the peer before the call ended (NO_ERROR)");
     case ErrorCode::kRefusedStream:
       return absl::UnavailableError("stream refused by the peer (REFUSED_STREAM)");
-    case ErrorCode::kCancel: return absl::CancelledError("stream cancelled by the peer (CANCEL)");
+    case ErrorCode::kCancel:
+      return absl::CancelledError("stream cancelled by the peer (CANCEL)");
     case ErrorCode::kEnhanceYourCalm:
       return absl::ResourceExhaustedError("peer reset the stream: ENHANCE_YOUR_CALM");
     case ErrorCode::kInadequateSecurity:
@@ -166,7 +186,8 @@ absl::Status status_from_rst_stream(http2::ErrorCode h2_error) {
 
 absl::StatusCode parse_grpc_status(std::string_view value) {
   int code;
-  if (!absl::SimpleAtoi(to_absl(value), &code) || code < 0 || code > 16) return absl::StatusCode::kUnknown;
+  if (!absl::SimpleAtoi(to_absl(value), &code) || code < 0 || code > 16)
+    return absl::StatusCode::kUnknown;
   return static_cast<absl::StatusCode>(code);
 }
 

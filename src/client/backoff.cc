@@ -8,11 +8,16 @@ namespace ferry {
 
 std::string_view connectivity_state_name(ConnectivityState state) {
   switch (state) {
-    case ConnectivityState::kIdle: return "IDLE";
-    case ConnectivityState::kConnecting: return "CONNECTING";
-    case ConnectivityState::kReady: return "READY";
-    case ConnectivityState::kTransientFailure: return "TRANSIENT_FAILURE";
-    case ConnectivityState::kShutdown: return "SHUTDOWN";
+    case ConnectivityState::kIdle:
+      return "IDLE";
+    case ConnectivityState::kConnecting:
+      return "CONNECTING";
+    case ConnectivityState::kReady:
+      return "READY";
+    case ConnectivityState::kTransientFailure:
+      return "TRANSIENT_FAILURE";
+    case ConnectivityState::kShutdown:
+      return "SHUTDOWN";
   }
   return "UNKNOWN";
 }
@@ -21,8 +26,8 @@ namespace detail {
 namespace {
 
 double thread_uniform() {
-  thread_local std::mt19937 engine(static_cast<unsigned>(
-      std::chrono::steady_clock::now().time_since_epoch().count()));
+  thread_local std::mt19937 engine(
+      static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count()));
   return std::uniform_real_distribution<double>(0.0, 1.0)(engine);
 }
 

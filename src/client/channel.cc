@@ -38,8 +38,8 @@ Channel::Channel(asio::io_context& io, std::string target, ChannelOptions option
 
 Channel::Channel(std::string target, ChannelOptions options)
     : own_loop_(std::make_shared<detail::ChannelLoop>()),
-      core_(std::make_shared<detail::ChannelCore>(own_loop_->io().get_executor(),
-                                                  std::move(target), std::move(options))) {
+      core_(std::make_shared<detail::ChannelCore>(own_loop_->io().get_executor(), std::move(target),
+                                                  std::move(options))) {
   core_->set_loop(own_loop_);
   // Until ~Channel stops it, right after closing the connections (detail::ChannelLoop::run).
   own_thread_ = std::thread([loop = own_loop_] { loop->run(); });
@@ -66,18 +66,20 @@ ConnectivityState Channel::state(bool try_to_connect) {
   return s;
 }
 
-asio::awaitable<bool> Channel::wait_for_state_change_on(std::shared_ptr<detail::ChannelCore> core,
-                                                        ConnectivityState last_observed,
-                                                        std::chrono::steady_clock::time_point deadline) {
+asio::awaitable<bool> Channel::wait_for_state_change_on(
+    std::shared_ptr<detail::ChannelCore> core, ConnectivityState last_observed,
+    std::chrono::steady_clock::time_point deadline) {
   co_return co_await core->wait_for_state_change(last_observed, deadline);
 }
 
 // Not a coroutine itself: every coroutine frame a call holds while it waits is an allocation
 // once more calls are in flight than asio's per-thread frame cache holds (two). On the channel's
 // thread a unary call holds one frame, unary_call's.
-asio::awaitable<absl::Status> Channel::call_awaitable(
-    std::shared_ptr<detail::ChannelCore> core, std::string_view method, ClientContext& context,
-    const google::protobuf::MessageLite& request, google::protobuf::MessageLite& response) {
+asio::awaitable<absl::Status> Channel::call_awaitable(std::shared_ptr<detail::ChannelCore> core,
+                                                      std::string_view method,
+                                                      ClientContext& context,
+                                                      const google::protobuf::MessageLite& request,
+                                                      google::protobuf::MessageLite& response) {
   if (core->executor().running_in_this_thread()) {
     return unary_entry(std::move(core), method, context, request, response);
   }
@@ -90,9 +92,11 @@ asio::awaitable<absl::Status> Channel::call_awaitable(
   return detail::on_executor(executor, std::move(make));
 }
 
-asio::awaitable<ClientStream> Channel::open_awaitable(
-    std::shared_ptr<detail::ChannelCore> core, std::string_view method, ClientContext& context,
-    const google::protobuf::MessageLite* request, RpcKind kind) {
+asio::awaitable<ClientStream> Channel::open_awaitable(std::shared_ptr<detail::ChannelCore> core,
+                                                      std::string_view method,
+                                                      ClientContext& context,
+                                                      const google::protobuf::MessageLite* request,
+                                                      RpcKind kind) {
   // named: see call()
   auto make = [&, core] { return open_on(core, method, context, request, kind); };
   co_return co_await detail::on_executor(core->executor(), std::move(make));

@@ -50,7 +50,7 @@ ChannelCore::ChannelCore(asio::io_context::executor_type executor, std::string t
   settings_ = std::move(settings);
   has_method_configs_ = !options_.method_configs.empty() || !options_.method_config.empty();
   policy_ = options_.load_balancing == LoadBalancingPolicy::kRoundRobin ? make_round_robin(*this)
-                                                                       : make_pick_first(*this);
+                                                                        : make_pick_first(*this);
 }
 
 ChannelCore::~ChannelCore() {
@@ -220,10 +220,9 @@ asio::awaitable<Ref<ClientCall>> ChannelCore::start_call(std::string_view method
       break;
     }
     if (context.deadline() <= std::chrono::steady_clock::now()) {
-      failure = absl::DeadlineExceededError(
-          absl::StrCat("deadline exceeded while waiting for a connection (channel ",
-                       to_absl(connectivity_state_name(s)), error_.ok() ? "" : ": ",
-                       error_.message(), ")"));
+      failure = absl::DeadlineExceededError(absl::StrCat(
+          "deadline exceeded while waiting for a connection (channel ",
+          to_absl(connectivity_state_name(s)), error_.ok() ? "" : ": ", error_.message(), ")"));
       break;
     }
     if (s == ConnectivityState::kIdle || !resolved_once_) exit_idle();
@@ -243,8 +242,8 @@ asio::awaitable<Ref<ClientCall>> ChannelCore::start_call(std::string_view method
 }
 
 Ref<ClientCall> ChannelCore::start_call_on(const std::shared_ptr<ChannelConnection>& conn,
-                                       std::string_view method, ClientContext& context,
-                                       int previous_attempts) {
+                                           std::string_view method, ClientContext& context,
+                                           int previous_attempts) {
   CallLimits limits = options_;
   if (has_method_configs_) {
     const MethodConfig& config = method_config_for(method);
@@ -255,9 +254,9 @@ Ref<ClientCall> ChannelCore::start_call_on(const std::shared_ptr<ChannelConnecti
       limits.max_receive_message_size = *config.max_response_message_bytes;
     }
   }
-  auto call = Ref<ClientCall>::adopt(new ClientCall(conn, conn->connection.get(), &conn->deadlines,
-                                                    &context, limits,
-                                                    options_.max_header_list_size));
+  auto call =
+      Ref<ClientCall>::adopt(new ClientCall(conn, conn->connection.get(), &conn->deadlines,
+                                            &context, limits, options_.max_header_list_size));
   call->start(method, options_.authority, options_.user_agent, previous_attempts);
   return call;
 }
@@ -277,8 +276,8 @@ std::optional<std::chrono::milliseconds> ChannelCore::retry_after(
     wait = std::chrono::milliseconds(pushback_ms);
     backoff_step = 0;  // the retry design: back-off starts over after a pushback
   } else {
-    thread_local std::mt19937 engine(static_cast<unsigned>(
-        std::chrono::steady_clock::now().time_since_epoch().count()));
+    thread_local std::mt19937 engine(
+        static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count()));
     const double draw = std::uniform_real_distribution<double>(0.0, 1.0)(engine);
     wait = retry_delay(*policy, ++backoff_step, draw);
   }

@@ -35,8 +35,7 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
                     public SubchannelListener,
                     public LoadBalancerHelper {
  public:
-  ChannelCore(asio::io_context::executor_type executor, std::string target,
-              ChannelOptions options);
+  ChannelCore(asio::io_context::executor_type executor, std::string target, ChannelOptions options);
   ~ChannelCore() override;
 
   const asio::io_context::executor_type& executor() const { return executor_; }
@@ -73,11 +72,9 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   // deadline would pass first). pushback_ms: the attempt's grpc-retry-pushback-ms
   // (client/retry.h); a value replaces the back-off and restarts it (backoff_step, the call's
   // count of back-off waits so far, kept by the caller from 0).
-  std::optional<std::chrono::milliseconds> retry_after(std::string_view method,
-                                                       const absl::Status& status, bool committed,
-                                                       int attempts_made, std::int64_t pushback_ms,
-                                                       int& backoff_step,
-                                                       std::chrono::steady_clock::time_point deadline);
+  std::optional<std::chrono::milliseconds> retry_after(
+      std::string_view method, const absl::Status& status, bool committed, int attempts_made,
+      std::int64_t pushback_ms, int& backoff_step, std::chrono::steady_clock::time_point deadline);
   // Whether a streaming call of method is retried by a policy (client/retrying_stream.h).
   bool retries_streams(std::string_view method) const {
     return retry_policy_of(method_config_for(method)) != nullptr;
@@ -109,8 +106,8 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
     return find_method_config(options_.method_configs, options_.method_config, method);
   }
   Ref<ClientCall> start_call_on(const std::shared_ptr<ChannelConnection>& conn,
-                            std::string_view method, ClientContext& context,
-                            int previous_attempts);
+                                std::string_view method, ClientContext& context,
+                                int previous_attempts);
   // Suspends until the picker or state changes, or deadline passes (spurious wake-ups allowed).
   asio::awaitable<void> wait_for_change(std::chrono::steady_clock::time_point deadline);
   // Resolves now, or as soon as min_resolve_interval allows; one resolution at a time.
@@ -137,7 +134,7 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   bool resolving_ = false;
   bool resolve_again_ = false;  // a request came during a resolution
   std::chrono::steady_clock::time_point last_resolution_{};
-  Backoff resolve_backoff_;  // between failed resolutions
+  Backoff resolve_backoff_;           // between failed resolutions
   asio::steady_timer resolve_timer_;  // the wait before the next resolution
   asio::steady_timer refresh_timer_;  // the periodic re-resolution's
   int waiting_calls_ = 0;

@@ -5,9 +5,9 @@
 #include "asio/post.hpp"
 #include "call/call_storage.h"
 #include "call/wire_format.h"
-#include "common/ref.h"
 #include "client/retry.h"
 #include "client/unary_call.h"
+#include "common/ref.h"
 #include "ferry/status_details.h"
 
 namespace ferry::detail {
@@ -347,8 +347,8 @@ void ClientCall::set_observer(std::unique_ptr<ClientCallObserver> observer) {
   if (status_final()) tell_observer();
 }
 
-asio::awaitable<absl::Status> ClientCall::write(const google::protobuf::MessageLite& msg,
-                                                bool last, WriteOptions options) {
+asio::awaitable<absl::Status> ClientCall::write(const google::protobuf::MessageLite& msg, bool last,
+                                                WriteOptions options) {
   if (done_) co_return status_.ok() ? absl::FailedPreconditionError("the call has ended") : status_;
   absl::Status written = co_await write_message(msg, last, options);
   // The call ended while the write waited for window: the message may never have left.

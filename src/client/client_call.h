@@ -9,11 +9,11 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "ferry/client_context.h"
 #include "call/call_stream.h"
 #include "call/cancellation_link.h"
 #include "call/deadline_queue.h"
 #include "client/stream_call.h"
+#include "ferry/client_context.h"
 
 namespace ferry::detail {
 
@@ -75,8 +75,8 @@ class ClientCall final : public CallStream, public StreamCall {
   asio::awaitable<bool> read_raw(SliceChain& message) override { return read_message(message); }
   asio::awaitable<absl::Status> write_raw(const SliceChain& message) override;
   // read()'s step and its wait, for a caller that loops itself (see CallStream::next_message).
-  using CallStream::next_message;
   using CallStream::inbound_progress;
+  using CallStream::next_message;
   // A unary or client-streaming call's response.
   void expect_single_message() override { CallStream::expect_single_message(); }
   bool last_message_compressed() const override { return CallStream::last_message_compressed(); }
@@ -104,11 +104,11 @@ class ClientCall final : public CallStream, public StreamCall {
   // Only the response headers' metadata (a read took a response).
   void publish_initial_to(ClientContext& context);
   // Observer told once the call's status is final (at once if it is); the call owns it. Only
-  // calls with interceptors have one. Before the stream is given to the application. A call that ended OK with responses still unread is not
-  // final yet: one of them may fail to parse, which fails the call with INTERNAL, so the
-  // observer is told when the last is delivered, when finish() returns, or when the application
-  // lets go of the call (settle()), whichever comes first: it sees the status the application
-  // sees.
+  // calls with interceptors have one. Before the stream is given to the application. A call that
+  // ended OK with responses still unread is not final yet: one of them may fail to parse, which
+  // fails the call with INTERNAL, so the observer is told when the last is delivered, when finish()
+  // returns, or when the application lets go of the call (settle()), whichever comes first: it sees
+  // the status the application sees.
   void set_observer(std::unique_ptr<ClientCallObserver> observer);
   // The application has let go of the call: what it left unread no longer matters, so its
   // status is final. Tells the observer if it was not told.

@@ -33,8 +33,8 @@ absl::Status thrown() {
 // Runs the on_start hooks in order until one rejects; *entered counts those that ran. The
 // chain's coroutines take recycled frames (call/recycled_frame.h): the call's own keep asio's.
 asio::awaitable<absl::Status> start_hooks(RecycledFrame, const ChannelCore& core,
-                                          ClientContext& context,
-                                          const CallInfo& info, std::size_t* entered) {
+                                          ClientContext& context, const CallInfo& info,
+                                          std::size_t* entered) {
   const auto& interceptors = core.interceptors();
   absl::Status status;
   while (*entered < interceptors.size() && status.ok()) {
@@ -80,8 +80,8 @@ CallOutcome outcome_of(const ClientCall& call, Clock::duration duration) {
 class InterceptedCall final : public ClientCallObserver {
  public:
   InterceptedCall(std::shared_ptr<ChannelCore> core, ClientContext* context,
-                  std::string_view method, bool own_method, RpcKind kind,
-                  Clock::time_point started, std::size_t entered)
+                  std::string_view method, bool own_method, RpcKind kind, Clock::time_point started,
+                  std::size_t entered)
       : core_(std::move(core)),
         context_(context),
         owned_method_(own_method ? method : std::string_view()),
@@ -149,8 +149,7 @@ class InterceptedCall final : public ClientCallObserver {
     }
   }
   void finish_locked(const CallOutcome& outcome) {
-    finish_hooks(*core_, *context_, CallInfo{method_, kind_}, std::exchange(entered_, 0),
-                 outcome);
+    finish_hooks(*core_, *context_, CallInfo{method_, kind_}, std::exchange(entered_, 0), outcome);
   }
 
   std::shared_ptr<ChannelCore> core_;  // keeps the interceptors
@@ -197,9 +196,8 @@ asio::awaitable<StreamHooks> stream_hooks(RecycledFrame, std::shared_ptr<Channel
   StreamHooks hooks;
   hooks.status =
       co_await start_hooks(RecycledFrame{}, *core, context, CallInfo{method, kind}, &entered);
-  hooks.observer =
-      std::make_unique<InterceptedCall>(core, &context, method, /*own_method=*/true, kind,
-                                        started, entered);
+  hooks.observer = std::make_unique<InterceptedCall>(core, &context, method, /*own_method=*/true,
+                                                     kind, started, entered);
   co_return hooks;
 }
 

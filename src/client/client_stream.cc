@@ -84,7 +84,8 @@ asio::awaitable<absl::Status> ClientStream::write_op(Target t,
                                                      const google::protobuf::MessageLite& msg,
                                                      bool last, WriteOptions options) {
   if (t.call == nullptr) return ready(no_call());
-  return on_call_thread(t.call, t.loop, [c = t.call, &msg, last, options] { return c->write(msg, last, options); });
+  return on_call_thread(t.call, t.loop,
+                        [c = t.call, &msg, last, options] { return c->write(msg, last, options); });
 }
 
 asio::awaitable<void> ClientStream::writes_done_op(Target t) {
@@ -115,7 +116,8 @@ asio::awaitable<absl::Status> ClientStream::finish_op(Target t) {
 asio::awaitable<absl::Status> ClientStream::finish_with_response_op(
     Target t, google::protobuf::MessageLite& response) {
   if (t.call == nullptr) return ready(no_call());
-  return on_call_thread(t.call, t.loop, [c = t.call, &response] { return c->finish_with_response(response); });
+  return on_call_thread(t.call, t.loop,
+                        [c = t.call, &response] { return c->finish_with_response(response); });
 }
 
 namespace {

@@ -7,8 +7,8 @@
 #include "asio/redirect_error.hpp"
 #include "asio/steady_timer.hpp"
 #include "asio/use_awaitable.hpp"
-#include "transport/socket_stream.h"
 #include "tls/handshake.h"
+#include "transport/socket_stream.h"
 
 namespace ferry::detail {
 namespace {

@@ -32,8 +32,8 @@ class Reader {
 
  private:
   absl::Status error(std::string_view what) const {
-    return absl::InvalidArgumentError(
-        absl::StrCat("bad JSON at offset ", pos_, ": ", absl::string_view(what.data(), what.size())));
+    return absl::InvalidArgumentError(absl::StrCat("bad JSON at offset ", pos_, ": ",
+                                                   absl::string_view(what.data(), what.size())));
   }
   void skip_space() {
     while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' ||
@@ -180,14 +180,30 @@ class Reader {
       if (pos_ >= text_.size()) return error("an unterminated escape");
       const char e = text_[pos_++];
       switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
         case 'u': {
           unsigned cp = 0;
           if (absl::Status s = hex4(cp); !s.ok()) return s;
@@ -203,7 +219,8 @@ class Reader {
           append_utf8(out, cp);
           break;
         }
-        default: return error("a bad escape");
+        default:
+          return error("a bad escape");
       }
     }
   }

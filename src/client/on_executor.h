@@ -34,7 +34,8 @@ auto on_executor(asio::any_io_executor ex, Make make) -> decltype(make()) {
   if (!slot.is_connected()) co_return co_await asio::co_spawn(ex, make(), asio::use_awaitable);
   auto relay = std::make_shared<asio::cancellation_signal>();
   slot.template emplace<CancellationRelay>(ex, relay);
-  auto op = asio::co_spawn(ex, make(), asio::bind_cancellation_slot(relay->slot(), asio::use_awaitable));
+  auto op =
+      asio::co_spawn(ex, make(), asio::bind_cancellation_slot(relay->slot(), asio::use_awaitable));
   if constexpr (std::is_void_v<typename decltype(make())::value_type>) {
     co_await std::move(op);
     slot.clear();

@@ -16,9 +16,9 @@ class PickFirst final : public LoadBalancer {
 
   void update(const std::vector<std::shared_ptr<Subchannel>>& subchannels) override {
     list_ = subchannels;
-    const bool kept = selected_ != nullptr &&
-                      std::any_of(list_.begin(), list_.end(),
-                                  [this](const auto& s) { return s.get() == selected_; });
+    const bool kept =
+        selected_ != nullptr && std::any_of(list_.begin(), list_.end(),
+                                            [this](const auto& s) { return s.get() == selected_; });
     if (!kept) selected_ = nullptr;
     if (selected_ == nullptr) {
       // A READY one of the new list wins at once; else start over if we were trying.
@@ -82,8 +82,8 @@ class PickFirst final : public LoadBalancer {
     }
     trying_ = -1;
     failed_ = true;
-    absl::Status error = list_.empty() ? absl::UnavailableError("no addresses")
-                                       : list_.back()->last_error();
+    absl::Status error =
+        list_.empty() ? absl::UnavailableError("no addresses") : list_.back()->last_error();
     helper_.update_picker(Picker(), ConnectivityState::kTransientFailure, std::move(error));
   }
 

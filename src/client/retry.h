@@ -38,7 +38,8 @@ std::int64_t parse_retry_pushback(std::string_view value);
 class RetryThrottle {
  public:
   explicit RetryThrottle(const RetryThrottling& options)
-      : max_(options.max_tokens * 1000), ratio_(static_cast<int>(options.token_ratio * 1000)),
+      : max_(options.max_tokens * 1000),
+        ratio_(static_cast<int>(options.token_ratio * 1000)),
         tokens_(max_) {}
   bool enabled() const { return max_ > 0; }
   // An attempt failed with a retryable status; true when a retry is still allowed.

@@ -38,9 +38,8 @@ class RetryingStream final : public StreamCall {
   // On the channel's executor. The creator holds one reference (ClientStream adopts it).
   // observer (the interceptors' on_finish hooks; may be null) is given to the last attempt, the
   // one whose status is the call's, once no further attempt can follow.
-  RetryingStream(std::shared_ptr<ChannelCore> core, std::string_view method,
-                 ClientContext& context, std::size_t buffer_limit,
-                 std::unique_ptr<ClientCallObserver> observer = nullptr);
+  RetryingStream(std::shared_ptr<ChannelCore> core, std::string_view method, ClientContext& context,
+                 std::size_t buffer_limit, std::unique_ptr<ClientCallObserver> observer = nullptr);
   ~RetryingStream();
   RetryingStream(const RetryingStream&) = delete;
   RetryingStream& operator=(const RetryingStream&) = delete;
@@ -105,8 +104,8 @@ class RetryingStream final : public StreamCall {
   std::shared_ptr<ChannelCore> core_;
   std::string method_;
   ClientContext* context_;
-  Ref<ClientCall> call_;  // the current attempt
-  std::unique_ptr<ClientCallObserver> observer_;  // until the last attempt takes it
+  Ref<ClientCall> call_;                           // the current attempt
+  std::unique_ptr<ClientCallObserver> observer_;   // until the last attempt takes it
   ClientCallObserver* const detachable_observer_;  // observer_ as given, for detach_context()
   std::vector<Kept> kept_;
   std::size_t kept_bytes_ = 0;
@@ -116,8 +115,8 @@ class RetryingStream final : public StreamCall {
   bool single_message_ = false;
   bool cancelled_ = false;
   bool retrying_ = false;
-  int attempts_ = 0;         // failed attempts counted by the retry policy
-  int transparent_ = 0;      // transparent retries (never processed by the server)
+  int attempts_ = 0;     // failed attempts counted by the retry policy
+  int transparent_ = 0;  // transparent retries (never processed by the server)
   int backoff_step_ = 0;
   asio::steady_timer backoff_timer_;
   Signal retried_;  // a retry ended

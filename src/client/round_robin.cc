@@ -37,10 +37,16 @@ class RoundRobin final : public LoadBalancer {
     absl::Status error = absl::UnavailableError("no addresses");
     for (const auto& s : list_) {
       switch (s->state()) {
-        case ConnectivityState::kReady: ready.push_back(s->connection()); break;
+        case ConnectivityState::kReady:
+          ready.push_back(s->connection());
+          break;
         case ConnectivityState::kIdle:
-        case ConnectivityState::kConnecting: connecting = true; break;
-        default: error = s->last_error(); break;
+        case ConnectivityState::kConnecting:
+          connecting = true;
+          break;
+        default:
+          error = s->last_error();
+          break;
       }
     }
     const ConnectivityState state = !ready.empty() ? ConnectivityState::kReady

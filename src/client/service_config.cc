@@ -30,7 +30,8 @@ absl::StatusOr<std::chrono::milliseconds> duration(const JsonValue* v, std::stri
   std::size_t i = 0;
   std::int64_t seconds = 0;
   std::int64_t nanos = 0;
-  while (i < s.size() && s[i] >= '0' && s[i] <= '9' && i < 12) seconds = seconds * 10 + (s[i++] - '0');
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9' && i < 12)
+    seconds = seconds * 10 + (s[i++] - '0');
   bool ok = i > 0;
   if (ok && i < s.size() && s[i] == '.') {
     ++i;
@@ -49,11 +50,23 @@ absl::StatusOr<std::chrono::milliseconds> duration(const JsonValue* v, std::stri
 }
 
 absl::StatusOr<absl::StatusCode> status_code(const JsonValue& v) {
-  static constexpr std::string_view kNames[] = {
-      "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
-      "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
-      "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
-      "UNAUTHENTICATED"};
+  static constexpr std::string_view kNames[] = {"OK",
+                                                "CANCELLED",
+                                                "UNKNOWN",
+                                                "INVALID_ARGUMENT",
+                                                "DEADLINE_EXCEEDED",
+                                                "NOT_FOUND",
+                                                "ALREADY_EXISTS",
+                                                "PERMISSION_DENIED",
+                                                "RESOURCE_EXHAUSTED",
+                                                "FAILED_PRECONDITION",
+                                                "ABORTED",
+                                                "OUT_OF_RANGE",
+                                                "UNIMPLEMENTED",
+                                                "INTERNAL",
+                                                "UNAVAILABLE",
+                                                "DATA_LOSS",
+                                                "UNAUTHENTICATED"};
   if (v.kind == Kind::kNumber && v.number >= 1 && v.number <= 16 &&
       v.number == std::floor(v.number)) {
     return static_cast<absl::StatusCode>(static_cast<int>(v.number));

@@ -31,8 +31,8 @@ class StreamCall {
   virtual const asio::any_io_executor& executor() const = 0;
 
   // ClientStream's operations (their documentation is there).
-  virtual asio::awaitable<absl::Status> write(const google::protobuf::MessageLite& msg,
-                                              bool last, WriteOptions options) = 0;
+  virtual asio::awaitable<absl::Status> write(const google::protobuf::MessageLite& msg, bool last,
+                                              WriteOptions options) = 0;
   virtual asio::awaitable<absl::Status> write_raw(const SliceChain& message) = 0;
   virtual void writes_done() = 0;
   virtual asio::awaitable<bool> read(google::protobuf::MessageLite& msg) = 0;

@@ -6,8 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "asio/bind_cancellation_slot.hpp"
 #include "asio/co_spawn.hpp"
-#include "asio/post.hpp"
 #include "asio/detached.hpp"
+#include "asio/post.hpp"
 #include "asio/redirect_error.hpp"
 #include "asio/use_awaitable.hpp"
 #include "client/connector.h"
@@ -99,11 +99,11 @@ asio::awaitable<void> Subchannel::attempt_loop(std::shared_ptr<Subchannel> /*kee
         set_state(ConnectivityState::kReady);
         co_return;
       }
-      last_error_ = absl::UnavailableError(absl::StrCat(
-          conn->connection->is_open() && !conn->settings_received
-              ? "timed out waiting for the server's HTTP/2 SETTINGS from "
-              : "connection closed by the server during the HTTP/2 handshake with ",
-          address_.to_string()));
+      last_error_ = absl::UnavailableError(
+          absl::StrCat(conn->connection->is_open() && !conn->settings_received
+                           ? "timed out waiting for the server's HTTP/2 SETTINGS from "
+                           : "connection closed by the server during the HTTP/2 handshake with ",
+                       address_.to_string()));
       conn->connection->close();
     }
     set_state(ConnectivityState::kTransientFailure);

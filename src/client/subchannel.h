@@ -10,8 +10,8 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "asio/io_context.hpp"
 #include "asio/cancellation_signal.hpp"
+#include "asio/io_context.hpp"
 #include "asio/steady_timer.hpp"
 #include "call/deadline_queue.h"
 #include "client/backoff.h"
@@ -30,7 +30,7 @@ struct ChannelConnection final : http2::ConnectionObserver {
   explicit ChannelConnection(const asio::any_io_executor& executor)
       : deadlines(executor), settings_wait(executor) {}
   std::shared_ptr<http2::Connection> connection;
-  DeadlineQueue deadlines;  // its calls' deadlines, on one timer
+  DeadlineQueue deadlines;      // its calls' deadlines, on one timer
   Subchannel* owner = nullptr;  // cleared when the subchannel lets go of it
   // Itself while the connection is open: the connection reports to this object up to the end
   // of its close(), even when the last call or picker holding it goes during that close.

@@ -38,7 +38,8 @@ class StaticResolver final : public Resolver {
 // Every A and AAAA record of host, in getaddrinfo's order (RFC 6724), duplicates dropped.
 class DnsResolver final : public Resolver {
  public:
-  DnsResolver(std::string host, std::string port) : host_(std::move(host)), port_(std::move(port)) {}
+  DnsResolver(std::string host, std::string port)
+      : host_(std::move(host)), port_(std::move(port)) {}
   asio::awaitable<absl::StatusOr<std::vector<Address>>> resolve(
       asio::any_io_executor executor) override {
     asio::ip::tcp::resolver resolver(executor);
@@ -74,7 +75,8 @@ namespace detail {
 namespace {
 
 absl::Status bad(std::string_view target, std::string_view why) {
-  return absl::InvalidArgumentError(absl::StrCat("bad target '", to_absl(target), "': ", to_absl(why)));
+  return absl::InvalidArgumentError(
+      absl::StrCat("bad target '", to_absl(target), "': ", to_absl(why)));
 }
 
 // ipv4:a:p,b:p / ipv6:[a]:p,[b]:p: each element must be a literal of the scheme's family.
@@ -129,8 +131,7 @@ absl::StatusOr<ResolvedTarget> resolver_for_target(std::string_view target) {
     // asio resolves through getaddrinfo, which asks the servers of /etc/resolv.conf and cannot
     // be pointed at another: refusing beats silently asking the wrong server.
     return absl::UnimplementedError(absl::StrCat(
-        "target '", to_absl(target), "': asking the DNS server '",
-        to_absl(parsed->dns_authority),
+        "target '", to_absl(target), "': asking the DNS server '", to_absl(parsed->dns_authority),
         "' is not supported (ferry's dns resolver uses the system's resolver, getaddrinfo); use "
         "dns:///host:port or plug a Resolver (ChannelOptions::resolver)"));
   }

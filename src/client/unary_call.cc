@@ -20,8 +20,7 @@ absl::Status single_response_status(absl::Status status, bool got_response) {
 }
 
 asio::awaitable<Ref<ClientCall>> start_with_request(std::shared_ptr<ChannelCore> core,
-                                                    std::string_view method,
-                                                    ClientContext& context,
+                                                    std::string_view method, ClientContext& context,
                                                     const google::protobuf::MessageLite& request) {
   Ref<ClientCall> call = co_await core->start_call(method, context);
   if (!call->done()) {

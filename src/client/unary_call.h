@@ -41,8 +41,7 @@ absl::Status single_response_status(absl::Status status, bool got_response);
 // calls). A request that cannot be sent (e.g. over the send limit) ends the call with the
 // write's status: the server would otherwise wait for it forever.
 asio::awaitable<Ref<ClientCall>> start_with_request(std::shared_ptr<ChannelCore> core,
-                                                    std::string_view method,
-                                                    ClientContext& context,
+                                                    std::string_view method, ClientContext& context,
                                                     const google::protobuf::MessageLite& request);
 
 }  // namespace ferry::detail

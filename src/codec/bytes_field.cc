@@ -7,8 +7,8 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
-#include "ferry/frame.h"
 #include "codec/chain_streams.h"
+#include "ferry/frame.h"
 #include "google/protobuf/message_lite.h"
 
 namespace ferry {

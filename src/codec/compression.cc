@@ -5,8 +5,10 @@ namespace ferry {
 
 std::string_view compression_name(Compression compression) {
   switch (compression) {
-    case Compression::kIdentity: return "identity";
-    case Compression::kGzip: return "gzip";
+    case Compression::kIdentity:
+      return "identity";
+    case Compression::kGzip:
+      return "gzip";
   }
   return "identity";
 }

@@ -34,9 +34,9 @@ absl::StatusOr<bool> FrameDecoder::next_slow(DecodedMessage& out) {
     error_ = absl::InternalError(
         "invalid gRPC message: compressed flag set but no grpc-encoding was negotiated");
   } else if (length > options_.max_message_size) {
-    error_ = absl::ResourceExhaustedError(absl::StrCat("received message larger than max (",
-                                                       length, " vs. ", options_.max_message_size,
-                                                       " bytes)"));
+    error_ =
+        absl::ResourceExhaustedError(absl::StrCat("received message larger than max (", length,
+                                                  " vs. ", options_.max_message_size, " bytes)"));
   }
   if (!error_.ok()) {
     pending_.clear();
@@ -53,8 +53,8 @@ absl::StatusOr<bool> FrameDecoder::next_slow(DecodedMessage& out) {
 absl::Status FrameDecoder::finish() const {
   if (!error_.ok()) return error_;
   if (!pending_.empty()) {
-    return absl::InternalError(absl::StrCat("stream ended inside a gRPC message (",
-                                            pending_.size(), " bytes of it received)"));
+    return absl::InternalError(absl::StrCat("stream ended inside a gRPC message (", pending_.size(),
+                                            " bytes of it received)"));
   }
   return absl::OkStatus();
 }
@@ -62,8 +62,10 @@ absl::Status FrameDecoder::finish() const {
 absl::Status decompress_payload(const SliceChain& payload, Compression compression,
                                 std::size_t max_size, SliceChain& out) {
   switch (compression) {
-    case Compression::kGzip: return detail::gzip_decompress(payload, max_size, out);
-    case Compression::kIdentity: break;
+    case Compression::kGzip:
+      return detail::gzip_decompress(payload, max_size, out);
+    case Compression::kIdentity:
+      break;
   }
   return absl::InternalError(
       "invalid gRPC message: compressed flag set but no grpc-encoding was negotiated");

@@ -19,21 +19,21 @@ namespace ferry {
 namespace {
 
 [[gnu::noinline, gnu::cold]] absl::Status too_large(std::size_t size, std::size_t max_size) {
-  return absl::ResourceExhaustedError(absl::StrCat("message to send is larger than the limit (",
-                                                   size, " vs. ",
-                                                   std::min(max_size, kMaxFramePayloadSize),
-                                                   " bytes)"));
+  return absl::ResourceExhaustedError(
+      absl::StrCat("message to send is larger than the limit (", size, " vs. ",
+                   std::min(max_size, kMaxFramePayloadSize), " bytes)"));
 }
 
 inline absl::Status check_size(std::size_t size, std::size_t max_size) {
-  if (size > max_size || size > kMaxFramePayloadSize) [[unlikely]] return too_large(size, max_size);
+  if (size > max_size || size > kMaxFramePayloadSize) [[unlikely]]
+    return too_large(size, max_size);
   return absl::OkStatus();
 }
 
 // Messages larger than a block: the prefix and then the body stream into out's tail block and
 // as many fresh blocks as they take; a failure truncates out back to where it was.
-absl::Status encode_across_blocks(const google::protobuf::MessageLite& msg,
-                                                    std::size_t size, SliceChain& out) {
+absl::Status encode_across_blocks(const google::protobuf::MessageLite& msg, std::size_t size,
+                                  SliceChain& out) {
   const std::size_t mark = out.size();
   write_frame_prefix(out.reserve(kFramePrefixSize), false, static_cast<std::uint32_t>(size));
   out.commit(kFramePrefixSize);
@@ -112,7 +112,8 @@ absl::Status encode_compressed_message(const google::protobuf::MessageLite& msg,
     return s;
   }
   // The prefix is still private to out (nothing has read it yet): its length goes in now.
-  write_frame_prefix(prefix, true, static_cast<std::uint32_t>(out.size() - mark - kFramePrefixSize));
+  write_frame_prefix(prefix, true,
+                     static_cast<std::uint32_t>(out.size() - mark - kFramePrefixSize));
   return absl::OkStatus();
 }
 

@@ -27,7 +27,8 @@ constexpr int kGzipMemLevel = 6;
 class Deflater {
  public:
   Deflater() {
-    ok_ = deflateInit2(&z_, kGzipLevel, Z_DEFLATED, kGzipWindowBits, kGzipMemLevel, Z_DEFAULT_STRATEGY) == Z_OK;
+    ok_ = deflateInit2(&z_, kGzipLevel, Z_DEFLATED, kGzipWindowBits, kGzipMemLevel,
+                       Z_DEFAULT_STRATEGY) == Z_OK;
   }
   ~Deflater() {
     if (ok_) deflateEnd(&z_);
@@ -134,8 +135,8 @@ absl::Status gzip_decompress(const SliceChain& compressed, std::size_t max_size,
   if (z == nullptr) return absl::InternalError("gzip: zlib's inflate could not be set up");
   const std::size_t mark = out.size();
   // One byte past the limit is enough to know it is passed; never ask zlib for more.
-  const std::size_t cap = max_size == std::numeric_limits<std::size_t>::max() ? max_size
-                                                                              : max_size + 1;
+  const std::size_t cap =
+      max_size == std::numeric_limits<std::size_t>::max() ? max_size : max_size + 1;
   std::size_t produced = 0;
   bool member_ended = false;
 
@@ -162,9 +163,8 @@ absl::Status gzip_decompress(const SliceChain& compressed, std::size_t max_size,
       out.commit(got);
       produced += got;
       if (produced > max_size) {
-        return fail(absl::ResourceExhaustedError(
-            absl::StrCat("received message larger than max after decompression (over ", max_size,
-                         " bytes)")));
+        return fail(absl::ResourceExhaustedError(absl::StrCat(
+            "received message larger than max after decompression (over ", max_size, " bytes)")));
       }
       if (rc == Z_STREAM_END) {
         member_ended = true;

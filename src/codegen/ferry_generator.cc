@@ -22,8 +22,8 @@ using Vars = std::map<std::string, std::string>;
 
 std::string strip_proto(const std::string& name) {
   const std::string suffix = ".proto";
-  if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(),
-                                                  suffix) == 0) {
+  if (name.size() > suffix.size() &&
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
     return name.substr(0, name.size() - suffix.size());
   }
   return name;
@@ -95,7 +95,8 @@ std::string leading_comment(const Descriptor* d, const std::string& indent) {
 void print_method_comment(pb::io::Printer& p, const pb::MethodDescriptor* m, const Vars& v) {
   p.Print("\n");
   p.PrintRaw(leading_comment(m, "    "));
-  p.Print(v, "    // rpc $Method$($in_stream$$RequestProto$) returns ($out_stream$$ResponseProto$)\n");
+  p.Print(v,
+          "    // rpc $Method$($in_stream$$RequestProto$) returns ($out_stream$$ResponseProto$)\n");
 }
 
 void open_namespace(pb::io::Printer& p, const pb::FileDescriptor* file) {
@@ -115,7 +116,8 @@ void close_namespace(pb::io::Printer& p, const pb::FileDescriptor* file) {
 void print_server_declaration(pb::io::Printer& p, const pb::ServiceDescriptor* service) {
   p.Print(
       "  // Server side: derive, override the methods you serve (the others answer\n"
-      "  // UNIMPLEMENTED), and pass the object to ferry::Server::add_service; it must outlive the\n"
+      "  // UNIMPLEMENTED), and pass the object to ferry::Server::add_service; it must outlive "
+      "the\n"
       "  // server. Each method runs on the call's connection thread.\n"
       "  class Service : public ::ferry::Service {\n"
       "   public:\n"
@@ -134,10 +136,11 @@ void print_server_declaration(pb::io::Printer& p, const pb::ServiceDescriptor* s
                 "        $Response$& response);\n");
         break;
       case Kind::kClientStreaming:
-        p.Print(v,
-                "    virtual ::asio::awaitable<::absl::Status> $Method$(\n"
-                "        ::ferry::ServerContext& context, ::ferry::ServerReader<$Request$>& reader,\n"
-                "        $Response$& response);\n");
+        p.Print(
+            v,
+            "    virtual ::asio::awaitable<::absl::Status> $Method$(\n"
+            "        ::ferry::ServerContext& context, ::ferry::ServerReader<$Request$>& reader,\n"
+            "        $Response$& response);\n");
         break;
       case Kind::kServerStreaming:
         p.Print(v,
@@ -185,8 +188,9 @@ void print_stub_declaration(pb::io::Printer& p, const pb::ServiceDescriptor* ser
                 "        $Response$& response);\n");
         break;
       case Kind::kClientStreaming:
-        p.Print(v, blocking ? "    ::ferry::BlockingClientWriter<$Request$> $Method$(\n"
-                            : "    ::asio::awaitable<::ferry::ClientWriter<$Request$>> $Method$(\n");
+        p.Print(v, blocking
+                       ? "    ::ferry::BlockingClientWriter<$Request$> $Method$(\n"
+                       : "    ::asio::awaitable<::ferry::ClientWriter<$Request$>> $Method$(\n");
         p.Print("        ::ferry::ClientContext& context);\n");
         break;
       case Kind::kServerStreaming:
@@ -358,10 +362,11 @@ void print_server_definitions(pb::io::Printer& p, const pb::ServiceDescriptor* s
                 "    ::ferry::ServerContext&, ::ferry::ServerReader<$Request$>&, $Response$&) {\n");
         break;
       case Kind::kServerStreaming:
-        p.Print(v,
-                "::asio::awaitable<::absl::Status> $Service$::Service::$Method$(\n"
-                "    ::ferry::ServerContext&, const $Request$&, ::ferry::ServerWriter<$Response$>&) "
-                "{\n");
+        p.Print(
+            v,
+            "::asio::awaitable<::absl::Status> $Service$::Service::$Method$(\n"
+            "    ::ferry::ServerContext&, const $Request$&, ::ferry::ServerWriter<$Response$>&) "
+            "{\n");
         break;
       case Kind::kBidiStreaming:
         p.Print(v,
@@ -429,7 +434,8 @@ void print_stub_definitions(pb::io::Printer& p, const pb::ServiceDescriptor* ser
         p.Print(v,
                 "::asio::awaitable<::ferry::ClientReaderWriter<$Request$, $Response$>>\n"
                 "$Service$::Stub::$Method$(::ferry::ClientContext& context) {\n"
-                "  co_return ::ferry::ClientReaderWriter<$Request$, $Response$>(co_await channel_->open(\n"
+                "  co_return ::ferry::ClientReaderWriter<$Request$, $Response$>(co_await "
+                "channel_->open(\n"
                 "      k$Method$Path, ::ferry::RpcKind::kBidiStreaming, context));\n"
                 "}\n"
                 "\n"

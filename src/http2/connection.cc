@@ -1,10 +1,10 @@
 // Implementation of src/http2/connection.h.
 #include "http2/connection.h"
 
+#include <nghttp2/nghttp2.h>
+
 #include <algorithm>
 #include <utility>
-
-#include <nghttp2/nghttp2.h>
 
 #include "asio/post.hpp"
 #include "http2/session_callbacks.h"
@@ -26,8 +26,11 @@ Stream* stream_of(nghttp2_session* session, std::int32_t id) {
 
 Connection::Connection(std::unique_ptr<ByteStream> stream, Role role,
                        const ConnectionLimits& settings, ConnectionObserver* observer)
-    : executor_(stream->executor()), stream_(std::move(stream)), role_(role),
-      observer_(observer), parts_(settings.write_policy.calls_per_write),
+    : executor_(stream->executor()),
+      stream_(std::move(stream)),
+      role_(role),
+      observer_(observer),
+      parts_(settings.write_policy.calls_per_write),
       answer_bytes_(settings.write_policy.bytes_per_write),
       max_queued_(settings.max_queued_send_bytes) {
   nghttp2_session_callbacks* const callbacks = Callbacks::table();

@@ -6,24 +6,24 @@
 // nghttp2 stays inside src/http2: the layer above speaks HeaderField, ErrorCode and Stream.
 #pragma once
 
+#include <sys/uio.h>
+
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
-#include <sys/uio.h>
-
 #include "common/wakeups.h"
 #include "ferry/limits.h"
 #include "ferry/slice_chain.h"
-#include "transport/byte_stream.h"
 #include "http2/error_code.h"
 #include "http2/header_block.h"
 #include "http2/lifecycle.h"
 #include "http2/peer_stream_ledger.h"
 #include "http2/read_parts.h"
 #include "http2/stream.h"
+#include "transport/byte_stream.h"
 
 struct nghttp2_session;
 
@@ -182,7 +182,7 @@ class Connection : public std::enable_shared_from_this<Connection>, public ByteS
   // The parse paused in a DATA frame's chunk: nghttp2 finishes that frame (its END_STREAM)
   // only when called again, even if the read has no bytes left.
   bool paused_in_data_ = false;
-  AnswerBytes answer_bytes_;     // when run_wakeups writes between the calls it runs
+  AnswerBytes answer_bytes_;  // when run_wakeups writes between the calls it runs
   bool closed_ = false;
   bool goaway_received_ = false;
   // The last stream id our GOAWAY named (no GOAWAY yet: the largest id). nghttp2 goes on
@@ -192,17 +192,17 @@ class Connection : public std::enable_shared_from_this<Connection>, public ByteS
   // The last stream id for a GOAWAY about to be queued: the last processed one, never more than
   // an earlier GOAWAY's. Records it in goaway_last_stream_id_.
   std::int32_t goaway_last_stream_id();
-  Stream* streams_ = nullptr;            // open streams, for close()
-  std::size_t queued_ = 0;               // sum of the open streams' queued_counted_
-  std::size_t max_queued_;               // ConnectionLimits::max_queued_send_bytes
-  bool send_waiters_ = false;            // a writer waits for queued_ to fall below max_queued_
+  Stream* streams_ = nullptr;  // open streams, for close()
+  std::size_t queued_ = 0;     // sum of the open streams' queued_counted_
+  std::size_t max_queued_;     // ConnectionLimits::max_queued_send_bytes
+  bool send_waiters_ = false;  // a writer waits for queued_ to fall below max_queued_
   std::size_t open_streams_ = 0;
   std::uint64_t streams_opened_ = 0;
   std::uint64_t reads_ = 0;
   std::unique_ptr<Lifecycle> lifecycle_;  // null when no limit is on
   bool close_after_write_ = false;        // terminate(): close once the GOAWAY is out
-  Stream* recent_stream_ = nullptr;      // find_stream's last answer; cleared by unlink
-  PeerStreamLedger peer_streams_;        // server: the client's recent streams (frames on closed)
+  Stream* recent_stream_ = nullptr;       // find_stream's last answer; cleared by unlink
+  PeerStreamLedger peer_streams_;         // server: the client's recent streams (frames on closed)
 };
 
 }  // namespace ferry::http2

@@ -96,8 +96,8 @@ void Lifecycle::on_timer() {
     ping_outstanding_ = false;  // whatever answered, the peer is there
     buffers_released_ = false;  // the connection has taken a read buffer again
   }
-  if (on(policy_.release_buffers_after) && !buffers_released_ &&
-      connection_.open_streams() == 0 && now - last_activity_ >= policy_.release_buffers_after) {
+  if (on(policy_.release_buffers_after) && !buffers_released_ && connection_.open_streams() == 0 &&
+      now - last_activity_ >= policy_.release_buffers_after) {
     buffers_released_ = connection_.release_read_buffers();
   }
   if (ping_outstanding_ && now >= ping_sent_ + policy_.keepalive.timeout) {
@@ -150,8 +150,8 @@ void Lifecycle::on_ping_received() {
   // As grpc-go judges: without a call open (and not permitted), any PING within two hours of
   // the previous one is a strike; otherwise one sooner than the minimum interval.
   const bool no_calls = connection_.open_streams() == 0 && !policy_.pings.permit_without_calls;
-  const Clock::duration allowed =
-      no_calls ? Clock::duration(std::chrono::hours(2)) : Clock::duration(policy_.pings.min_interval);
+  const Clock::duration allowed = no_calls ? Clock::duration(std::chrono::hours(2))
+                                           : Clock::duration(policy_.pings.min_interval);
   if (last_peer_ping_ != Clock::time_point::min() && now - last_peer_ping_ < allowed) {
     ++ping_strikes_;
   }

@@ -10,9 +10,9 @@ nghttp2_nv to_nv(const HeaderField& f) {
   return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(f.name.data())),
           reinterpret_cast<std::uint8_t*>(const_cast<char*>(f.value.data())), f.name.size(),
           f.value.size(),
-          static_cast<std::uint8_t>(f.static_storage
-                                        ? (NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE)
-                                        : NGHTTP2_NV_FLAG_NONE)};
+          static_cast<std::uint8_t>(
+              f.static_storage ? (NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE)
+                               : NGHTTP2_NV_FLAG_NONE)};
 }
 
 void append_nv(std::span<const HeaderField> fields, NvArray& out) {
@@ -32,15 +32,16 @@ constexpr std::size_t kCopiedPayload = 256;
 }  // namespace
 
 // Control frames and DATA frame padding: small, so copied into the pending output.
-ssize_t Connection::Callbacks::send(nghttp2_session*, const std::uint8_t* data, std::size_t length, int,
-                          void* user_data) {
+ssize_t Connection::Callbacks::send(nghttp2_session*, const std::uint8_t* data, std::size_t length,
+                                    int, void* user_data) {
   self(user_data).pending_.append_copy(data, length);
   return static_cast<ssize_t>(length);
 }
 
 // A DATA frame: its 9-byte header is copied, its payload moved by reference from the stream.
-int Connection::Callbacks::send_data(nghttp2_session*, nghttp2_frame* frame, const std::uint8_t* framehd,
-                     std::size_t length, nghttp2_data_source* source, void* user_data) {
+int Connection::Callbacks::send_data(nghttp2_session*, nghttp2_frame* frame,
+                                     const std::uint8_t* framehd, std::size_t length,
+                                     nghttp2_data_source* source, void* user_data) {
   Connection& c = self(user_data);
   auto* stream = static_cast<Stream*>(source->ptr);
   if (length <= kCopiedPayload) {
@@ -61,8 +62,8 @@ int Connection::Callbacks::send_data(nghttp2_session*, nghttp2_frame* frame, con
 }
 
 ssize_t Connection::Callbacks::read_data(nghttp2_session* session, std::int32_t, std::uint8_t*,
-                               std::size_t length, std::uint32_t* flags,
-                               nghttp2_data_source* source, void*) {
+                                         std::size_t length, std::uint32_t* flags,
+                                         nghttp2_data_source* source, void*) {
   auto* stream = static_cast<Stream*>(source->ptr);
   const std::size_t available = stream->outbound.size();
   const std::size_t n = std::min(length, available);
@@ -107,8 +108,7 @@ int Connection::Callbacks::begin_frame(nghttp2_session* session, const nghttp2_f
     case PeerStreamLedger::Verdict::kIgnore:
       break;
     case PeerStreamLedger::Verdict::kResetStreamClosed:
-      nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, hd->stream_id,
-                                NGHTTP2_STREAM_CLOSED);
+      nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, hd->stream_id, NGHTTP2_STREAM_CLOSED);
       break;
     case PeerStreamLedger::Verdict::kConnectionStreamClosed:
       nghttp2_session_terminate_session(session, NGHTTP2_STREAM_CLOSED);
@@ -120,7 +120,8 @@ int Connection::Callbacks::begin_frame(nghttp2_session* session, const nghttp2_f
   return 0;
 }
 
-int Connection::Callbacks::begin_headers(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
+int Connection::Callbacks::begin_headers(nghttp2_session* session, const nghttp2_frame* frame,
+                                         void* user_data) {
   Connection& c = self(user_data);
   if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST ||
       c.role_ != Role::kServer) {
@@ -142,19 +143,21 @@ int Connection::Callbacks::begin_headers(nghttp2_session* session, const nghttp2
   return 0;
 }
 
-int Connection::Callbacks::header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name,
-                  std::size_t namelen, const std::uint8_t* value, std::size_t valuelen,
-                  std::uint8_t, void* user_data) {
+int Connection::Callbacks::header(nghttp2_session*, const nghttp2_frame* frame,
+                                  const std::uint8_t* name, std::size_t namelen,
+                                  const std::uint8_t* value, std::size_t valuelen, std::uint8_t,
+                                  void* user_data) {
   Stream* stream = self(user_data).find_stream(frame->hd.stream_id);
   if (stream == nullptr) return 0;
-  const bool ok = stream->on_header(
-      std::string_view(reinterpret_cast<const char*>(name), namelen),
-      std::string_view(reinterpret_cast<const char*>(value), valuelen));
+  const bool ok =
+      stream->on_header(std::string_view(reinterpret_cast<const char*>(name), namelen),
+                        std::string_view(reinterpret_cast<const char*>(value), valuelen));
   // Resets the stream (RST_STREAM INTERNAL_ERROR) without tearing down the connection.
   return ok ? 0 : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 }
 
-int Connection::Callbacks::frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+int Connection::Callbacks::frame_recv(nghttp2_session*, const nghttp2_frame* frame,
+                                      void* user_data) {
   Connection& c = self(user_data);
   if (c.role_ == Role::kServer) {
     if (frame->hd.type == NGHTTP2_RST_STREAM) c.peer_streams_.on_peer_reset(frame->hd.stream_id);
@@ -199,8 +202,9 @@ int Connection::Callbacks::frame_recv(nghttp2_session*, const nghttp2_frame* fra
   return 0;
 }
 
-int Connection::Callbacks::data_chunk(nghttp2_session* session, std::uint8_t, std::int32_t stream_id,
-                      const std::uint8_t* data, std::size_t len, void* user_data) {
+int Connection::Callbacks::data_chunk(nghttp2_session* session, std::uint8_t,
+                                      std::int32_t stream_id, const std::uint8_t* data,
+                                      std::size_t len, void* user_data) {
   Connection& c = self(user_data);
   Stream* stream = c.find_stream(stream_id);
   if (stream == nullptr) {
@@ -219,8 +223,8 @@ int Connection::Callbacks::data_chunk(nghttp2_session* session, std::uint8_t, st
   return NGHTTP2_ERR_PAUSE;
 }
 
-int Connection::Callbacks::stream_close(nghttp2_session* session, std::int32_t stream_id, std::uint32_t error,
-                        void* user_data) {
+int Connection::Callbacks::stream_close(nghttp2_session* session, std::int32_t stream_id,
+                                        std::uint32_t error, void* user_data) {
   Connection& c = self(user_data);
   Stream* stream = c.find_stream(stream_id);
   if (stream == nullptr) return 0;
@@ -235,7 +239,8 @@ int Connection::Callbacks::stream_close(nghttp2_session* session, std::int32_t s
 // client that never half-closes (a bidi call ended by a status mid-stream) keeps the stream,
 // its call and its unread DATA alive on both sides until the connection goes. Sent only once
 // the END_STREAM frame is out: submitted earlier, RST_STREAM would overtake queued DATA.
-int Connection::Callbacks::frame_send(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
+int Connection::Callbacks::frame_send(nghttp2_session* session, const nghttp2_frame* frame,
+                                      void* user_data) {
   Connection& c = self(user_data);
   if (c.lifecycle_ != nullptr &&
       (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA)) {
@@ -245,8 +250,7 @@ int Connection::Callbacks::frame_send(nghttp2_session* session, const nghttp2_fr
       (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
       (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0 &&
       nghttp2_session_get_stream_remote_close(session, frame->hd.stream_id) == 0) {
-    nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
-                              NGHTTP2_NO_ERROR);
+    nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_NO_ERROR);
   }
   return 0;
 }

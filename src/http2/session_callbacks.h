@@ -2,10 +2,10 @@
 // connection's streams, and how its output reaches the connection's write queue.
 #pragma once
 
+#include <nghttp2/nghttp2.h>
+
 #include <cstdint>
 #include <span>
-
-#include <nghttp2/nghttp2.h>
 
 #include "absl/container/inlined_vector.h"
 #include "http2/connection.h"
@@ -25,8 +25,7 @@ struct Connection::Callbacks {
   static int send_data(nghttp2_session*, nghttp2_frame* frame, const std::uint8_t* framehd,
                        std::size_t length, nghttp2_data_source* source, void* user_data);
   static int begin_frame(nghttp2_session* session, const nghttp2_frame_hd* hd, void* user_data);
-  static int begin_headers(nghttp2_session* session, const nghttp2_frame* frame,
-                           void* user_data);
+  static int begin_headers(nghttp2_session* session, const nghttp2_frame* frame, void* user_data);
   static int header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name,
                     std::size_t namelen, const std::uint8_t* value, std::size_t valuelen,
                     std::uint8_t, void* user_data);

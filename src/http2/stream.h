@@ -49,10 +49,10 @@ class Stream {
  private:
   friend class Connection;
   std::int32_t id_ = 0;
-  bool deferred_ = false;       // the data provider returned DEFERRED: resume when there is more
-  bool has_provider_ = false;   // a data provider is attached (response or request submitted)
+  bool deferred_ = false;      // the data provider returned DEFERRED: resume when there is more
+  bool has_provider_ = false;  // a data provider is attached (response or request submitted)
   std::size_t queued_counted_ = 0;  // bytes of `outbound` counted in the connection's queued_
-  Stream* prev_ = nullptr;      // the connection's list of open streams
+  Stream* prev_ = nullptr;          // the connection's list of open streams
   Stream* next_ = nullptr;
 };
 

@@ -29,8 +29,8 @@ const prometheus::Histogram::BucketBoundaries& latency_buckets() {
 // gRPC's OpenTelemetry plugins' default message size buckets (bytes).
 const prometheus::Histogram::BucketBoundaries& size_buckets() {
   static const prometheus::Histogram::BucketBoundaries buckets = {
-      0,        1024,      2048,      4096,       16384,      65536,     262144,
-      1048576,  4194304,   16777216,  67108864,   268435456,  1073741824, 4294967296};
+      0,       1024,    2048,     4096,     16384,     65536,      262144,
+      1048576, 4194304, 16777216, 67108864, 268435456, 1073741824, 4294967296};
   return buckets;
 }
 
@@ -66,8 +66,8 @@ class ServerMetrics final : public ServerInterceptor {
                          "Calls started on the server (grpc.server.call.started).")),
         duration_(histogram(registry, "grpc_server_call_duration_seconds",
                             "Server call duration, by final status (grpc.server.call.duration).")),
-        sent_(counter(registry, "grpc_server_call_sent_messages_total",
-                      "Messages the server sent.")),
+        sent_(
+            counter(registry, "grpc_server_call_sent_messages_total", "Messages the server sent.")),
         rcvd_(counter(registry, "grpc_server_call_rcvd_messages_total",
                       "Messages the server received.")),
         sent_bytes_(histogram(registry, "grpc_server_call_sent_total_compressed_message_size_bytes",
@@ -112,11 +112,11 @@ class ClientMetrics final : public ClientInterceptor {
         attempt_duration_(histogram(
             registry, "grpc_client_attempt_duration_seconds",
             "Client call attempt duration, by final status (grpc.client.attempt.duration).")),
-        call_duration_(histogram(
-            registry, "grpc_client_call_duration_seconds",
-            "Client call duration, by final status (grpc.client.call.duration).")),
-        sent_(counter(registry, "grpc_client_call_sent_messages_total",
-                      "Messages the client sent.")),
+        call_duration_(
+            histogram(registry, "grpc_client_call_duration_seconds",
+                      "Client call duration, by final status (grpc.client.call.duration).")),
+        sent_(
+            counter(registry, "grpc_client_call_sent_messages_total", "Messages the client sent.")),
         rcvd_(counter(registry, "grpc_client_call_rcvd_messages_total",
                       "Messages the client received.")),
         sent_bytes_(histogram(registry,

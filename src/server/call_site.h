@@ -27,8 +27,8 @@ struct ServerCallSite {
   CallLimits limits;
   std::size_t max_header_bytes = 0;
   std::atomic<std::size_t>* active_calls = nullptr;  // the server's count of running calls
-  std::string peer;  // "ipv4:127.0.0.1:54321"
-  std::shared_ptr<const PeerIdentity> identity;  // TLS client certificate; null when none
+  std::string peer;                                  // "ipv4:127.0.0.1:54321"
+  std::shared_ptr<const PeerIdentity> identity;      // TLS client certificate; null when none
 
   // MethodTable::find, comparing with the last path found first: a connection tends to call one
   // method over and over, and the comparison is cheaper than hashing.

@@ -18,9 +18,9 @@
 
 #include "asio/any_io_executor.hpp"
 #include "asio/awaitable.hpp"
-#include "ferry/service.h"
 #include "call/event.h"
 #include "common/ref.h"
+#include "ferry/service.h"
 
 namespace ferry::detail {
 
@@ -68,8 +68,8 @@ class HandlerRunners {
   bool another_called_ = false;  // a runner is on its way and has not started taking jobs yet
   bool stopping_ = false;
   std::vector<std::unique_ptr<Slot>> slots_;  // one per runner there is or was
-  std::vector<Slot*> idle_;   // runners waiting for jobs
-  std::vector<Slot*> spare_;  // slots of runners that ended
+  std::vector<Slot*> idle_;                   // runners waiting for jobs
+  std::vector<Slot*> spare_;                  // slots of runners that ended
 };
 
 }  // namespace ferry::detail

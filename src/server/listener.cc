@@ -119,7 +119,8 @@ absl::StatusOr<std::unique_ptr<Listener>> listen(asio::io_context& io,
   if (!ec && reuse_address) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) acceptor.bind(endpoint, ec);
   if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) return absl::UnavailableError(absl::StrCat("cannot listen on ", name, ": ", ec.message()));
+  if (ec)
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", name, ": ", ec.message()));
   return std::make_unique<SocketListener<Protocol>>(std::move(acceptor), std::move(unix_file));
 }
 
@@ -151,9 +152,9 @@ absl::StatusOr<std::unique_ptr<Listener>> Listener::open(asio::io_context& io,
   const asio::ip::address address = asio::ip::make_address(host, ec);
   if (ec) return absl::InvalidArgumentError(absl::StrCat("bad listen address '", host, "'"));
   if (port < 0 || port > 65535) return absl::InvalidArgumentError("port out of range");
-  return listen<asio::ip::tcp>(
-      io, asio::ip::tcp::endpoint(address, static_cast<unsigned short>(port)),
-      absl::StrCat(host, ":", port), true, {});
+  return listen<asio::ip::tcp>(io,
+                               asio::ip::tcp::endpoint(address, static_cast<unsigned short>(port)),
+                               absl::StrCat(host, ":", port), true, {});
 }
 
 }  // namespace ferry::detail

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "transport/byte_stream.h"
 #include "server/io_thread.h"
+#include "transport/byte_stream.h"
 
 namespace ferry::detail {
 

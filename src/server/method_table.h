@@ -37,7 +37,7 @@ class MethodTable {
   const std::deque<std::string>& service_names() const { return service_names_; }
 
  private:
-  std::deque<Method> method_storage_;  // stable addresses for the map below
+  std::deque<Method> method_storage_;                        // stable addresses for the map below
   absl::flat_hash_map<std::string, const Method*> methods_;  // "/pkg.Service/Method"
   absl::flat_hash_set<std::string> services_;
   std::deque<std::string> service_names_;

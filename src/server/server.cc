@@ -11,8 +11,8 @@
 #include "server/io_thread.h"
 #include "server/listener.h"
 #include "server/method_table.h"
-#include "server/server_interceptors.h"
 #include "server/server_connection.h"
+#include "server/server_interceptors.h"
 
 namespace ferry {
 
@@ -23,7 +23,7 @@ struct Server::Impl {
   ServerOptions options;
   detail::MethodTable methods;
   std::unique_ptr<detail::ServerInterceptorChain> interceptors;  // null when none registered
-  std::vector<const Service*> service_list;  // as added, for Server::services()
+  std::vector<const Service*> service_list;                      // as added, for Server::services()
   std::vector<std::unique_ptr<IoThread>> threads;
   std::unique_ptr<detail::Listener> listener;  // TCP or Unix
   std::atomic<bool> logged_connection_limit{false};
@@ -49,9 +49,8 @@ bool Server::Impl::on_accept(IoThread& thread, std::unique_ptr<http2::ByteStream
   }
   logged_connection_limit = false;
   live_connections.fetch_add(1, std::memory_order_acq_rel);
-  asio::post(thread.io, [this, &thread, s = std::move(stream)]() mutable {
-    adopt(thread, std::move(s));
-  });
+  asio::post(thread.io,
+             [this, &thread, s = std::move(stream)]() mutable { adopt(thread, std::move(s)); });
   return true;
 }
 

@@ -5,18 +5,18 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "call/call_storage.h"
+#include "call/wire_format.h"
 #include "common/ref.h"
 #include "common/strings.h"
 #include "ferry/status_details.h"
-#include "call/call_storage.h"
-#include "call/wire_format.h"
 
 namespace ferry::detail {
 namespace {
 
 constexpr std::string_view kStatusOk = "200";
 // grpc-status values, indexed by code: static storage, so the trailer is never copied.
-constexpr std::string_view kStatusCodes[] = {"0", "1", "2", "3", "4", "5", "6", "7", "8",
+constexpr std::string_view kStatusCodes[] = {"0", "1",  "2",  "3",  "4",  "5",  "6",  "7", "8",
                                              "9", "10", "11", "12", "13", "14", "15", "16"};
 constexpr std::string_view kGrpcContentType = "application/grpc";
 
@@ -70,9 +70,10 @@ bool ServerCall::on_header(std::string_view name, std::string_view value) {
     if (auto timeout = parse_grpc_timeout(value)) {
       const auto now = std::chrono::steady_clock::now();
       const auto max_left = std::chrono::steady_clock::time_point::max() - now;
-      deadline_ = *timeout >= max_left ? std::chrono::steady_clock::time_point::max()
-                                        : now + std::chrono::duration_cast<
-                                                    std::chrono::steady_clock::duration>(*timeout);
+      deadline_ =
+          *timeout >= max_left
+              ? std::chrono::steady_clock::time_point::max()
+              : now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(*timeout);
     } else {
       timeout_malformed_ = true;
     }
@@ -152,9 +153,9 @@ absl::Status ServerCall::negotiate_encoding() {
   if (!encoding_.empty() && !parse_compression(encoding_)) {
     // The spec's answer to an encoding the server cannot inflate; every response carries
     // grpc-accept-encoding, which tells the client what to use instead.
-    return absl::UnimplementedError(absl::StrCat("grpc-encoding '", encoding_,
-                                                 "' is not supported (supported: ",
-                                                 to_absl(kAcceptEncoding), ")"));
+    return absl::UnimplementedError(
+        absl::StrCat("grpc-encoding '", encoding_,
+                     "' is not supported (supported: ", to_absl(kAcceptEncoding), ")"));
   }
   set_inbound_encoding(encoding_);
   return absl::OkStatus();
@@ -317,11 +318,11 @@ void ServerCall::reject_http(int http_status) {
   sent_status_ = absl::InternalError("not a gRPC request");
   headers_sent_ = true;
   const std::string code = std::to_string(http_status);
-  const std::string message = http_status == 415
-                                  ? percent_encode(absl::StrCat("invalid gRPC request content-type '",
-                                                                to_absl(content_type_), "'"))
-                                  : percent_encode(absl::StrCat("invalid gRPC request method '",
-                                                                method_, "'"));
+  const std::string message =
+      http_status == 415
+          ? percent_encode(
+                absl::StrCat("invalid gRPC request content-type '", to_absl(content_type_), "'"))
+          : percent_encode(absl::StrCat("invalid gRPC request method '", method_, "'"));
   const http2::HeaderField fields[] = {
       {":status", code},
       http2::HeaderField::literal("content-type", kGrpcContentType),

@@ -8,13 +8,13 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "call/call_stream.h"
+#include "call/cancellation_link.h"
+#include "call/deadline_queue.h"
 #include "ferry/metadata.h"
 #include "ferry/server_context.h"
 #include "ferry/service.h"
 #include "google/protobuf/arena.h"
-#include "call/call_stream.h"
-#include "call/cancellation_link.h"
-#include "call/deadline_queue.h"
 #include "server/call_site.h"
 #include "server/handler_runners.h"
 
@@ -39,7 +39,7 @@ class ServerCall final : public CallStream {
   bool is_post() const { return is_post_; }
   // Whether content-type is application/grpc[+codec|;params].
   bool has_grpc_content_type() const { return grpc_content_type_; }
-  std::string_view method() const { return method_; }              // only when not POST
+  std::string_view method() const { return method_; }  // only when not POST
   // Only when not gRPC with the proto codec.
   std::string_view content_type() const { return content_type_; }
   std::string_view encoding() const { return encoding_; }
@@ -154,7 +154,7 @@ class ServerCall final : public CallStream {
   // The request line, kept as flags and a pointer: strings are stored only for error messages.
   bool is_post_ = false;
   bool grpc_content_type_ = false;
-  bool proto_codec_ = false;  // the content-type is gRPC with the proto codec
+  bool proto_codec_ = false;          // the content-type is gRPC with the proto codec
   bool client_accepts_gzip_ = false;  // grpc-accept-encoding lists gzip
   bool send_compression_fixed_ = false;
   Compression requested_compression_ = Compression::kIdentity;

@@ -39,8 +39,8 @@ void ServerConnection::adopt(IoThread& thread, std::unique_ptr<http2::ByteStream
 void ServerConnection::serve(std::unique_ptr<http2::ByteStream> stream,
                              const ConnectionLimits& limits,
                              const http2::LifecyclePolicy& lifecycle) {
-  connection_ = std::make_shared<http2::Connection>(std::move(stream), http2::Role::kServer,
-                                                    limits, this);
+  connection_ =
+      std::make_shared<http2::Connection>(std::move(stream), http2::Role::kServer, limits, this);
   connection_->set_lifecycle(lifecycle);
   connection_->start();
 }

@@ -22,8 +22,8 @@ class ServerConnection final : public http2::ConnectionObserver {
   // table, after a TLS handshake when options has credentials; live_connections is decremented
   // when the connection has closed and is deleted.
   static void adopt(IoThread& thread, std::unique_ptr<http2::ByteStream> stream,
-                    const ServerOptions& options,
-                    const MethodTable& table, std::atomic<std::size_t>& active_calls,
+                    const ServerOptions& options, const MethodTable& table,
+                    std::atomic<std::size_t>& active_calls,
                     std::atomic<std::size_t>& live_connections);
 
   // GOAWAY: calls in flight go on, new streams are refused; closes once they are done.

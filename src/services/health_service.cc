@@ -1,8 +1,6 @@
 // Implementation of ferry/health.h: the statuses behind a mutex, and Watch streams that wait on a
 // timer of their own call's executor that never expires: a change, or the call's cancellation,
 // wakes them by cancelling it (posted there).
-#include "ferry/health.h"
-
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -20,6 +18,7 @@
 #include "asio/steady_timer.hpp"
 #include "asio/this_coro.hpp"
 #include "asio/use_awaitable.hpp"
+#include "ferry/health.h"
 #include "grpc/health/v1/health.pb.h"
 
 namespace ferry {
@@ -113,8 +112,8 @@ struct HealthService::State {
                                       const health_v1::HealthCheckRequest& request,
                                       ServerWriter<health_v1::HealthCheckResponse>& writer) {
     asio::steady_timer timer(co_await asio::this_coro::executor);
-    auto watcher = std::make_shared<Watcher>(
-        Watcher{request.service(), timer.get_executor(), &timer});
+    auto watcher =
+        std::make_shared<Watcher>(Watcher{request.service(), timer.get_executor(), &timer});
     {
       std::lock_guard lock(mu);
       watchers.push_back(watcher);

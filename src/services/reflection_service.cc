@@ -1,7 +1,5 @@
 // Implementation of ferry/reflection.h: one stream's questions answered in turn from protobuf's
 // descriptor pools, v1alpha requests and responses converted to v1 (their wire formats are equal).
-#include "ferry/reflection.h"
-
 #include <algorithm>
 #include <string>
 #include <type_traits>
@@ -9,6 +7,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "ferry/reflection.h"
 #include "ferry/server.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/descriptor.pb.h"
@@ -29,8 +28,8 @@ class Session {
     pools_.push_back(pb::DescriptorPool::generated_pool());
     for (const Service* service : server.services()) {
       const pb::ServiceDescriptor* d = service->descriptor();
-      if (d != nullptr && std::find(pools_.begin(), pools_.end(), d->file()->pool()) ==
-                              pools_.end()) {
+      if (d != nullptr &&
+          std::find(pools_.begin(), pools_.end(), d->file()->pool()) == pools_.end()) {
         pools_.push_back(d->file()->pool());
       }
     }
@@ -45,8 +44,7 @@ class Session {
     switch (request.message_request_case()) {
       case v1::ServerReflectionRequest::kListServices:
         for (const Service* service : server_.services()) {
-          response.mutable_list_services_response()->add_service()->set_name(
-              service->full_name());
+          response.mutable_list_services_response()->add_service()->set_name(service->full_name());
         }
         break;
       case v1::ServerReflectionRequest::kFileByFilename:
@@ -59,15 +57,13 @@ class Session {
         send_file(find([&](const pb::DescriptorPool* p) {
                     return p->FindFileContainingSymbol(request.file_containing_symbol());
                   }),
-                  absl::StrCat("symbol not found: ", request.file_containing_symbol()),
-                  response);
+                  absl::StrCat("symbol not found: ", request.file_containing_symbol()), response);
         break;
       case v1::ServerReflectionRequest::kFileContainingExtension: {
         const v1::ExtensionRequest& ext = request.file_containing_extension();
         const pb::FieldDescriptor* field = find([&](const pb::DescriptorPool* p) {
           const pb::Descriptor* type = p->FindMessageTypeByName(ext.containing_type());
-          return type == nullptr ? nullptr
-                                 : p->FindExtensionByNumber(type, ext.extension_number());
+          return type == nullptr ? nullptr : p->FindExtensionByNumber(type, ext.extension_number());
         });
         send_file(field == nullptr ? nullptr : field->file(),
                   absl::StrCat("extension not found: ", ext.containing_type(), " ",
@@ -174,20 +170,22 @@ struct ReflectionService::Impl {
   Impl() {
     v1_service.add_bidi_streaming<v1::ServerReflectionRequest, v1::ServerReflectionResponse>(
         "ServerReflectionInfo",
-        [this](ServerContext&,
-               ServerReaderWriter<v1::ServerReflectionRequest, v1::ServerReflectionResponse>&
-                   stream) { return serve(*server, stream); });
+        [this](
+            ServerContext&,
+            ServerReaderWriter<v1::ServerReflectionRequest, v1::ServerReflectionResponse>& stream) {
+          return serve(*server, stream);
+        });
     v1_service.set_descriptor_source([]() -> const pb::ServiceDescriptor* {
       return v1::ServerReflectionRequest::descriptor()->file()->FindServiceByName(
           "ServerReflection");
     });
-    v1alpha_service.add_bidi_streaming<v1alpha::ServerReflectionRequest,
-                                       v1alpha::ServerReflectionResponse>(
-        "ServerReflectionInfo",
-        [this](ServerContext&, ServerReaderWriter<v1alpha::ServerReflectionRequest,
-                                                  v1alpha::ServerReflectionResponse>& stream) {
-          return serve(*server, stream);
-        });
+    v1alpha_service
+        .add_bidi_streaming<v1alpha::ServerReflectionRequest, v1alpha::ServerReflectionResponse>(
+            "ServerReflectionInfo",
+            [this](ServerContext&, ServerReaderWriter<v1alpha::ServerReflectionRequest,
+                                                      v1alpha::ServerReflectionResponse>& stream) {
+              return serve(*server, stream);
+            });
     v1alpha_service.set_descriptor_source([]() -> const pb::ServiceDescriptor* {
       return v1alpha::ServerReflectionRequest::descriptor()->file()->FindServiceByName(
           "ServerReflection");

@@ -1,6 +1,8 @@
 // Implementation of ferry/tls.h's credentials: PEM loading (files or text, through asio's
 // OpenSSL context), the protocol policy both ends share (TLS 1.2+, modern ciphers, ALPN h2),
 // and rotation as an atomic swap of the server's state.
+#include "tls/credentials.h"
+
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
@@ -8,7 +10,6 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
-#include "tls/credentials.h"
 
 namespace ferry {
 namespace {
@@ -19,9 +20,9 @@ constexpr unsigned char kAlpnH2[] = {2, 'h', '2'};
 constexpr char kCiphers[] = "ECDHE+AESGCM:ECDHE+CHACHA20";
 
 absl::Status bad(const char* what, const Pem& pem, const asio::error_code& ec) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      "TLS: cannot load the ", what, pem.path.empty() ? "" : absl::StrCat(" from ", pem.path),
-      ": ", ec.message()));
+  return absl::InvalidArgumentError(
+      absl::StrCat("TLS: cannot load the ", what,
+                   pem.path.empty() ? "" : absl::StrCat(" from ", pem.path), ": ", ec.message()));
 }
 
 void apply_policy(SSL_CTX* ctx) {
@@ -30,8 +31,9 @@ void apply_policy(SSL_CTX* ctx) {
   SSL_CTX_set_cipher_list(ctx, kCiphers);
   // TLS 1.3: AES-128-GCM first (with AES-NI the cheapest per byte; OpenSSL's default puts
   // AES-256 first).
-  SSL_CTX_set_ciphersuites(ctx, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:"
-                                "TLS_CHACHA20_POLY1305_SHA256");
+  SSL_CTX_set_ciphersuites(ctx,
+                           "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:"
+                           "TLS_CHACHA20_POLY1305_SHA256");
 }
 
 absl::Status load_identity(asio::ssl::context& context, const Pem& chain, const Pem& key) {
@@ -156,12 +158,13 @@ absl::StatusOr<std::shared_ptr<ChannelCredentials>> ChannelCredentials::create(
     return s;
   }
   if (config.certificate_chain.empty() != config.private_key.empty()) {
-    return absl::InvalidArgumentError("TLS: a client certificate needs its key, and a key its "
-                                      "certificate");
+    return absl::InvalidArgumentError(
+        "TLS: a client certificate needs its key, and a key its "
+        "certificate");
   }
   if (!config.certificate_chain.empty()) {
-    if (absl::Status s = load_identity(state->context, config.certificate_chain,
-                                       config.private_key);
+    if (absl::Status s =
+            load_identity(state->context, config.certificate_chain, config.private_key);
         !s.ok()) {
       return s;
     }

@@ -41,8 +41,8 @@ std::shared_ptr<const PeerIdentity> peer_identity(SSL* ssl) {
     if (n > 0) id->subject.assign(data, static_cast<std::size_t>(n));
     BIO_free(mem);
   }
-  auto* names = static_cast<GENERAL_NAMES*>(
-      X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
+  auto* names =
+      static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
   for (int i = 0; names != nullptr && i < sk_GENERAL_NAME_num(names); ++i) {
     const GENERAL_NAME* name = sk_GENERAL_NAME_value(names, i);
     if (name->type == GEN_DNS) id->dns_names.emplace_back(asn1_text(name->d.dNSName));
@@ -100,8 +100,8 @@ void ServerHandshake::on_handshake(const asio::error_code& ec) {
 }
 
 asio::awaitable<absl::StatusOr<std::unique_ptr<http2::ByteStream>>> client_handshake(
-    std::unique_ptr<http2::ByteStream> stream, const ChannelCredentials& creds,
-    std::string host, std::chrono::steady_clock::time_point deadline) {
+    std::unique_ptr<http2::ByteStream> stream, const ChannelCredentials& creds, std::string host,
+    std::chrono::steady_clock::time_point deadline) {
   const std::string& name =
       creds.server_name_override().empty() ? host : creds.server_name_override();
   SSL* ssl = SSL_new(creds.state().context.native_handle());
@@ -138,7 +138,7 @@ asio::awaitable<absl::StatusOr<std::unique_ptr<http2::ByteStream>>> client_hands
           auto h = std::make_shared<decltype(handler)>(std::move(handler));
           auto done = [h, slot](const asio::error_code& e) mutable {
             if (slot.is_connected()) slot.clear();
-            std::move(*h)(e);
+            std::move (*h)(e);
           };
           handshake ? tls->async_handshake(done) : tls->async_wait_for_data(done);
         },
@@ -149,13 +149,13 @@ asio::awaitable<absl::StatusOr<std::unique_ptr<http2::ByteStream>>> client_hands
   const std::string peer = tls->peer_address();
   if (timed_out) co_return absl::UnavailableError("TLS handshake with " + peer + " timed out");
   if (ec) {
-    co_return absl::UnavailableError(absl::StrCat(
-        tls->error().empty() ? "TLS handshake failed: " + ec.message() : tls->error(),
-        " (server ", peer, ", verifying it as \"", name, "\")"));
+    co_return absl::UnavailableError(
+        absl::StrCat(tls->error().empty() ? "TLS handshake failed: " + ec.message() : tls->error(),
+                     " (server ", peer, ", verifying it as \"", name, "\")"));
   }
   if (!negotiated_h2(tls->ssl())) {
-    co_return absl::UnavailableError(absl::StrCat("TLS: the server ", peer,
-                                                  " did not negotiate ALPN \"h2\""));
+    co_return absl::UnavailableError(
+        absl::StrCat("TLS: the server ", peer, " did not negotiate ALPN \"h2\""));
   }
   co_return std::unique_ptr<http2::ByteStream>(std::move(tls));
 }

@@ -53,7 +53,7 @@ class ServerHandshake {
 // credentials' server_name_override, also sent as SNI) and requires ALPN h2; gives up at
 // deadline. UNAVAILABLE saying why on failure.
 asio::awaitable<absl::StatusOr<std::unique_ptr<http2::ByteStream>>> client_handshake(
-    std::unique_ptr<http2::ByteStream> stream, const ChannelCredentials& creds,
-    std::string host, std::chrono::steady_clock::time_point deadline);
+    std::unique_ptr<http2::ByteStream> stream, const ChannelCredentials& creds, std::string host,
+    std::chrono::steady_clock::time_point deadline);
 
 }  // namespace ferry::tls

@@ -6,12 +6,12 @@
 // its operations are called there and its completions run there.
 #pragma once
 
+#include <sys/uio.h>
+
 #include <cstddef>
 #include <memory>
 #include <span>
 #include <string>
-
-#include <sys/uio.h>
 
 #include "asio/any_io_executor.hpp"
 #include "asio/buffer.hpp"

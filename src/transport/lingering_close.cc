@@ -27,15 +27,14 @@ class Lingerer : public std::enable_shared_from_this<Lingerer> {
 
  private:
   void read() {
-    descriptor_.async_read_some(asio::buffer(drop_),
-                                [self = shared_from_this()](const asio::error_code& ec,
-                                                            std::size_t) {
-                                  if (ec) {
-                                    self->close();  // the peer's end (or the time limit)
-                                  } else {
-                                    self->read();
-                                  }
-                                });
+    descriptor_.async_read_some(
+        asio::buffer(drop_), [self = shared_from_this()](const asio::error_code& ec, std::size_t) {
+          if (ec) {
+            self->close();  // the peer's end (or the time limit)
+          } else {
+            self->read();
+          }
+        });
   }
   void close() {
     asio::error_code ignored;

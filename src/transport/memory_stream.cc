@@ -112,9 +112,8 @@ void MemoryStream::async_write(std::span<const asio::const_buffer> buffers,
   const int d = 1 - side_;
   MemoryPipe::Direction& out = pipe_->dir_[d];
   if (out.closed || out.eof || pipe_->dir_[side_].closed) {
-    asio::post(pipe_->executor(), [client = std::move(client)] {
-      client->on_written(asio::error::broken_pipe);
-    });
+    asio::post(pipe_->executor(),
+               [client = std::move(client)] { client->on_written(asio::error::broken_pipe); });
     return;
   }
   out.write_rest.assign(buffers.begin(), buffers.end());
@@ -127,11 +126,10 @@ void MemoryStream::close() {
   MemoryPipe::Direction& out = pipe_->dir_[1 - side_];
   if (in.closed) return;
   in.closed = true;
-  out.eof = true;  // the peer reads what is buffered, then the end
+  out.eof = true;               // the peer reads what is buffered, then the end
   if (out.writer != nullptr) {  // our own pending write toward the peer is aborted
-    asio::post(pipe_->executor(), [w = std::move(out.writer)] {
-      w->on_written(asio::error::operation_aborted);
-    });
+    asio::post(pipe_->executor(),
+               [w = std::move(out.writer)] { w->on_written(asio::error::operation_aborted); });
     out.writer = nullptr;
     out.write_rest.clear();
   }

@@ -1,6 +1,6 @@
-// Byte streams in memory (transport layer, private): two ends of a pipe on one executor, for driving
-// HTTP/2 connections without sockets in unit tests and fuzz targets. What one end writes, the
-// other reads; a test may also play one end itself (inject bytes, take what was written).
+// Byte streams in memory (transport layer, private): two ends of a pipe on one executor, for
+// driving HTTP/2 connections without sockets in unit tests and fuzz targets. What one end writes,
+// the other reads; a test may also play one end itself (inject bytes, take what was written).
 // Completions are always posted, never run inside the call that causes them, as with sockets.
 #pragma once
 
@@ -63,8 +63,8 @@ class MemoryPipe : public std::enable_shared_from_this<MemoryPipe> {
   friend class MemoryStream;
   // Bytes flowing to one side, and what waits on them.
   struct Direction {
-    std::string buffer;  // written to this side, not yet read
-    bool eof = false;    // nothing more will be written
+    std::string buffer;   // written to this side, not yet read
+    bool eof = false;     // nothing more will be written
     bool closed = false;  // this side's stream was closed
     // A read pending at this side.
     asio::mutable_buffer read_into;

@@ -54,10 +54,10 @@ class SocketStream final : public ByteStream {
 
   void async_read_some(asio::mutable_buffer into,
                        std::shared_ptr<ByteStreamClient> client) override {
-    socket_.async_read_some(into, [client = std::move(client)](const asio::error_code& ec,
-                                                               std::size_t n) {
-      client->on_read(ec, n);
-    });
+    socket_.async_read_some(
+        into, [client = std::move(client)](const asio::error_code& ec, std::size_t n) {
+          client->on_read(ec, n);
+        });
   }
 
   bool waits_without_buffer() const override { return true; }
@@ -68,10 +68,9 @@ class SocketStream final : public ByteStream {
   }
 
   void async_wait_readable(std::shared_ptr<ByteStreamClient> client) override {
-    socket_.async_wait(Protocol::socket::wait_read,
-                       [client = std::move(client)](const asio::error_code& ec) {
-                         client->on_readable(ec);
-                       });
+    socket_.async_wait(
+        Protocol::socket::wait_read,
+        [client = std::move(client)](const asio::error_code& ec) { client->on_readable(ec); });
   }
 
   std::size_t read_some_now(asio::mutable_buffer into, asio::error_code& ec) override {

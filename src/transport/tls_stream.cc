@@ -20,7 +20,7 @@ constexpr std::size_t kRecord = 16384;             // TLS's largest plaintext re
 // OpenSSL's record buffer when it reads from the socket itself: five whole records (more than a
 // 64 KiB read block's worth) per recv, and room for a partial one.
 constexpr std::size_t kReadAhead = 5 * (kRecord + 256) + 1024;
-constexpr std::size_t kBatch = 256 * 1024;         // plaintext encrypted per send at most
+constexpr std::size_t kBatch = 256 * 1024;  // plaintext encrypted per send at most
 
 asio::error_code protocol_error() { return asio::error_code(EPROTO, asio::system_category()); }
 
@@ -69,9 +69,7 @@ struct TlsBio {
     return len;
   }
 
-  static long ctrl(BIO*, int cmd, long, void*) {
-    return cmd == BIO_CTRL_FLUSH ? 1 : 0;
-  }
+  static long ctrl(BIO*, int cmd, long, void*) { return cmd == BIO_CTRL_FLUSH ? 1 : 0; }
 
   static int create(BIO* bio) {
     BIO_set_init(bio, 1);
@@ -165,7 +163,7 @@ void TlsStream::handshake_step() {
   asio::error_code ec;
   if (r != 1 && SSL_get_error(ssl_, r) != SSL_ERROR_WANT_READ) {
     ec = inner_error_;
-    fail(!ec                         ? "TLS handshake failed"
+    fail(!ec                      ? "TLS handshake failed"
          : ec == asio::error::eof ? "TLS handshake failed: the peer closed the connection"
                                   : "TLS handshake failed: connection lost",
          ec);
@@ -220,9 +218,8 @@ void TlsStream::cancel_handshake() {
   handshaking_ = false;
   waiting_for_data_ = false;
   inner_->close();
-  asio::post(inner_->executor(), [done = std::move(on_handshake_)] {
-    done(asio::error::operation_aborted);
-  });
+  asio::post(inner_->executor(),
+             [done = std::move(on_handshake_)] { done(asio::error::operation_aborted); });
   on_handshake_ = nullptr;
 }
 

@@ -1,5 +1,5 @@
-// A TLS session over another byte stream (transport layer, private): OpenSSL's record layer through a
-// BIO of this stream's own, so that a connection runs over TLS exactly as over a socket (TCP or
+// A TLS session over another byte stream (transport layer, private): OpenSSL's record layer through
+// a BIO of this stream's own, so that a connection runs over TLS exactly as over a socket (TCP or
 // Unix) or memory. The session (SSL_CTX, role, peer verification) is set up by src/tls; this
 // file only moves bytes.
 //
@@ -104,7 +104,7 @@ class TlsStream final : public ByteStream {
   // Whether OpenSSL reads the inner stream itself (read_some_now, into its record buffer, with
   // read-ahead), waiting with async_wait_readable: a socket. Else ciphertext is read into in_.
   bool direct_;
-  bool drained_ = false;           // the last read_some_now found less than it asked for
+  bool drained_ = false;          // the last read_some_now found less than it asked for
   asio::error_code inner_error_;  // the inner stream's end or error, met by read_some_now
   // Ciphertext read from the inner stream (not direct_): [in_begin_, in_end_) not yet given to
   // OpenSSL.

@@ -134,10 +134,9 @@ absl::StatusOr<Request> unpack_one(const Messages& messages) {
 // The call's context: the request's headers (-bin ones decoded from the Header's base64),
 // compression and timeout. The deadline starts counting here, right before the call.
 void prepare_context(const v1::ClientCompatRequest& req, ClientContext& context) {
-  for_each_header_value(req.request_headers(),
-                        [&](const std::string& key, const std::string& value) {
-                          context.add_metadata(key, value);
-                        });
+  for_each_header_value(
+      req.request_headers(),
+      [&](const std::string& key, const std::string& value) { context.add_metadata(key, value); });
   if (req.compression() == v1::COMPRESSION_GZIP) context.set_compression(Compression::kGzip);
   if (req.has_timeout_ms()) context.set_timeout(std::chrono::milliseconds(req.timeout_ms()));
 }
@@ -171,9 +170,9 @@ asio::awaitable<absl::StatusOr<Result>> unary(Channel& channel, std::string meth
       req, channel.executor(), [&cancel] { cancel.emit(asio::cancellation_type::terminal); },
       alarm);
   Response response;
-  const absl::Status status = co_await channel.call(
-      method, context, *request, response,
-      asio::bind_cancellation_slot(cancel.slot(), asio::use_awaitable));
+  const absl::Status status =
+      co_await channel.call(method, context, *request, response,
+                            asio::bind_cancellation_slot(cancel.slot(), asio::use_awaitable));
   Result result;
   if (status.ok()) add_payload(response, result);
   record_end(status, context, result);
@@ -221,7 +220,8 @@ asio::awaitable<absl::StatusOr<Result>> client_stream(Channel& channel, std::str
   // After a failed write the call is over: no cancellation to try, only its outcome to read.
   if (result.num_unsent_requests() == 0) {
     if (req.cancel().has_before_close_send()) stream.cancel();
-    arm_cancel_after_close_send(req, channel.executor(), [&stream] { stream.cancel(); }, alarm);
+    arm_cancel_after_close_send(
+        req, channel.executor(), [&stream] { stream.cancel(); }, alarm);
   }
   v1::ClientStreamResponse response;
   const absl::Status status = co_await stream.finish_with_response(response);
@@ -240,7 +240,8 @@ asio::awaitable<absl::StatusOr<Result>> server_stream(Channel& channel, std::str
   // Sends the request and half-closes.
   ClientStream stream = co_await channel.open(method, context, *request);
   std::optional<Alarm> alarm;
-  arm_cancel_after_close_send(req, channel.executor(), [&stream] { stream.cancel(); }, alarm);
+  arm_cancel_after_close_send(
+      req, channel.executor(), [&stream] { stream.cancel(); }, alarm);
   Result result;
   int received = 0;
   co_await receive_all<v1::ServerStreamResponse>(stream, req, received, result);
@@ -292,7 +293,8 @@ asio::awaitable<absl::StatusOr<Result>> bidi_stream(Channel& channel, std::strin
   if (result.num_unsent_requests() == 0) {
     if (req.cancel().has_before_close_send()) stream.cancel();
     co_await stream.writes_done();
-    arm_cancel_after_close_send(req, channel.executor(), [&stream] { stream.cancel(); }, alarm);
+    arm_cancel_after_close_send(
+        req, channel.executor(), [&stream] { stream.cancel(); }, alarm);
   }
   // Even when the call ended early, the responses that came before its end are reported.
   co_await receive_all<v1::BidiStreamResponse>(stream, req, received, result);
@@ -368,12 +370,12 @@ asio::awaitable<absl::StatusOr<Result>> invoke(asio::io_context& io,
     co_return co_await unary<v1::UnaryRequest, v1::UnaryResponse>(channel, method, req);
   }
   if (name == "IdempotentUnary") {
-    co_return co_await unary<v1::IdempotentUnaryRequest, v1::IdempotentUnaryResponse>(
-        channel, method, req);
+    co_return co_await unary<v1::IdempotentUnaryRequest, v1::IdempotentUnaryResponse>(channel,
+                                                                                      method, req);
   }
   if (name == "Unimplemented") {
     co_return co_await unary<v1::UnimplementedRequest, v1::UnimplementedResponse>(channel, method,
-                                                                                 req);
+                                                                                  req);
   }
   if (name == "ServerStream") co_return co_await server_stream(channel, method, req);
   if (name == "ClientStream") co_return co_await client_stream(channel, method, req);
@@ -416,8 +418,8 @@ int run() {
     std::string name = req.test_name();
     // The completion runs on the io thread, the only one that writes to stdout.
     asio::co_spawn(io, run_case(io, std::move(req)),
-                   [&slots, &output_failed, name = std::move(name)](
-                       std::exception_ptr error, v1::ClientCompatResponse out) {
+                   [&slots, &output_failed, name = std::move(name)](std::exception_ptr error,
+                                                                    v1::ClientCompatResponse out) {
                      if (error) {
                        out.set_test_name(name);
                        try {

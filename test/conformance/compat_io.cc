@@ -36,10 +36,9 @@ absl::Status read_delimited(std::FILE* in, google::protobuf::MessageLite& msg, b
 absl::Status write_delimited(std::FILE* out, const google::protobuf::MessageLite& msg) {
   const std::string bytes = msg.SerializeAsString();
   const auto size = static_cast<std::uint32_t>(bytes.size());
-  const unsigned char prefix[4] = {static_cast<unsigned char>(size >> 24),
-                                   static_cast<unsigned char>(size >> 16),
-                                   static_cast<unsigned char>(size >> 8),
-                                   static_cast<unsigned char>(size)};
+  const unsigned char prefix[4] = {
+      static_cast<unsigned char>(size >> 24), static_cast<unsigned char>(size >> 16),
+      static_cast<unsigned char>(size >> 8), static_cast<unsigned char>(size)};
   if (std::fwrite(prefix, 1, sizeof prefix, out) != sizeof prefix ||
       std::fwrite(bytes.data(), 1, bytes.size(), out) != bytes.size() || std::fflush(out) != 0) {
     return absl::UnavailableError("writing to the runner failed");

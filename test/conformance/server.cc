@@ -5,6 +5,8 @@
 // stdout, and runs until SIGTERM or SIGINT. Each method follows its request's response definition
 // (docs/testing_servers.md in the suite's module): headers, trailers, delays, response data, an
 // error whose details echo what the request looked like.
+#include "ferry/server.h"
+
 #include <pthread.h>
 #include <signal.h>
 
@@ -21,7 +23,6 @@
 #include "conformance/compat_io.h"
 #include "connectrpc/conformance/v1/server_compat.pb.h"
 #include "connectrpc/conformance/v1/service.ferry.h"
-#include "ferry/server.h"
 #include "ferry/tls.h"
 #include "google/protobuf/any.pb.h"
 
@@ -54,8 +55,8 @@ RequestInfo request_info(const ServerContext& ctx, const Requests& requests) {
   append_headers(ctx.client_metadata(), *info.mutable_request_headers());
   if (ctx.deadline() != std::chrono::steady_clock::time_point::max()) {
     const auto left = ctx.deadline() - std::chrono::steady_clock::now();
-    info.set_timeout_ms(
-        std::max<std::int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(left).count()));
+    info.set_timeout_ms(std::max<std::int64_t>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(left).count()));
   }
   for (const Any& request : requests) *info.add_requests() = request;
   return info;
@@ -114,8 +115,7 @@ asio::awaitable<absl::Status> respond_once(ServerContext& ctx,
 template <class Response, class Writer>
 asio::awaitable<absl::Status> stream_responses(ServerContext& ctx,
                                                const v1::StreamResponseDefinition& definition,
-                                               const Requests& requests, int sent,
-                                               Writer& writer) {
+                                               const Requests& requests, int sent, Writer& writer) {
   Response response;
   for (; sent < definition.response_data_size(); ++sent) {
     response.Clear();
@@ -139,8 +139,8 @@ asio::awaitable<absl::Status> unary(ServerContext& ctx, const Request& request,
                                     Response& response) {
   const Requests requests = one_request(request);
   co_return co_await respond_once(
-      ctx, request.has_response_definition() ? &request.response_definition() : nullptr,
-      requests, *response.mutable_payload());
+      ctx, request.has_response_definition() ? &request.response_definition() : nullptr, requests,
+      *response.mutable_payload());
 }
 
 class ConformanceImpl final : public v1::ConformanceService::Service {
@@ -200,7 +200,8 @@ class ConformanceImpl final : public v1::ConformanceService::Service {
         full_duplex = request.full_duplex();
         mirror_compression(ctx);
         if (request.has_response_definition()) {
-          definition = std::make_unique<v1::StreamResponseDefinition>(request.response_definition());
+          definition =
+              std::make_unique<v1::StreamResponseDefinition>(request.response_definition());
           add_response_metadata(ctx, definition->response_headers(),
                                 definition->response_trailers());
           // Half duplex must not answer before the client is done sending.

@@ -4,7 +4,6 @@
 // own) and stopped gracefully under load; a resolver's answer changes under load. Each case opens
 // with its promise, what gRPC specifies for that fault, and checks it.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -53,8 +52,8 @@ using testing::echo_methods::kChat;
 using testing::echo_methods::kEcho;
 using testing::echo_methods::kExpand;
 
-#define SKIP_WITHOUT_TOXIPROXY()                                                               \
-  if (!Toxiproxy::installed())                                                                 \
+#define SKIP_WITHOUT_TOXIPROXY() \
+  if (!Toxiproxy::installed())   \
   GTEST_SKIP() << Toxiproxy::binary() << " not installed (scripts/install_peers.sh installs it)"
 
 // The channels' keepalive and back-off, short so that the suite stays short: a PING after 1 s
@@ -204,9 +203,8 @@ class UnaryLoad {
   // Succeeded calls that started at or after t.
   int succeeded_since(Clock::time_point t) const {
     std::lock_guard lock(mutex_);
-    return static_cast<int>(std::count_if(outcomes_.begin(), outcomes_.end(), [&](auto& o) {
-      return o.status.ok() && o.start >= t;
-    }));
+    return static_cast<int>(std::count_if(outcomes_.begin(), outcomes_.end(),
+                                          [&](auto& o) { return o.status.ok() && o.start >= t; }));
   }
 
  private:
@@ -214,8 +212,7 @@ class UnaryLoad {
     asio::steady_timer pause(co_await asio::this_coro::executor);
     for (int n = 0; !stop_; ++n) {
       Outcome outcome = co_await echo(channel_, absl::StrCat(prefix_, "-", w, "-", n),
-                                      options_.delay_ms, options_.timeout,
-                                      options_.wait_for_ready);
+                                      options_.delay_ms, options_.timeout, options_.wait_for_ready);
       const bool ok = outcome.status.ok();
       {
         std::lock_guard lock(mutex_);
@@ -282,8 +279,8 @@ TEST(Toxiproxy, BlackHoleMidCallIsDetectedByKeepalive) {
   ASSERT_TRUE(run_on(channel, echo(channel, "warm-up", 0, 5s)).status.ok());
   const std::set<std::string> peers_before = backend.ledger().peers();
 
-  auto long_call = asio::co_spawn(channel.executor(), echo(channel, "long", 60'000, 20s),
-                                  asio::use_future);
+  auto long_call =
+      asio::co_spawn(channel.executor(), echo(channel, "long", 60'000, 20s), asio::use_future);
   ASSERT_TRUE(testing::eventually([&] { return backend.ledger().count("long") == 1; }));
   const Clock::time_point holed = Clock::now();
   black_hole(toxiproxy, "hole");
@@ -320,7 +317,6 @@ TEST(Toxiproxy, BlackHoleMidCallIsDetectedByKeepalive) {
       << backend.ledger().started << " handlers started, " << backend.ledger().finished
       << " returned";
 }
-
 
 // A server-streaming Expand call's reads: how many arrived, whether each was the next index at
 // the right size, and the status. Sets `reached` after signal_after messages.
@@ -372,18 +368,17 @@ TEST(Toxiproxy, ResetMidStreamFailsItsCallsAndOnlyThem) {
   Channel channel(ipv4_target({port}), fault_channel_options());
 
   std::atomic<bool> streaming{false};
-  auto stream = asio::co_spawn(channel.executor(),
-                               read_expand(channel, 100'000, 64, 2, 20, streaming, 20s),
-                               asio::use_future);
+  auto stream =
+      asio::co_spawn(channel.executor(), read_expand(channel, 100'000, 64, 2, 20, streaming, 20s),
+                     asio::use_future);
   std::vector<std::future<Outcome>> pending;
   for (int i = 0; i < 3; ++i) {
     pending.push_back(asio::co_spawn(channel.executor(),
                                      echo(channel, absl::StrCat("pending-", i), 60'000, 20s),
                                      asio::use_future));
   }
-  ASSERT_TRUE(testing::eventually([&] {
-    return streaming.load() && backend.ledger().started.load() == 3;
-  }));
+  ASSERT_TRUE(testing::eventually(
+      [&] { return streaming.load() && backend.ledger().started.load() == 3; }));
   const std::set<std::string> peers_before = backend.ledger().peers();
   const Clock::time_point reset_at = Clock::now();
   toxiproxy.add_toxic("reset", "reset", "reset_peer", "downstream", {{"timeout", 0}});
@@ -407,8 +402,8 @@ TEST(Toxiproxy, ResetMidStreamFailsItsCallsAndOnlyThem) {
   EXPECT_GT(backend.ledger().peers().size(), peers_before.size());
   EXPECT_TRUE(testing::eventually([&] { return backend.handlers_done(); }))
       << backend.ledger().started << " unary handlers started, " << backend.ledger().finished
-      << " returned; " << backend.probe().started << " streaming, "
-      << backend.probe().finished << " returned";
+      << " returned; " << backend.probe().started << " streaming, " << backend.probe().finished
+      << " returned";
 }
 
 // fault_server (FERRY_FAULT_SERVER) in a process of its own, so that it can be SIGKILLed; the ids
@@ -425,8 +420,7 @@ class ServerProcess {
   void start(int port) {
     for (int attempt = 0; attempt < 50; ++attempt) {
       process_.emplace(std::vector<std::string>{FERRY_FAULT_SERVER,
-                                                "--port=" + std::to_string(port),
-                                                "--log=" + log_},
+                                                "--port=" + std::to_string(port), "--log=" + log_},
                        /*capture_stdout=*/true);
       std::optional<std::string> line = process_->read_line(10s);
       if (line && line->rfind("port ", 0) == 0) {
@@ -473,8 +467,7 @@ TEST(Process, ServerKilledAndRestartedOnTheSamePort) {
                  {.workers = kWorkers, .delay_ms = 20, .timeout = 10s, .wait_for_ready = true});
   ASSERT_TRUE(testing::eventually([&] { return load.succeeded() >= 30; }));
   server.kill();
-  ASSERT_TRUE(testing::eventually(
-      [&] { return channel.state() != ConnectivityState::kReady; }));
+  ASSERT_TRUE(testing::eventually([&] { return channel.state() != ConnectivityState::kReady; }));
   const int succeeded_while_up = load.succeeded();
   server.start(port);
   const Clock::time_point restarted = Clock::now();
@@ -609,7 +602,8 @@ TEST_P(Trickling, LargeMessagesArriveIntactAndInOrder) {
 INSTANTIATE_TEST_SUITE_P(
     Toxiproxy, Trickling,
     ::testing::Values(Trickle{"bandwidth", "bandwidth", {{"rate", 2048}}},  // KB/s
-                      Trickle{"slicer", "slicer",  // bytes, and microseconds between slices
+                      Trickle{"slicer",
+                              "slicer",  // bytes, and microseconds between slices
                               {{"average_size", 64}, {"size_variation", 48}, {"delay", 10}}},
                       Trickle{"latency", "latency", {{"latency", 200}, {"jitter", 20}}}),
     [](const auto& info) { return std::string(info.param.name); });
@@ -628,8 +622,8 @@ TEST_P(CutAfter, EveryByteOfAUnaryCall) {
   toxiproxy.add_toxic("cut", "limit", "limit_data", GetParam(), {{"bytes", 0}});
   for (int n = 0; n < 200; ++n) {
     toxiproxy.update_toxic("cut", "limit", {{"bytes", n}});
-    ASSERT_NE(toxiproxy.request("GET", "/proxies/cut/toxics/limit").second.find(
-                  absl::StrCat("\"bytes\":", n, "}")),
+    ASSERT_NE(toxiproxy.request("GET", "/proxies/cut/toxics/limit")
+                  .second.find(absl::StrCat("\"bytes\":", n, "}")),
               std::string::npos);
     // A new channel, so that the call opens a new connection (the toxic counts per connection),
     // and a payload that makes the request and the response each longer than 200 bytes.
@@ -686,8 +680,8 @@ TEST(Toxiproxy, RoundRobinMovesAwayFromABlackHoleAndBack) {
   for (const Outcome& o : load.outcomes()) {
     if (o.status.ok()) continue;
     EXPECT_EQ(o.status.code(), absl::StatusCode::kUnavailable) << o.id << ": " << o.status;
-    EXPECT_LT(o.start, settled) << o.id << " failed, started "
-                                << ms(o.start - holed) << " ms after the black hole: " << o.status;
+    EXPECT_LT(o.start, settled) << o.id << " failed, started " << ms(o.start - holed)
+                                << " ms after the black hole: " << o.status;
   }
   expect_deadlines_kept(load.outcomes());
   RecordProperty("back_after_ms", static_cast<int>(ms(back_after)));
@@ -747,8 +741,8 @@ class SwitchableResolver : public Resolver {
 
 Address loopback(int port) {
   Address address;
-  address.tcp = asio::ip::tcp::endpoint(asio::ip::address_v4::loopback(),
-                                        static_cast<unsigned short>(port));
+  address.tcp =
+      asio::ip::tcp::endpoint(asio::ip::address_v4::loopback(), static_cast<unsigned short>(port));
   return address;
 }
 
@@ -771,9 +765,8 @@ TEST(Resolved, NewAddressesTakeNewCallsAndCallsInFlightFinish) {
 
   std::vector<std::future<Outcome>> in_flight;
   for (int i = 0; i < 4; ++i) {
-    in_flight.push_back(asio::co_spawn(channel.executor(),
-                                       echo(channel, absl::StrCat("long-", i), 1500, 10s),
-                                       asio::use_future));
+    in_flight.push_back(asio::co_spawn(
+        channel.executor(), echo(channel, absl::StrCat("long-", i), 1500, 10s), asio::use_future));
   }
   ASSERT_TRUE(testing::eventually([&] { return calls_to(old_backends) == 4; }));
   resolver->set({loopback(new_backends[0].port()), loopback(new_backends[1].port())});

@@ -47,8 +47,8 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, bool capture_st
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 2, stderr_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                   0644);
   int pipe_fds[2] = {-1, -1};
   if (capture_stdout) {
     if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw error("pipe2");
@@ -223,8 +223,10 @@ std::string json_attributes(const std::map<std::string, long>& attributes) {
 
 int Toxiproxy::create_proxy(const std::string& name, int upstream_port) {
   auto response = request("POST", "/proxies",
-                          "{\"name\":\"" + name + "\",\"listen\":\"127.0.0.1:0\",\"upstream\":"
-                          "\"127.0.0.1:" + std::to_string(upstream_port) + "\",\"enabled\":true}");
+                          "{\"name\":\"" + name +
+                              "\",\"listen\":\"127.0.0.1:0\",\"upstream\":"
+                              "\"127.0.0.1:" +
+                              std::to_string(upstream_port) + "\",\"enabled\":true}");
   expect_status(response, 200, 201, "create proxy " + name);
   // The answer holds "listen":"127.0.0.1:PORT", the port the proxy bound.
   const std::string key = "\"listen\":\"127.0.0.1:";

@@ -79,8 +79,7 @@ absl::Status fail(std::string why) { return absl::AbortedError(std::move(why)); 
 
 // "CODE: message" of a status, with the message's control characters escaped.
 std::string describe(const absl::Status& s) {
-  return absl::StrCat(absl::StatusCodeToString(s.code()), ": \"", absl::CEscape(s.message()),
-                      "\"");
+  return absl::StrCat(absl::StatusCodeToString(s.code()), ": \"", absl::CEscape(s.message()), "\"");
 }
 
 Payload make_payload(int size) {
@@ -108,8 +107,8 @@ absl::Status check_payload(const Payload& p, int size, const std::string& what) 
 absl::Status expect_status(const absl::Status& got, absl::StatusCode code,
                            const std::string& what) {
   if (got.code() != code) {
-    return fail(absl::StrCat(what, ": got ", describe(got), ", want ",
-                             absl::StatusCodeToString(code)));
+    return fail(
+        absl::StrCat(what, ": got ", describe(got), ", want ", absl::StatusCodeToString(code)));
   }
   return absl::OkStatus();
 }
@@ -185,8 +184,9 @@ asio::awaitable<absl::Status> server_compressed_streaming(Env& env) {
     if (count >= std::size(kSizes)) co_return fail("more than 2 responses");
     const std::string what = absl::StrCat("response ", count);
     if (reader.last_message_compressed() != kCompressed[count]) {
-      co_return fail(absl::StrCat(what, ": compressed flag ", reader.last_message_compressed() ? 1 : 0,
-                                  ", want ", kCompressed[count] ? 1 : 0));
+      co_return fail(absl::StrCat(what, ": compressed flag ",
+                                  reader.last_message_compressed() ? 1 : 0, ", want ",
+                                  kCompressed[count] ? 1 : 0));
     }
     if (absl::Status c = check_payload(response.payload(), kSizes[count], what); !c.ok()) {
       co_return c;
@@ -334,8 +334,8 @@ asio::awaitable<absl::Status> server_streaming(Env& env) {
     if (count >= std::size(kResponseSizes)) {
       co_return fail(absl::StrCat("more than ", std::size(kResponseSizes), " responses"));
     }
-    absl::Status c = check_payload(response.payload(), kResponseSizes[count],
-                                   absl::StrCat("response ", count));
+    absl::Status c =
+        check_payload(response.payload(), kResponseSizes[count], absl::StrCat("response ", count));
     if (!c.ok()) co_return c;
     ++count;
   }
@@ -363,8 +363,8 @@ asio::awaitable<absl::Status> ping_pong(Env& env) {
     }
     StreamingOutputCallResponse response;
     if (!co_await stream.read(response)) {
-      co_return fail(absl::StrCat("no response ", i, "; call status: ",
-                                  describe(co_await stream.finish())));
+      co_return fail(
+          absl::StrCat("no response ", i, "; call status: ", describe(co_await stream.finish())));
     }
     absl::Status c =
         check_payload(response.payload(), kResponseSizes[i], absl::StrCat("response ", i));
@@ -434,8 +434,7 @@ asio::awaitable<absl::Status> cancel_after_first_response(Env& env) {
   }
   stream.cancel();
   if (co_await stream.read(response)) co_return fail("a response after cancel()");
-  co_return expect_status(co_await stream.finish(), absl::StatusCode::kCancelled,
-                          "FullDuplexCall");
+  co_return expect_status(co_await stream.finish(), absl::StatusCode::kCancelled, "FullDuplexCall");
 }
 
 // Checks that exactly one echoed value of each key came back.
@@ -446,8 +445,9 @@ absl::Status check_echoed_metadata(const ClientContext& ctx, const std::string& 
                              " in the response headers, want 1"));
   }
   if (initial[0] != kEchoInitialValue) {
-    return fail(absl::StrCat(what, ": ", ab(kEchoInitialKey), " = \"", absl::CEscape(ab(initial[0])),
-                             "\", want \"", ab(kEchoInitialValue), "\""));
+    return fail(absl::StrCat(what, ": ", ab(kEchoInitialKey), " = \"",
+                             absl::CEscape(ab(initial[0])), "\", want \"", ab(kEchoInitialValue),
+                             "\""));
   }
   auto trailing = ctx.trailing_metadata().get_all(kEchoTrailingKey);
   if (trailing.size() != 1) {
@@ -455,8 +455,9 @@ absl::Status check_echoed_metadata(const ClientContext& ctx, const std::string& 
                              " in the trailers, want 1"));
   }
   if (trailing[0] != kEchoTrailingValue) {
-    return fail(absl::StrCat(what, ": ", ab(kEchoTrailingKey), " = \"", absl::CEscape(ab(trailing[0])),
-                             "\", want \"", absl::CEscape(ab(kEchoTrailingValue)), "\""));
+    return fail(absl::StrCat(what, ": ", ab(kEchoTrailingKey), " = \"",
+                             absl::CEscape(ab(trailing[0])), "\", want \"",
+                             absl::CEscape(ab(kEchoTrailingValue)), "\""));
   }
   return absl::OkStatus();
 }
@@ -498,8 +499,7 @@ asio::awaitable<absl::Status> custom_metadata(Env& env) {
       co_return fail("FullDuplexCall: no response; call status: " +
                      describe(co_await stream.finish()));
     }
-    if (absl::Status c = check_payload(response.payload(), 1, "FullDuplexCall response");
-        !c.ok()) {
+    if (absl::Status c = check_payload(response.payload(), 1, "FullDuplexCall response"); !c.ok()) {
       co_return c;
     }
     co_await stream.writes_done();
@@ -637,11 +637,11 @@ asio::awaitable<void> soak_worker(Env& env, const SoakConfig& config, Clock::tim
                    describe(s).c_str());
     } else if (latency > config.max_latency) {
       ++results.failed;
-      std::fprintf(stderr, "worker %d: soak iteration %d took %lld ms, over the %lld ms bound\n",
-                   worker, i, static_cast<long long>(latency.count()),
-                   static_cast<long long>(
-                       std::chrono::duration_cast<std::chrono::milliseconds>(config.max_latency)
-                           .count()));
+      std::fprintf(
+          stderr, "worker %d: soak iteration %d took %lld ms, over the %lld ms bound\n", worker, i,
+          static_cast<long long>(latency.count()),
+          static_cast<long long>(
+              std::chrono::duration_cast<std::chrono::milliseconds>(config.max_latency).count()));
     } else {
       ++results.succeeded;
       std::fprintf(stderr, "worker %d: soak iteration %d: %lld ms\n", worker, i,
@@ -662,7 +662,8 @@ asio::awaitable<absl::Status> soak(Env& env, bool new_channel_per_call) {
       .max_latency =
           std::chrono::milliseconds(f.get_int("soak_per_iteration_max_acceptable_latency_ms")),
       .overall_timeout = std::chrono::seconds(f.get_int("soak_overall_timeout_seconds")),
-      .min_time_between_rpcs = std::chrono::milliseconds(f.get_int("soak_min_time_ms_between_rpcs")),
+      .min_time_between_rpcs =
+          std::chrono::milliseconds(f.get_int("soak_min_time_ms_between_rpcs")),
       .request_size = static_cast<int>(f.get_int("soak_request_size")),
       .response_size = static_cast<int>(f.get_int("soak_response_size")),
       .workers = static_cast<int>(f.get_int("soak_num_threads")),
@@ -801,8 +802,8 @@ int main(int argc, char** argv) {
   const std::string test_case = flags.get("test_case");
   auto it = cases().find(test_case);
   if (it == cases().end()) {
-    std::fprintf(stderr, "ferry_interop_client: unknown --test_case '%s'; cases:",
-                 test_case.c_str());
+    std::fprintf(stderr,
+                 "ferry_interop_client: unknown --test_case '%s'; cases:", test_case.c_str());
     for (const auto& [name, fn] : cases()) std::fprintf(stderr, " %s", name.c_str());
     std::fprintf(stderr, "\n");
     return 2;
@@ -818,8 +819,7 @@ int main(int argc, char** argv) {
     asio::io_context io(1);
     auto channel = std::make_unique<ferry::Channel>(io, target, options);
     Env env{target, channel.get(), TestService::Stub(*channel), &flags, options};
-    std::future<absl::Status> future =
-        asio::co_spawn(io, it->second(env), asio::use_future);
+    std::future<absl::Status> future = asio::co_spawn(io, it->second(env), asio::use_future);
     // The channel's connection keeps the loop busy; turn it until the case is done.
     while (future.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
       io.run_one_for(std::chrono::milliseconds(50));

@@ -1,12 +1,12 @@
 // Implementation of test/interop/test_service.h.
 #include "interop/test_service.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "asio/steady_timer.hpp"
 #include "asio/this_coro.hpp"
@@ -17,8 +17,8 @@
 namespace ferry::interop {
 namespace {
 
-using grpc::testing::Empty;
 using grpc::testing::EchoStatus;
+using grpc::testing::Empty;
 using grpc::testing::Payload;
 using grpc::testing::PayloadType;
 using grpc::testing::ResponseParameters;

@@ -2,11 +2,10 @@
 // knobs in echo.proto. Used by the transport tests and the loopback benchmarks.
 #pragma once
 
-#include <string_view>
-
 #include <atomic>
 #include <mutex>
 #include <set>
+#include <string_view>
 #include <thread>
 #include <vector>
 

@@ -15,8 +15,8 @@
 #include "asio/connect.hpp"
 #include "asio/ip/tcp.hpp"
 #include "http2/connection.h"
-#include "transport/socket_stream.h"
 #include "support/loopback.h"
+#include "transport/socket_stream.h"
 
 namespace ferry::testing {
 

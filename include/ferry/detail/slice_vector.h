@@ -1,7 +1,7 @@
 // ferry/detail/slice_vector.h: the slice storage of a SliceChain (buffer layer, internal): a
-// vector of Slices with two inline slots, growing on the heap, that never gives its storage back while it lives and
-// erases from the front cheaply. absl::InlinedVector's clear() frees the heap storage and its
-// generic erase costs more than the rest of a small message's encode.
+// vector of Slices with two inline slots, growing on the heap, that never gives its storage back
+// while it lives and erases from the front cheaply. absl::InlinedVector's clear() frees the heap
+// storage and its generic erase costs more than the rest of a small message's encode.
 #pragma once
 
 #include <cstddef>

@@ -77,7 +77,8 @@ int main() {
   }
   server.shutdown(std::chrono::seconds(1));
   if (!status.ok() || text != "hello, consumer") {
-    std::fprintf(stderr, "call failed: %s, reply \"%s\"\n", status.ToString().c_str(), text.c_str());
+    std::fprintf(stderr, "call failed: %s, reply \"%s\"\n", status.ToString().c_str(),
+                 text.c_str());
     return 1;
   }
   if (!health_status.ok() ||
