@@ -5,10 +5,11 @@
 #   interop       a real peer: grpc-go, grpc-java, grpcio, grpcurl, ghz, h2spec, connectrpc's
 #                 conformance runner, h2load
 #
-# scripts/test.sh --quick   unit and integration tests in Release, nothing else (no peers, no
+# scripts/test.sh --quick   the format check (.clang-format; scripts/check_format.sh), then unit
+#                           and integration tests in Release, nothing else (no peers, no
 #                           sanitizers, no fuzzers): the developer's loop.
 # scripts/test.sh           everything (what CI runs): installs missing Debian packages and the
-#   peers, builds in Release and runs every tier; builds again under AddressSanitizer +
+#   peers, checks the formatting, builds in Release and runs every tier; builds again under AddressSanitizer +
 #   UndefinedBehaviorSanitizer and runs every tier again (any report aborts its test, so it
 #   fails); then runs each libFuzzer target for a bounded time (scripts/fuzz.sh;
 #   FERRY_FUZZ_SECONDS per target, default 60). Prints each phase's time at the end.
@@ -42,7 +43,8 @@ configure_release() {
 }
 
 if [ "$quick" -eq 1 ]; then
-  bash scripts/install_deps.sh
+  bash scripts/install_deps.sh clang-format-14
+  bash scripts/check_format.sh
   echo "== Release build"
   configure_release
   cmake --build build -j "$jobs"
@@ -58,10 +60,12 @@ fi
 # For the sanitizer build and scripts/fuzz.sh: clang, and libclang-rt-14-dev, its sanitizer
 # headers and runtimes (libFuzzer among them), which clang only recommends (install_deps.sh
 # installs no recommends). For the head_to_head_smoke test: nghttp2-client (h2load and nghttp;
-# without them the test is skipped).
-bash scripts/install_deps.sh clang libclang-rt-14-dev nghttp2-client
+# without them the test is skipped). For the format check: clang-format-14.
+bash scripts/install_deps.sh clang libclang-rt-14-dev nghttp2-client clang-format-14
 command -v clang++ >/dev/null 2>&1 || { echo "clang++ not found" >&2; exit 1; }
 lap "Debian packages"
+bash scripts/check_format.sh
+lap "format check"
 
 # Real gRPC peers for the interop tests (grpcio + h2, grpc-go's and grpc-java's interop programs,
 # grpcurl, ghz, h2spec, connectconformance): pinned versions, installed under build/peers from the
