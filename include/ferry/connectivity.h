@@ -9,8 +9,9 @@
 namespace ferry {
 
 // IDLE: no connection and none being made (a call or the policy starts one). CONNECTING: an
-// attempt is under way. READY: calls go out. TRANSIENT_FAILURE: the last attempt failed; the
-// next comes after a back-off. SHUTDOWN: the channel is closed.
+// attempt is under way (TCP, TLS, then the server's HTTP/2 SETTINGS, within the connect
+// deadline). READY: the server's SETTINGS arrived, calls go out. TRANSIENT_FAILURE: the last
+// attempt failed; the next comes after a back-off. SHUTDOWN: the channel is closed.
 enum class ConnectivityState { kIdle, kConnecting, kReady, kTransientFailure, kShutdown };
 
 // "IDLE", "CONNECTING", "READY", "TRANSIENT_FAILURE", "SHUTDOWN".
