@@ -194,6 +194,8 @@ asio::awaitable<Ref<ClientCall>> ChannelCore::start_call(std::string_view method
                                                          ClientContext& context,
                                                          int previous_attempts) {
   if (Ref<ClientCall> call = try_start_call(method, context, previous_attempts)) co_return call;
+  const MethodConfig* config = nullptr;  // try_start_call applied it to context already
+  if (has_method_configs_) config = &method_config_for(method);
   auto self = shared_from_this();
   ++waiting_calls_;
   absl::Status failure;
@@ -209,7 +211,7 @@ asio::awaitable<Ref<ClientCall>> ChannelCore::start_call(std::string_view method
     if (const std::shared_ptr<ChannelConnection>* conn = picker_.pick()) {
       if ((*conn)->connection->accepts_new_streams()) {
         --waiting_calls_;
-        co_return start_call_on(*conn, method, context, previous_attempts);
+        co_return start_call_on(*conn, method, config, context, previous_attempts);
       }
       if ((*conn)->owner != nullptr) (*conn)->owner->drop_connection();
       continue;
@@ -242,18 +244,10 @@ asio::awaitable<Ref<ClientCall>> ChannelCore::start_call(std::string_view method
 }
 
 Ref<ClientCall> ChannelCore::start_call_on(const std::shared_ptr<ChannelConnection>& conn,
-                                           std::string_view method, ClientContext& context,
-                                           int previous_attempts) {
+                                           std::string_view method, const MethodConfig* config,
+                                           ClientContext& context, int previous_attempts) {
   CallLimits limits = options_;
-  if (has_method_configs_) {
-    const MethodConfig& config = method_config_for(method);
-    if (config.max_request_message_bytes) {
-      limits.max_send_message_size = *config.max_request_message_bytes;
-    }
-    if (config.max_response_message_bytes) {
-      limits.max_receive_message_size = *config.max_response_message_bytes;
-    }
-  }
+  if (config != nullptr) limits = message_limits(*config, options_);
   auto call =
       Ref<ClientCall>::adopt(new ClientCall(conn, conn->connection.get(), &conn->deadlines,
                                             &context, limits, options_.max_header_list_size));

@@ -54,11 +54,15 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   // null. Spares a call the frame of start_call.
   Ref<ClientCall> try_start_call(std::string_view method, ClientContext& context,
                                  int previous_attempts = 0) {
-    if (has_method_configs_) apply_method_config(method_config_for(method), context);
+    const MethodConfig* config = nullptr;  // looked up once per call, only when there are any
+    if (has_method_configs_) {
+      config = &method_config_for(method);
+      apply_method_config(*config, context);
+    }
     if (closed_) return {};
     const std::shared_ptr<ChannelConnection>* conn = picker_.pick();
     if (conn == nullptr || !(*conn)->connection->accepts_new_streams()) return {};
-    return start_call_on(*conn, method, context, previous_attempts);
+    return start_call_on(*conn, method, config, context, previous_attempts);
   }
 
   // The channel's client interceptors (ChannelOptions::interceptors); usually none.
@@ -105,9 +109,10 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   const MethodConfig& method_config_for(std::string_view method) const {
     return find_method_config(options_.method_configs, options_.method_config, method);
   }
+  // config: the method's settings, null when the channel has none (the channel's limits apply).
   Ref<ClientCall> start_call_on(const std::shared_ptr<ChannelConnection>& conn,
-                                std::string_view method, ClientContext& context,
-                                int previous_attempts);
+                                std::string_view method, const MethodConfig* config,
+                                ClientContext& context, int previous_attempts);
   // Suspends until the picker or state changes, or deadline passes (spurious wake-ups allowed).
   asio::awaitable<void> wait_for_change(std::chrono::steady_clock::time_point deadline);
   // Resolves now, or as soon as min_resolve_interval allows; one resolution at a time.

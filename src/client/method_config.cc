@@ -27,4 +27,15 @@ void apply_method_config(const MethodConfig& config, ClientContext& context) {
   }
 }
 
+MessageLimits message_limits(const MethodConfig& config, const MessageLimits& channel) {
+  MessageLimits limits = channel;
+  if (config.max_request_message_bytes) {
+    limits.max_send_message_size = *config.max_request_message_bytes;
+  }
+  if (config.max_response_message_bytes) {
+    limits.max_receive_message_size = *config.max_response_message_bytes;
+  }
+  return limits;
+}
+
 }  // namespace ferry::detail

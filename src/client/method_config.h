@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "ferry/client_context.h"
+#include "ferry/limits.h"
 #include "ferry/method_config.h"
 
 namespace ferry::detail {
@@ -23,5 +24,9 @@ const MethodConfig& find_method_config(
 // timeout); wait_for_ready is set unless the context set it. Idempotent for a call's retries (a
 // later attempt's now + timeout is never earlier than the first's).
 void apply_method_config(const MethodConfig& config, ClientContext& context);
+
+// The message limits of a call under config: the channel's, with the method's request and
+// response limits in their place where config sets them.
+MessageLimits message_limits(const MethodConfig& config, const MessageLimits& channel);
 
 }  // namespace ferry::detail
