@@ -265,6 +265,18 @@ long ms(Clock::duration d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }
 
+// The calls that failed after a link went black (at holed) failed UNAVAILABLE, and each had
+// started before settled (the keepalive bound): none started later failed.
+void expect_only_unavailable_before(const std::vector<Outcome>& outcomes, Clock::time_point holed,
+                                    Clock::time_point settled) {
+  for (const Outcome& o : outcomes) {
+    if (o.status.ok()) continue;
+    EXPECT_EQ(o.status.code(), absl::StatusCode::kUnavailable) << o.id << ": " << o.status;
+    EXPECT_LT(o.start, settled) << o.id << " failed, started " << ms(o.start - holed)
+                                << " ms after the black hole: " << o.status;
+  }
+}
+
 // Promise: a connection that silently stops passing bytes mid-call is detected by the client's
 // keepalive within keepalive time (x 1.5, ferry's timer) + keepalive timeout; the call fails
 // UNAVAILABLE (the server had received it: it is not sent again); calls made meanwhile end by
@@ -677,12 +689,7 @@ TEST(Toxiproxy, RoundRobinMovesAwayFromABlackHoleAndBack) {
   const Clock::duration back_after = Clock::now() - restored;
   load.stop();
 
-  for (const Outcome& o : load.outcomes()) {
-    if (o.status.ok()) continue;
-    EXPECT_EQ(o.status.code(), absl::StatusCode::kUnavailable) << o.id << ": " << o.status;
-    EXPECT_LT(o.start, settled) << o.id << " failed, started " << ms(o.start - holed)
-                                << " ms after the black hole: " << o.status;
-  }
+  expect_only_unavailable_before(load.outcomes(), holed, settled);
   expect_deadlines_kept(load.outcomes());
   RecordProperty("back_after_ms", static_cast<int>(ms(back_after)));
 }
@@ -708,12 +715,7 @@ TEST(Toxiproxy, PickFirstFailsOverFromABlackHole) {
   ASSERT_TRUE(testing::eventually([&] { return load.succeeded_since(settled) >= 40; }, 20s));
   load.stop();
   EXPECT_GE(second.ledger().started, 40);
-  for (const Outcome& o : load.outcomes()) {
-    if (o.status.ok()) continue;
-    EXPECT_EQ(o.status.code(), absl::StatusCode::kUnavailable) << o.id << ": " << o.status;
-    EXPECT_LT(o.start, settled) << o.id << " failed, started " << ms(o.start - holed)
-                                << " ms after the black hole: " << o.status;
-  }
+  expect_only_unavailable_before(load.outcomes(), holed, settled);
   expect_deadlines_kept(load.outcomes());
 }
 
