@@ -3,6 +3,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "asio/post.hpp"
+#include "call/json_message.h"
+#include "codec/gzip.h"
 #include "common/ref.h"
 #include "ferry/frame_encoder.h"
 #include "google/protobuf/message_lite.h"
@@ -148,8 +150,16 @@ void CallStream::on_data(Slice chunk) {
     acknowledge(unacked_ - held_);
     return;
   }
+  if (!format_.plain_body()) [[unlikely]] {
+    on_formatted_data(chunk);
+    return;
+  }
   if (ready_head_ < ready_.size()) pack_stale(chunk.block());
   decoder_.push(std::move(chunk));
+  decode_ready();
+}
+
+void CallStream::decode_ready() {
   DecodedMessage message;
   while (true) {
     absl::StatusOr<bool> got = decoder_.next(message);
@@ -186,7 +196,63 @@ void CallStream::expect_single_message() {
   if (messages_received_ > 1 && abort_.ok()) on_receive_error(cardinality_violation());
 }
 
+void CallStream::set_message_format(const MessageFormat& format) {
+  format_ = format;
+  if (!format.plain() && format_state_ == nullptr) {
+    format_state_ = std::make_unique<MessageFormatState>();
+  }
+}
+
+absl::Status CallStream::check_inbound_complete() const {
+  if (format_state_ != nullptr && !format_state_->base64.complete()) {
+    return absl::InternalError("the base64 text body ended inside a 4-character group");
+  }
+  return decoder_.finish();
+}
+
+void CallStream::on_formatted_data(const Slice& chunk) {
+  MessageFormatState& state = *format_state_;
+  const std::string_view bytes(reinterpret_cast<const char*>(chunk.data()), chunk.size());
+  if (format_.unframed) {
+    // The body is the message: kept until the body ends, within the receive limit. Its window
+    // goes back as it arrives, the limit bounding what one call holds.
+    if (state.body.size() + bytes.size() > limits_.max_receive_message_size) {
+      acknowledge(unacked_ - held_);
+      on_receive_error(
+          absl::ResourceExhaustedError(absl::StrCat("received a message larger than the limit (",
+                                                    limits_.max_receive_message_size, " bytes)")));
+      return;
+    }
+    state.body.append(chunk);
+    acknowledge(unacked_ - held_);
+    return;
+  }
+  // base64 text: decoded into pooled blocks, then deframed as usual. The window is counted in
+  // the text's bytes, a third more than the messages', so a queued message holds less window
+  // than it took; the rest goes back once the reader has caught up.
+  SliceChain decoded;
+  if (!state.base64.decode(bytes, decoded)) {
+    acknowledge(unacked_ - held_);
+    on_receive_error(absl::InternalError("malformed base64 in a gRPC-Web text body"));
+    return;
+  }
+  for (const Slice& s : decoded) decoder_.push(s);
+  decode_ready();
+}
+
+void CallStream::queue_unframed_body() {
+  MessageFormatState& state = *format_state_;
+  DecodedMessage message;
+  message.compressed =
+      recv_compression_ != Compression::kIdentity || !unsupported_encoding_.empty();
+  message.payload = std::move(state.body);
+  message_bytes_received_ += message.payload.size();
+  ++messages_received_;
+  ready_.push_back(Ready{std::move(message), 0});  // its window went back as it arrived
+}
+
 void CallStream::on_remote_end() {
+  if (format_.unframed && abort_.ok() && !remote_ended_) queue_unframed_body();
   remote_ended_ = true;
   read_event_.notify();
   on_inbound_progress();
@@ -220,11 +286,14 @@ int CallStream::take_message(google::protobuf::MessageLite& msg) {
   last_compressed_ = message.compressed;
   absl::Status parsed;
   if (!message.compressed) {
-    parsed = parse_message(message.payload, msg);
+    parsed = format_.json ? parse_json_message(message.payload, msg)
+                          : parse_message(message.payload, msg);
   } else {
     SliceChain& plain = inflate_scratch();
     parsed = inflate(message.payload, plain);
-    if (parsed.ok()) parsed = parse_message(plain, msg);
+    if (parsed.ok()) {
+      parsed = format_.json ? parse_json_message(plain, msg) : parse_message(plain, msg);
+    }
     plain.consume(plain.size());
   }
   if (!parsed.ok()) {
@@ -240,6 +309,11 @@ int CallStream::take_message(SliceChain& out) {
   DecodedMessage message;
   if (!pop_ready(message)) return 0;
   last_compressed_ = message.compressed;
+  if (format_.json) [[unlikely]] {
+    on_receive_error(absl::InternalError(
+        "a message in JSON cannot be read raw (the JSON codec needs the message's type)"));
+    return -1;
+  }
   if (!message.compressed) {
     out = std::move(message.payload);
     on_message_taken(false);
@@ -272,6 +346,8 @@ asio::awaitable<bool> CallStream::read_message(SliceChain& out) { return read_an
 
 absl::Status CallStream::enqueue_message(const google::protobuf::MessageLite& msg,
                                          WriteOptions options) {
+  if (!format_.plain()) [[unlikely]]
+    return enqueue_formatted(msg, options);
   SliceChain& scratch = encode_scratch();
   absl::Status s = send_compression_ == Compression::kIdentity || options.no_compression
                        ? encode_message(msg, scratch, limits_.max_send_message_size)
@@ -285,12 +361,83 @@ absl::Status CallStream::enqueue_message(const google::protobuf::MessageLite& ms
 }
 
 absl::Status CallStream::enqueue_message(const SliceChain& raw, WriteOptions) {
-  if (absl::Status s = encode_chain(raw, false, outbound, limits_.max_send_message_size); !s.ok()) {
+  if (!format_.plain()) [[unlikely]] {
+    if (format_.json) {
+      return absl::InternalError(
+          "a raw message cannot be sent in JSON (the JSON codec needs the message's type)");
+    }
+    SliceChain framed;
+    if (absl::Status s = encode_chain(raw, false, framed, limits_.max_send_message_size); !s.ok()) {
+      return s;
+    }
+    append_formatted(std::move(framed));
+  } else if (absl::Status s = encode_chain(raw, false, outbound, limits_.max_send_message_size);
+             !s.ok()) {
     return s;
   }
   ++messages_sent_;
   message_bytes_sent_ += raw.size();
   return absl::OkStatus();
+}
+
+absl::Status CallStream::enqueue_formatted(const google::protobuf::MessageLite& msg,
+                                           WriteOptions options) {
+  SliceChain& scratch = encode_scratch();
+  const bool compress = send_compression_ != Compression::kIdentity && !options.no_compression;
+  const std::size_t limit = limits_.max_send_message_size;
+  absl::Status s;
+  if (!format_.json) {
+    s = compress ? encode_compressed_message(msg, send_compression_, scratch, limit)
+                 : encode_message(msg, scratch, limit);
+  } else {
+    std::string& json = format_state_->json;
+    s = print_json_message(msg, json);
+    if (s.ok() && json.size() > limit) {
+      s = absl::ResourceExhaustedError(absl::StrCat(
+          "message of ", json.size(), " bytes exceeds the send limit (", limit, " bytes)"));
+    }
+    if (s.ok() && compress) {
+      SliceChain plain;
+      plain.append_copy(json.data(), json.size());
+      SliceChain deflated;
+      s = gzip_compress(plain, deflated);
+      if (s.ok()) s = encode_chain(std::move(deflated), true, scratch);
+    } else if (s.ok()) {
+      s = encode_bytes(json, false, scratch);
+    }
+  }
+  if (!s.ok()) return s;
+  message_bytes_sent_ += scratch.size() - kFramePrefixSize;
+  append_formatted(scratch.split_front(scratch.size()));
+  ++messages_sent_;
+  return absl::OkStatus();
+}
+
+void CallStream::append_formatted(SliceChain&& framed) {
+  if (format_.unframed) framed.consume(kFramePrefixSize);  // Connect unary: the bare message
+  if (format_.base64) {
+    append_base64(framed, outbound);
+  } else {
+    outbound.append(std::move(framed));
+  }
+}
+
+void CallStream::enqueue_frame(std::uint8_t flags, std::string_view payload) {
+  SliceChain framed;
+  std::uint8_t* p = framed.reserve(kFramePrefixSize);
+  p[0] = flags;
+  const auto n = static_cast<std::uint32_t>(payload.size());
+  p[1] = static_cast<std::uint8_t>(n >> 24);
+  p[2] = static_cast<std::uint8_t>(n >> 16);
+  p[3] = static_cast<std::uint8_t>(n >> 8);
+  p[4] = static_cast<std::uint8_t>(n);
+  framed.commit(kFramePrefixSize);
+  framed.append_copy(payload.data(), payload.size());
+  if (format_.base64) {
+    append_base64(framed, outbound);
+  } else {
+    outbound.append(std::move(framed));
+  }
 }
 
 template <class Message>

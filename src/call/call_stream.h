@@ -7,6 +7,8 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,6 +18,7 @@
 #include "asio/awaitable.hpp"
 #include "call/deadline_queue.h"
 #include "call/event.h"
+#include "call/message_format.h"
 #include "ferry/buffer_pool.h"
 #include "ferry/compression.h"
 #include "ferry/frame_decoder.h"
@@ -122,7 +125,15 @@ class CallStream : public http2::Stream, private Deadline {
   // rule.
   void expect_single_message();
   // INTERNAL when the inbound stream ended inside a message (a truncated message), else OK.
-  absl::Status check_inbound_complete() const { return decoder_.finish(); }
+  absl::Status check_inbound_complete() const;
+
+  // How the messages cross the wire, when not as gRPC's binary protobuf in
+  // Length-Prefixed-Messages (call/message_format.h): set once, before the first DATA.
+  void set_message_format(const MessageFormat& format);
+  const MessageFormat& message_format() const { return format_; }
+  // Appends a frame the protocol sends beside the messages (gRPC-Web's trailers, Connect's
+  // end-of-stream message) to the outbound queue, written as the body is (base64 for text).
+  void enqueue_frame(std::uint8_t flags, std::string_view payload);
 
   // Encodes msg onto the outbound queue (and marks the end of the outbound side when last),
   // asks the connection to send it, then waits while the queue is above the high-water mark.
@@ -205,6 +216,17 @@ class CallStream : public http2::Stream, private Deadline {
   // Copies small queued messages out of read blocks other than current (see the .cc).
   void pack_stale(const detail::Block* current);
 
+  // on_data's decoding, once a chunk is in the decoder: queues the complete messages.
+  void decode_ready();
+  // on_data for a body that is not plain gRPC framing (base64 text, or one bare message).
+  void on_formatted_data(const Slice& chunk);
+  // At the end of an unframed body: the body is the one message.
+  void queue_unframed_body();
+  // enqueue_message for a call whose format is not plain.
+  absl::Status enqueue_formatted(const google::protobuf::MessageLite& msg, WriteOptions options);
+  // Appends one framed message (or protocol frame) to outbound as the format writes it.
+  void append_formatted(SliceChain&& framed);
+
   // Inflates a compressed message's payload into out, or says why it cannot.
   absl::Status inflate(const SliceChain& payload, SliceChain& out) const;
 
@@ -230,6 +252,10 @@ class CallStream : public http2::Stream, private Deadline {
   std::size_t message_bytes_received_ = 0;
   std::size_t message_bytes_sent_ = 0;
   std::string unsupported_encoding_;  // the peer's grpc-encoding when ferry cannot inflate it
+  MessageFormat format_;
+  // The state of a format that is not plain; null for gRPC's plain binary messages, whose calls
+  // pay nothing for the other protocols.
+  std::unique_ptr<MessageFormatState> format_state_;
   FrameDecoder decoder_;
   absl::InlinedVector<Ready, 1> ready_;
   std::size_t ready_head_ = 0;

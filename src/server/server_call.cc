@@ -61,9 +61,12 @@ bool ServerCall::on_header(std::string_view name, std::string_view value) {
   // headers, and std::string_view's out-of-line compare for each of these names showed in the
   // profile.
   if (header_is(name, "content-type")) {
-    grpc_content_type_ = is_grpc_content_type(value);
-    proto_codec_ = grpc_content_type_ && is_grpc_proto_content_type(value);
-    if (!proto_codec_) content_type_ = value;
+    if (is_grpc_content_type(value) && is_grpc_proto_content_type(value)) {
+      content_kind_ = ContentType{};  // gRPC with proto: the common case, no string kept
+    } else {
+      content_type_ = value;
+      content_kind_ = parse_content_type(value);
+    }
     return true;
   }
   if (header_is(name, "grpc-timeout")) {
@@ -115,17 +118,23 @@ void ServerCall::route() {
     reject_http(405);
     return;
   }
-  if (!grpc_content_type_) {
+  if (!content_kind_ || content_kind_->protocol == WireProtocol::kConnectUnary ||
+      content_kind_->protocol == WireProtocol::kConnectStreaming) {
     reject_http(415);
     return;
   }
-  if (!proto_codec_) {
-    // gRPC with another codec ("+json", "+foo"): ferry's methods take protobuf only.
+  if (content_kind_->codec == MessageCodec::kOther) {
+    // gRPC with a codec ferry does not speak ("+foo"): the responses say so in gRPC's terms.
+    content_kind_->codec = MessageCodec::kProto;
     finish(absl::UnimplementedError(absl::StrCat("content-type '", to_absl(content_type_),
                                                  "' names a codec this server does not "
-                                                 "support (it supports proto)")),
+                                                 "support (it supports proto and json)")),
            nullptr);
     return;
+  }
+  if (content_kind_->codec == MessageCodec::kJson || content_kind_->text) {
+    set_message_format(MessageFormat{.json = content_kind_->codec == MessageCodec::kJson,
+                                     .base64 = content_kind_->text});
   }
   if (absl::Status s = check_timeout(); !s.ok()) {
     finish(s, nullptr);
@@ -238,7 +247,7 @@ void ServerCall::send_headers() {
   append_metadata(initial_metadata_, custom);
   absl::InlinedVector<http2::HeaderField, 16> fields;
   fields.push_back(http2::HeaderField::literal(":status", kStatusOk));
-  fields.push_back(http2::HeaderField::literal("content-type", kGrpcContentType));
+  fields.push_back(http2::HeaderField::literal("content-type", response_content_type()));
   if (send_compression() != Compression::kIdentity) {
     fields.push_back(
         http2::HeaderField::literal("grpc-encoding", compression_name(send_compression())));
@@ -291,19 +300,40 @@ void ServerCall::finish(const absl::Status& status_in, const google::protobuf::M
     headers_sent_ = true;
     absl::InlinedVector<http2::HeaderField, 16> fields;
     fields.push_back(http2::HeaderField::literal(":status", kStatusOk));
-    fields.push_back(http2::HeaderField::literal("content-type", kGrpcContentType));
+    fields.push_back(http2::HeaderField::literal("content-type", response_content_type()));
     fields.push_back(http2::HeaderField::literal("grpc-accept-encoding", kAcceptEncoding));
     fields.insert(fields.end(), trailers.literal.begin(), trailers.literal.end());
     for (const http2::Header& h : trailers.owned) fields.push_back({h.name, h.value});
     connection_->submit_response(this, fields, /*with_data=*/false);
     // Sent: nothing may follow the END_STREAM of a Trailers-Only response.
     trailers.clear();
+  } else if (content_kind_ && content_kind_->protocol == WireProtocol::kGrpcWeb) {
+    end_with_body_trailers();
   } else {
     if (!headers_sent_) send_headers();
     outbound_end = true;
     connection_->resume(this);
   }
   wake_all();  // a handler's pending read returns false: the call is over
+}
+
+void ServerCall::end_with_body_trailers() {
+  if (!headers_sent_) send_headers();
+  std::string block;
+  auto add = [&block](std::string_view name, std::string_view value) {
+    absl::StrAppend(&block, to_absl(name), ": ", to_absl(value), "\r\n");
+  };
+  for (const http2::HeaderField& h : trailers.literal) add(h.name, h.value);
+  for (const http2::Header& h : trailers.owned) add(h.name, h.value);
+  trailers.clear();
+  constexpr std::uint8_t kTrailerFrame = 0x80;
+  enqueue_frame(kTrailerFrame, block);
+  outbound_end = true;
+  connection_->resume(this);
+}
+
+std::string_view ServerCall::response_content_type() const {
+  return content_kind_ ? content_type_name(*content_kind_) : kGrpcContentType;
 }
 
 absl::Status ServerCall::queue_response(const google::protobuf::MessageLite& msg) {

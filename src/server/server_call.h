@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "call/call_stream.h"
 #include "call/cancellation_link.h"
+#include "call/content_type.h"
 #include "call/deadline_queue.h"
 #include "ferry/metadata.h"
 #include "ferry/server_context.h"
@@ -37,8 +38,9 @@ class ServerCall final : public CallStream {
   // The registered method :path names, or null.
   const Method* method_entry() const { return method_entry_; }
   bool is_post() const { return is_post_; }
-  // Whether content-type is application/grpc[+codec|;params].
-  bool has_grpc_content_type() const { return grpc_content_type_; }
+  // The protocol and codec the content-type names (gRPC, gRPC-Web or Connect), once the headers
+  // are in; nullopt when it names none of them.
+  const std::optional<ContentType>& content_kind() const { return content_kind_; }
   std::string_view method() const { return method_; }  // only when not POST
   // Only when not gRPC with the proto codec.
   std::string_view content_type() const { return content_type_; }
@@ -133,6 +135,11 @@ class ServerCall final : public CallStream {
   // Settles what responses are compressed with, once: before the first message or headers.
   void fix_send_compression();
   void send_headers();
+  // Ends a gRPC-Web response: the trailers (built in `trailers`) go as the body's last frame,
+  // flag 0x80, in HTTP/1 header syntax, since browsers cannot read HTTP trailers.
+  void end_with_body_trailers();
+  // The content-type of the response: the request's protocol and codec, named in full.
+  std::string_view response_content_type() const;
   void append_metadata(const Metadata& md, http2::HeaderList& out);
   // The status's rich details (ferry/status_details.h), as grpc-status-details-bin.
   void append_status_details(const absl::Status& status);
@@ -153,8 +160,7 @@ class ServerCall final : public CallStream {
   absl::Status sent_status_;  // set with finished_
   // The request line, kept as flags and a pointer: strings are stored only for error messages.
   bool is_post_ = false;
-  bool grpc_content_type_ = false;
-  bool proto_codec_ = false;          // the content-type is gRPC with the proto codec
+  std::optional<ContentType> content_kind_;
   bool client_accepts_gzip_ = false;  // grpc-accept-encoding lists gzip
   bool send_compression_fixed_ = false;
   Compression requested_compression_ = Compression::kIdentity;

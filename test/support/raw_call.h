@@ -4,6 +4,7 @@
 // every header field, the DATA bytes, the reset code. Runs on a Loopback's client loop.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -39,7 +40,7 @@ struct RawResponse {
 class RawCall final : public http2::Stream, public http2::ConnectionObserver {
  public:
   // Connects to the loopback's server and sends a POST to path with the usual gRPC headers plus
-  // extra, then body as DATA and END_STREAM.
+  // extra (which replace the usual ones they name), then body as DATA and END_STREAM.
   RawCall(Loopback& loop, std::string_view path,
           std::vector<std::pair<std::string, std::string>> extra, std::string_view body)
       : loop_(loop) {
@@ -55,7 +56,17 @@ class RawCall final : public http2::Stream, public http2::ConnectionObserver {
                 {":authority", loop.target()},
                 {"content-type", "application/grpc"},
                 {"te", "trailers"}};
-    for (auto& h : extra) headers_.push_back(std::move(h));
+    for (auto& h : extra) {
+      // One of the fields above is replaced (another content-type, :method or :path); any
+      // other is added.
+      auto same = std::find_if(headers_.begin(), headers_.begin() + 6,
+                               [&](const auto& d) { return d.first == h.first; });
+      if (same != headers_.begin() + 6) {
+        same->second = std::move(h.second);
+      } else {
+        headers_.push_back(std::move(h));
+      }
+    }
     std::vector<http2::HeaderField> fields;
     for (const auto& [n, v] : headers_) fields.push_back({n, v});
     outbound.append_copy(body.data(), body.size());
