@@ -56,7 +56,8 @@ std::vector<Frame> frames_of(const std::string& body) {
   while (at < body.size()) {
     EXPECT_GE(body.size() - at, kFramePrefixSize);
     if (body.size() - at < kFramePrefixSize) break;
-    const std::size_t n = read_frame_length(reinterpret_cast<const std::uint8_t*>(body.data() + at));
+    const std::size_t n =
+        read_frame_length(reinterpret_cast<const std::uint8_t*>(body.data() + at));
     EXPECT_LE(n, body.size() - at - kFramePrefixSize);
     out.push_back({static_cast<std::uint8_t>(body[at]), body.substr(at + kFramePrefixSize, n)});
     at += kFramePrefixSize + n;

@@ -45,6 +45,9 @@ struct Method {
   std::string name;  // "Method"
   RpcKind kind;
   MethodHandler handler;
+  // The .proto says `option idempotency_level = NO_SIDE_EFFECTS`: the Connect protocol may call
+  // it with GET. Read from the service's descriptor when the server adds the service.
+  bool no_side_effects = false;
 };
 
 // Not thread-safe while being built; the Server reads it after add_service, from all threads.

@@ -131,6 +131,11 @@ class CallStream : public http2::Stream, private Deadline {
   // Length-Prefixed-Messages (call/message_format.h): set once, before the first DATA.
   void set_message_format(const MessageFormat& format);
   const MessageFormat& message_format() const { return format_; }
+  // An unframed call's body that came with its headers rather than as DATA (a Connect GET's
+  // query): the one message once the inbound side ends.
+  void set_unframed_body(std::string_view bytes) {
+    format_state_->body.append_copy(bytes.data(), bytes.size());
+  }
   // Appends a frame the protocol sends beside the messages (gRPC-Web's trailers, Connect's
   // end-of-stream message) to the outbound queue, written as the body is (base64 for text).
   void enqueue_frame(std::uint8_t flags, std::string_view payload);

@@ -47,7 +47,8 @@ std::optional<ContentType> parse_content_type(std::string_view value) {
   constexpr std::string_view kApplication = "application/";
   if (absl::StartsWithIgnoreCase(to_absl(type), to_absl(kApplication))) {
     const MessageCodec codec = codec_named(type.substr(kApplication.size()));
-    if (codec != MessageCodec::kOther) return ContentType{WireProtocol::kConnectUnary, codec, false};
+    if (codec != MessageCodec::kOther)
+      return ContentType{WireProtocol::kConnectUnary, codec, false};
   }
   return std::nullopt;
 }
@@ -58,7 +59,8 @@ std::string_view content_type_name(const ContentType& type) {
     case WireProtocol::kGrpc:
       return json ? "application/grpc+json" : "application/grpc";
     case WireProtocol::kGrpcWeb:
-      if (type.text) return json ? "application/grpc-web-text+json" : "application/grpc-web-text+proto";
+      if (type.text)
+        return json ? "application/grpc-web-text+json" : "application/grpc-web-text+proto";
       return json ? "application/grpc-web+json" : "application/grpc-web+proto";
     case WireProtocol::kConnectUnary:
       return json ? "application/json" : "application/proto";

@@ -20,7 +20,8 @@ absl::Status parse_json_message(const SliceChain& json, google::protobuf::Messag
   if (full == nullptr) return no_descriptor(msg);
   full->Clear();
   google::protobuf::util::JsonParseOptions options;
-  options.ignore_unknown_fields = true;  // protojson's rule for a newer peer's fields, as connect-go
+  options.ignore_unknown_fields =
+      true;  // protojson's rule for a newer peer's fields, as connect-go
   const std::string text = json.to_string();
   if (auto s = google::protobuf::util::JsonStringToMessage(text, full, options); !s.ok()) {
     return absl::InternalError(absl::StrCat("failed to parse a ", msg.GetTypeName(),

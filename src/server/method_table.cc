@@ -3,13 +3,22 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/strings.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/descriptor.pb.h"
 
 namespace ferry::detail {
 
 void MethodTable::add(const Service& service) {
   if (services_.insert(service.full_name()).second) service_names_.push_back(service.full_name());
+  const google::protobuf::ServiceDescriptor* descriptor = service.descriptor();
   for (const Method& method : service.methods()) {
     method_storage_.push_back(method);
+    if (descriptor != nullptr) {
+      const google::protobuf::MethodDescriptor* m = descriptor->FindMethodByName(method.name);
+      method_storage_.back().no_side_effects =
+          m != nullptr &&
+          m->options().idempotency_level() == google::protobuf::MethodOptions::NO_SIDE_EFFECTS;
+    }
     methods_[absl::StrCat("/", service.full_name(), "/", method.name)] = &method_storage_.back();
   }
 }

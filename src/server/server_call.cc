@@ -90,7 +90,19 @@ bool ServerCall::on_header(std::string_view name, std::string_view value) {
     client_accepts_gzip_ = client_accepts_gzip_ || site_->accepts_gzip(value);
     return true;
   }
-  if (header_is(name, "te")) return true;  // transport-level, not metadata
+  if (header_is(name, "te") || header_is(name, "content-length")) return true;  // transport-level
+  if (header_starts_with(name, "connect-")) {  // the Connect protocol's own: not metadata
+    on_connect_header(name, value);
+    return true;
+  }
+  if (header_is(name, "content-encoding")) {  // Connect unary's compression
+    content_encoding_ = value;
+    return true;
+  }
+  if (header_is(name, "accept-encoding")) {
+    http_accepts_gzip_ = http_accepts_gzip_ || site_->accepts_gzip(value);
+    return true;
+  }
   // A retried call's attempt count: shown to the handler, as grpc++ does (the retry design).
   if (header_is(name, "grpc-previous-rpc-attempts")) {
     client_metadata_.add(name, value);
@@ -115,12 +127,19 @@ void ServerCall::on_headers_done() {
 
 void ServerCall::route() {
   if (!is_post_) {
-    reject_http(405);
+    if (method_ == "GET") {
+      route_connect_get();
+    } else {
+      reject_http(405);
+    }
     return;
   }
-  if (!content_kind_ || content_kind_->protocol == WireProtocol::kConnectUnary ||
-      content_kind_->protocol == WireProtocol::kConnectStreaming) {
+  if (!content_kind_) {
     reject_http(415);
+    return;
+  }
+  if (is_protocol(WireProtocol::kConnectUnary) || is_protocol(WireProtocol::kConnectStreaming)) {
+    route_connect();
     return;
   }
   if (content_kind_->codec == MessageCodec::kOther) {
@@ -136,6 +155,10 @@ void ServerCall::route() {
     set_message_format(MessageFormat{.json = content_kind_->codec == MessageCodec::kJson,
                                      .base64 = content_kind_->text});
   }
+  route_accepted();
+}
+
+void ServerCall::route_accepted() {
   if (absl::Status s = check_timeout(); !s.ok()) {
     finish(s, nullptr);
     return;
@@ -248,11 +271,15 @@ void ServerCall::send_headers() {
   absl::InlinedVector<http2::HeaderField, 16> fields;
   fields.push_back(http2::HeaderField::literal(":status", kStatusOk));
   fields.push_back(http2::HeaderField::literal("content-type", response_content_type()));
+  // A Connect stream names its compression in headers of its own.
+  const bool connect = is_protocol(WireProtocol::kConnectStreaming);
   if (send_compression() != Compression::kIdentity) {
     fields.push_back(
-        http2::HeaderField::literal("grpc-encoding", compression_name(send_compression())));
+        http2::HeaderField::literal(connect ? "connect-content-encoding" : "grpc-encoding",
+                                    compression_name(send_compression())));
   }
-  fields.push_back(http2::HeaderField::literal("grpc-accept-encoding", kAcceptEncoding));
+  fields.push_back(connect ? http2::HeaderField::literal("connect-accept-encoding", "gzip")
+                           : http2::HeaderField::literal("grpc-accept-encoding", kAcceptEncoding));
   for (const http2::Header& h : custom) fields.push_back({h.name, h.value});
   connection_->submit_response(this, fields, /*with_data=*/true);
 }
@@ -278,6 +305,11 @@ void ServerCall::finish(const absl::Status& status_in, const google::protobuf::M
   finished_ = true;
   sent_status_ = status;
   disarm_deadline();
+  if (is_protocol(WireProtocol::kConnectUnary) || is_protocol(WireProtocol::kConnectStreaming)) {
+    finish_connect(status);
+    wake_all();
+    return;
+  }
 
   // Built in place in the stream's trailers, which the connection sends after the last DATA.
   trailers.clear();
@@ -345,19 +377,28 @@ absl::Status ServerCall::queue_response(const google::protobuf::MessageLite& msg
 void ServerCall::reject_http(int http_status) {
   if (finished_ || connection_ == nullptr) return;
   finished_ = true;
-  sent_status_ = absl::InternalError("not a gRPC request");
   headers_sent_ = true;
   const std::string code = std::to_string(http_status);
-  const std::string message =
-      http_status == 415
-          ? percent_encode(
-                absl::StrCat("invalid gRPC request content-type '", to_absl(content_type_), "'"))
-          : percent_encode(absl::StrCat("invalid gRPC request method '", method_, "'"));
+  std::string message;
+  std::string_view grpc_status = "13";
+  if (http_status == 404) {
+    // An unknown method of a Connect call, which its clients read as unimplemented (gRPC's
+    // mapping of 404 too).
+    message = site_->methods->unknown_method_message(path_);
+    grpc_status = "12";
+  } else if (http_status == 415) {
+    message = absl::StrCat("invalid gRPC request content-type '", to_absl(content_type_), "'");
+  } else {
+    message = absl::StrCat("invalid gRPC request method '", method_, "'");
+  }
+  sent_status_ = http_status == 404 ? absl::UnimplementedError(message)
+                                    : absl::InternalError("not a gRPC request");
+  const std::string encoded = percent_encode(message);
   const http2::HeaderField fields[] = {
       {":status", code},
       http2::HeaderField::literal("content-type", kGrpcContentType),
-      http2::HeaderField::literal("grpc-status", "13"),
-      {"grpc-message", message},
+      {"grpc-status", grpc_status},
+      {"grpc-message", encoded},
   };
   connection_->submit_response(this, fields, /*with_data=*/false);
 }

@@ -91,9 +91,13 @@ class ServerCall final : public CallStream {
   asio::awaitable<bool> read_raw(SliceChain& message) { return read_message(message); }
   asio::awaitable<absl::Status> write_raw(const SliceChain& message);
   void finish(const absl::Status& status, const google::protobuf::MessageLite* msg);
-  // Sends the response headers now, unless they are sent already or the call is over.
+  // Sends the response headers now, unless they are sent already or the call is over (or it is
+  // a Connect unary call, whose headers carry its trailers and so wait for the end).
   void send_initial_metadata() {
-    if (!headers_sent_ && can_write() && connection_ != nullptr) send_headers();
+    if (!headers_sent_ && can_write() && connection_ != nullptr &&
+        !is_protocol(WireProtocol::kConnectUnary)) {
+      send_headers();
+    }
   }
   absl::Status queue_response(const google::protobuf::MessageLite& msg);
 
@@ -131,6 +135,25 @@ class ServerCall final : public CallStream {
   void run_when_ready(const Method* method);
   // Rejections before routing: a bare HTTP status (415, 405), with grpc-status INTERNAL.
   void reject_http(int http_status);
+  // What routes every request its content-type accepts: the deadline, the encoding, the method.
+  void route_accepted();
+  bool is_protocol(WireProtocol protocol) const {
+    return content_kind_ && content_kind_->protocol == protocol;
+  }
+
+  // --- the Connect protocol (server_call_connect.cc) ------------------------------------------
+  // A header of Connect's own ("connect-*"), kept for routing.
+  void on_connect_header(std::string_view name, std::string_view value);
+  // route() for a Connect POST, and for a GET (a Connect unary call of a method without side
+  // effects, its request in the query).
+  void route_connect();
+  void route_connect_get();
+  // The Connect headers' share of routing: codec, encodings, protocol version, timeout. False
+  // when it finished the call.
+  bool apply_connect_headers();
+  // finish() for Connect: a unary call's one response (the message, or the error as JSON with its
+  // HTTP status), or a streaming call's end-of-stream message.
+  void finish_connect(const absl::Status& status);
 
   // Settles what responses are compressed with, once: before the first message or headers.
   void fix_send_compression();
@@ -170,6 +193,13 @@ class ServerCall final : public CallStream {
   std::string path_;
   std::string content_type_;
   std::string encoding_;
+  // The Connect protocol's headers, read whatever the content-type, used when it is Connect's.
+  std::string content_encoding_;         // content-encoding (unary) or connect-content-encoding
+  std::string connect_stream_encoding_;  // connect-content-encoding
+  std::string connect_timeout_;          // connect-timeout-ms
+  bool http_accepts_gzip_ = false;       // accept-encoding lists gzip
+  bool connect_accepts_gzip_ = false;    // connect-accept-encoding lists gzip
+  bool connect_version_bad_ = false;     // connect-protocol-version is not 1
   std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
   bool timeout_malformed_ = false;
   Metadata client_metadata_;
