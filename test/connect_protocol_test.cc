@@ -80,14 +80,16 @@ TEST(ConnectUnary, ErrorIsJsonWithTheSpecsHttpStatus) {
     std::string status;
     std::string name;
   };
-  for (const Case& c : {Case{absl::StatusCode::kNotFound, "404", "not_found"},
-                        Case{absl::StatusCode::kCancelled, "499", "canceled"},
-                        Case{absl::StatusCode::kResourceExhausted, "429", "resource_exhausted"},
-                        Case{absl::StatusCode::kFailedPrecondition, "400", "failed_precondition"}}) {
+  for (const Case& c :
+       {Case{absl::StatusCode::kNotFound, "404", "not_found"},
+        Case{absl::StatusCode::kCancelled, "499", "canceled"},
+        Case{absl::StatusCode::kResourceExhausted, "429", "resource_exhausted"},
+        Case{absl::StatusCode::kFailedPrecondition, "400", "failed_precondition"}}) {
     SCOPED_TRACE(c.name);
     Headers headers = {{"content-type", "application/json"}, {"trailing-t", "x"}};
     RawCall call(loop, echo_methods::kEcho, headers,
-                 R"({"payload": "aGk=", "statusCode": )" + std::to_string(static_cast<int>(c.code)) +
+                 R"({"payload": "aGk=", "statusCode": )" +
+                     std::to_string(static_cast<int>(c.code)) +
                      R"(, "statusMessage": "as asked"})");
     const RawResponse& r = call.wait();
     EXPECT_EQ(r.header(":status"), c.status);
@@ -151,7 +153,8 @@ TEST(ConnectStreaming, EndsWithTheEndOfStreamMessage) {
   EXPECT_EQ(r.header_blocks, 1);
   std::vector<std::pair<int, std::string>> frames;
   for (std::size_t at = 0; at + kFramePrefixSize <= r.data.size();) {
-    const std::size_t n = read_frame_length(reinterpret_cast<const std::uint8_t*>(r.data.data() + at));
+    const std::size_t n =
+        read_frame_length(reinterpret_cast<const std::uint8_t*>(r.data.data() + at));
     frames.push_back({r.data[at], r.data.substr(at + kFramePrefixSize, n)});
     at += kFramePrefixSize + n;
   }
@@ -169,9 +172,10 @@ TEST(ConnectGet, OnlyForMethodsWithoutSideEffects) {
   Loopback loop;
   const std::string message = absl::WebSafeBase64Escape(request_bytes("by get"));  // unpadded
   {
-    RawCall call(loop, std::string(echo_methods::kEcho) + "?encoding=proto&base64=1&connect=v1&message=" +
-                           message,
-                 {{":method", "GET"}}, "");
+    RawCall call(
+        loop,
+        std::string(echo_methods::kEcho) + "?encoding=proto&base64=1&connect=v1&message=" + message,
+        {{":method", "GET"}}, "");
     const RawResponse& r = call.wait();
     EXPECT_EQ(r.header(":status"), "200");
     EchoResponse response;
@@ -179,16 +183,17 @@ TEST(ConnectGet, OnlyForMethodsWithoutSideEffects) {
     EXPECT_EQ(response.payload(), "by get");
   }
   {  // JSON in the query, percent-encoded
-    RawCall call(loop, std::string(echo_methods::kEcho) +
-                           "?encoding=json&message=%7B%22payload%22%3A%22aGk%3D%22%7D",
+    RawCall call(loop,
+                 std::string(echo_methods::kEcho) +
+                     "?encoding=json&message=%7B%22payload%22%3A%22aGk%3D%22%7D",
                  {{":method", "GET"}}, "");
     const RawResponse& r = call.wait();
     EXPECT_EQ(r.header(":status"), "200");
     EXPECT_EQ(field(json_object(r.data), "payload"), "aGk=");
   }
   {  // Expand streams: never by GET
-    RawCall call(loop, std::string(echo_methods::kExpand) + "?encoding=proto&base64=1&message=" +
-                           message,
+    RawCall call(loop,
+                 std::string(echo_methods::kExpand) + "?encoding=proto&base64=1&message=" + message,
                  {{":method", "GET"}}, "");
     EXPECT_EQ(call.wait().header(":status"), "405");
   }

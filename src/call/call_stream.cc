@@ -35,7 +35,7 @@ absl::Status cardinality_violation() {
 
 }  // namespace
 
-CallStream::CallStream(const asio::any_io_executor& executor, http2::Connection* connection,
+CallStream::CallStream(const asio::any_io_executor& executor, http2::StreamCarrier* connection,
                        const CallLimits& limits, DeadlineQueue* deadlines)
     : executor_(executor),
       connection_(connection),

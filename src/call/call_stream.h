@@ -41,7 +41,7 @@ class CallStream : public http2::Stream, private Deadline {
 
   // deadlines: the queue of the call's thread, which times arm_deadline (null for a call that
   // never reached a connection).
-  CallStream(const asio::any_io_executor& executor, http2::Connection* connection,
+  CallStream(const asio::any_io_executor& executor, http2::StreamCarrier* connection,
              const CallLimits& limits, DeadlineQueue* deadlines);
 
   // Reference counting: the connection holds one while the stream is open, the application
@@ -194,7 +194,7 @@ class CallStream : public http2::Stream, private Deadline {
   void on_closed(http2::ErrorCode error) final;
 
   asio::any_io_executor executor_;
-  http2::Connection* connection_;  // null once the stream is closed
+  http2::StreamCarrier* connection_;  // null once the stream is closed
   CallLimits limits_;
   bool remote_ended_ = false;
   bool closed_ = false;

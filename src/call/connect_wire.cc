@@ -52,8 +52,9 @@ const CodeEntry* entry_of(absl::StatusCode code) {
 // The google.rpc.Status details (field 3, repeated google.protobuf.Any) of serialized bytes.
 std::vector<google::protobuf::Any> details_of(std::string_view serialized) {
   std::vector<google::protobuf::Any> out;
-  google::protobuf::io::CodedInputStream in(reinterpret_cast<const std::uint8_t*>(serialized.data()),
-                                            static_cast<int>(serialized.size()));
+  google::protobuf::io::CodedInputStream in(
+      reinterpret_cast<const std::uint8_t*>(serialized.data()),
+      static_cast<int>(serialized.size()));
   while (std::uint32_t tag = in.ReadTag()) {
     if (tag == (3u << 3 | 2u)) {
       std::string bytes;

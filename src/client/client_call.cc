@@ -108,7 +108,8 @@ void ClientCall::start(std::string_view path, std::string_view authority,
   }
 
   Ref<ClientCall> for_connection(this);  // released in on_closed once the connection has it
-  if (connection_->submit_request(this, fields) < 0) {
+  // The client runs over HTTP/2 only.
+  if (static_cast<http2::Connection*>(connection_)->submit_request(this, fields) < 0) {
     closed_ = true;
     connection_ = nullptr;
     for_connection.reset();

@@ -46,7 +46,9 @@ class ConnectionObserver {
   virtual void on_peer_settings() {}
 };
 
-class Connection : public std::enable_shared_from_this<Connection>, public ByteStreamClient {
+class Connection final : public std::enable_shared_from_this<Connection>,
+                         public ByteStreamClient,
+                         public StreamCarrier {
  public:
   // limits: what this end advertises (SETTINGS) and enforces.
   Connection(std::unique_ptr<ByteStream> stream, Role role, const ConnectionLimits& limits,
@@ -69,28 +71,29 @@ class Connection : public std::enable_shared_from_this<Connection>, public ByteS
   // Server: response headers; with_data attaches the stream's outbound queue as the body (ended
   // by outbound_end + trailers), without it the headers end the stream (Trailers-Only). False
   // when the connection cannot send them (closed).
-  bool submit_response(Stream* stream, std::span<const HeaderField> headers, bool with_data);
+  bool submit_response(Stream* stream, std::span<const HeaderField> headers,
+                       bool with_data) override;
   // Outbound data or the end was queued on stream: let the session send it.
-  void resume(Stream* stream);
+  void resume(Stream* stream) override;
   // Whether the streams' queued outbound bytes have reached ConnectionLimits::
   // max_queued_send_bytes: a streaming writer then waits (its Stream::on_outbound_taken is
   // called once they fall below it again).
-  bool send_queue_full() const { return queued_ >= max_queued_; }
+  bool send_queue_full() const override { return queued_ >= max_queued_; }
   // Whether the peer's connection-level window is used up: it reads nothing at all, so no
   // stream can send (a writer may then wait even with its own queue empty, starving nobody).
-  bool peer_window_closed() const;
+  bool peer_window_closed() const override;
   // The caller found the queue full and waits for on_outbound_taken.
-  void wait_for_send_room() { send_waiters_ = true; }
+  void wait_for_send_room() override { send_waiters_ = true; }
   // Writers waiting for room are told to look again (room was made, or the peer's window
   // opened): each open stream but `except` gets on_outbound_taken.
   void wake_send_waiters(const Stream* except = nullptr);
   // RST_STREAM with the given code.
-  void reset(Stream* stream, ErrorCode error);
+  void reset(Stream* stream, ErrorCode error) override;
   // The application took n bytes of the stream's DATA: WINDOW_UPDATE them.
-  void consume(Stream* stream, std::size_t n);
+  void consume(Stream* stream, std::size_t n) override;
   // The same for the connection window only: bytes of a stream that is closing (may be called
   // from Stream::on_closed), which would otherwise stay charged to the window all streams share.
-  void consume_connection(std::size_t n);
+  void consume_connection(std::size_t n) override;
 
   // Graceful shutdown: GOAWAY(last processed stream); existing streams go on, new ones are
   // refused (REFUSED_STREAM, so that the peer retries them elsewhere) from the moment the
@@ -116,7 +119,7 @@ class Connection : public std::enable_shared_from_this<Connection>, public ByteS
   bool is_open() const { return !closed_; }
   // Whether a new stream may still be opened (open, no GOAWAY either way).
   bool accepts_new_streams() const;
-  const asio::any_io_executor& executor() const { return executor_; }
+  const asio::any_io_executor& executor() const override { return executor_; }
   std::string peer_address() const { return stream_->peer_address(); }
 
   // ByteStreamClient: the byte stream's completions.

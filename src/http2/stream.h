@@ -4,16 +4,47 @@
 // nothing here exposes nghttp2.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 
+#include "asio/any_io_executor.hpp"
 #include "ferry/slice_chain.h"
 #include "http2/error_code.h"
 #include "http2/header_block.h"
 
+namespace ferry::http1 {
+class Connection;
+}
+
 namespace ferry::http2 {
 
 class Connection;
+class Stream;
+
+// What carries a call's stream: an HTTP/2 connection (http2/connection.h), or an HTTP/1.1
+// connection, one request at a time (http1/connection.h). The calls layer speaks only this;
+// the functions are http2::Connection's, documented there.
+class StreamCarrier {
+ public:
+  virtual bool submit_response(Stream* stream, std::span<const HeaderField> headers,
+                               bool with_data) = 0;
+  virtual void resume(Stream* stream) = 0;
+  virtual bool send_queue_full() const = 0;
+  virtual bool peer_window_closed() const = 0;
+  virtual void wait_for_send_room() = 0;
+  virtual void reset(Stream* stream, ErrorCode error) = 0;
+  virtual void consume(Stream* stream, std::size_t n) = 0;
+  virtual void consume_connection(std::size_t n) = 0;
+  virtual const asio::any_io_executor& executor() const = 0;
+  // HTTP/1.1: no trailers and no full duplex, so gRPC itself cannot run over it (gRPC-Web and
+  // Connect can).
+  virtual bool is_http1() const { return false; }
+
+ protected:
+  ~StreamCarrier() = default;
+};
 
 class Stream {
  public:
@@ -48,6 +79,7 @@ class Stream {
 
  private:
   friend class Connection;
+  friend class http1::Connection;
   std::int32_t id_ = 0;
   bool deferred_ = false;      // the data provider returned DEFERRED: resume when there is more
   bool has_provider_ = false;  // a data provider is attached (response or request submitted)

@@ -30,7 +30,7 @@ void ServerCall::operator delete(void* p, std::size_t) noexcept {
   RecycledStorage<sizeof(ServerCall)>::release(p);
 }
 
-ServerCall::ServerCall(ServerCallSite* site, http2::Connection* connection)
+ServerCall::ServerCall(ServerCallSite* site, http2::StreamCarrier* connection)
     : CallStream(connection->executor(), connection, site->limits, site->deadlines),
       site_(site),
       arena_(arena_block_, sizeof(arena_block_)) {
@@ -140,6 +140,10 @@ void ServerCall::route() {
   }
   if (is_protocol(WireProtocol::kConnectUnary) || is_protocol(WireProtocol::kConnectStreaming)) {
     route_connect();
+    return;
+  }
+  if (is_protocol(WireProtocol::kGrpc) && connection_->is_http1()) {
+    reject_http(505);  // gRPC needs HTTP/2's trailers; gRPC-Web and Connect do not
     return;
   }
   if (content_kind_->codec == MessageCodec::kOther) {
@@ -386,6 +390,8 @@ void ServerCall::reject_http(int http_status) {
     // mapping of 404 too).
     message = site_->methods->unknown_method_message(path_);
     grpc_status = "12";
+  } else if (http_status == 505) {
+    message = "gRPC needs HTTP/2 (over HTTP/1.1, call with gRPC-Web or the Connect protocol)";
   } else if (http_status == 415) {
     message = absl::StrCat("invalid gRPC request content-type '", to_absl(content_type_), "'");
   } else {

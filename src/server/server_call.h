@@ -24,7 +24,7 @@ namespace ferry::detail {
 class ServerCall final : public CallStream {
  public:
   // A call on connection, whose calls share site (which must outlive the call's stream).
-  ServerCall(ServerCallSite* site, http2::Connection* connection);
+  ServerCall(ServerCallSite* site, http2::StreamCarrier* connection);
   ~ServerCall();
 
   // A call is created and deleted per request, on its connection's thread: its storage (some

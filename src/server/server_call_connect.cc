@@ -33,8 +33,8 @@ std::string query_decode(std::string_view component) {
 }
 
 struct GetQuery {
-  std::string encoding;     // the codec: "proto" or "json"
-  std::string message;      // as sent (base64url when base64 is 1)
+  std::string encoding;  // the codec: "proto" or "json"
+  std::string message;   // as sent (base64url when base64 is 1)
   bool base64 = false;
   std::string compression;  // the message's compression, "" for identity
   bool has_message = false;
@@ -77,8 +77,8 @@ void ServerCall::on_connect_header(std::string_view name, std::string_view value
 
 bool ServerCall::apply_connect_headers() {
   const bool unary = is_protocol(WireProtocol::kConnectUnary);
-  set_message_format(MessageFormat{.json = content_kind_->codec == MessageCodec::kJson,
-                                   .unframed = unary});
+  set_message_format(
+      MessageFormat{.json = content_kind_->codec == MessageCodec::kJson, .unframed = unary});
   // Each kind names its compression in its own headers: HTTP's for unary (the body is the
   // message), connect-* for streams (each envelope says whether it is compressed).
   encoding_ = unary ? content_encoding_ : connect_stream_encoding_;
@@ -133,8 +133,9 @@ void ServerCall::route_connect_get() {
   if (method_entry_ == nullptr) path_ = full.substr(0, question);
   const GetQuery query = parse_get_query(std::string_view(full).substr(question + 1));
   const MessageCodec codec =
-      query.encoding == "proto" ? MessageCodec::kProto
-                                : (query.encoding == "json" ? MessageCodec::kJson : MessageCodec::kOther);
+      query.encoding == "proto"
+          ? MessageCodec::kProto
+          : (query.encoding == "json" ? MessageCodec::kJson : MessageCodec::kOther);
   if (codec == MessageCodec::kOther || !query.has_message) {
     content_kind_ = ContentType{WireProtocol::kConnectUnary, MessageCodec::kJson, false};
     finish(absl::InvalidArgumentError(query.has_message ? "missing or unknown encoding parameter"
@@ -177,7 +178,8 @@ void ServerCall::finish_connect(const absl::Status& status) {
   }
   // Unary: one HEADERS block (the trailers with it, as "trailer-" fields), then the body.
   headers_sent_ = true;
-  const std::string http_status = std::to_string(status.ok() ? 200 : connect_http_status(status.code()));
+  const std::string http_status =
+      std::to_string(status.ok() ? 200 : connect_http_status(status.code()));
   http2::HeaderList custom;
   append_metadata(initial_metadata_, custom);
   const std::size_t initial = custom.size();

@@ -9,9 +9,11 @@
 #include <memory>
 
 #include "ferry/server.h"
+#include "http1/connection.h"
 #include "http2/connection.h"
 #include "server/call_site.h"
 #include "server/io_thread.h"
+#include "server/protocol_sniffer.h"
 #include "tls/handshake.h"
 
 namespace ferry::detail {
@@ -26,11 +28,12 @@ class ServerConnection final : public http2::ConnectionObserver {
                     std::atomic<std::size_t>& active_calls,
                     std::atomic<std::size_t>& live_connections);
 
-  // GOAWAY: calls in flight go on, new streams are refused; closes once they are done.
-  // (A connection still in its TLS handshake is closed.)
-  void shutdown() { connection_ != nullptr ? connection_->shutdown() : close(); }
+  // GOAWAY: calls in flight go on, new streams are refused; closes once they are done. Over
+  // HTTP/1.1: closes after the exchange in progress. (A connection still in its TLS handshake,
+  // or not yet told apart, is closed.)
+  void shutdown();
   // Closes now: running calls are cancelled.
-  void close() { connection_ != nullptr ? connection_->close() : handshake_->close(); }
+  void close();
 
   ServerConnection(IoThread& thread, std::atomic<std::size_t>& live_connections)
       : thread_(thread), live_connections_(live_connections) {}
@@ -40,14 +43,21 @@ class ServerConnection final : public http2::ConnectionObserver {
   http2::Stream* on_stream_open(std::int32_t id) override;
   void on_goaway(std::int32_t, http2::ErrorCode) override {}
   void on_connection_closed() override;
+  // A cleartext connection: which HTTP it speaks is read from its first bytes.
+  void sniff(std::unique_ptr<http2::ByteStream> stream, const ConnectionLimits& limits,
+             const http2::LifecyclePolicy& lifecycle);
   void serve(std::unique_ptr<http2::ByteStream> stream, const ConnectionLimits& limits,
              const http2::LifecyclePolicy& lifecycle);
+  void serve_http1(std::unique_ptr<http2::ByteStream> stream, const ConnectionLimits& limits,
+                   const http2::LifecyclePolicy& lifecycle, bool tls);
 
   IoThread& thread_;
   std::atomic<std::size_t>& live_connections_;
   std::list<std::unique_ptr<ServerConnection>>::iterator self_;  // in thread_.connections
   std::shared_ptr<http2::Connection> connection_;
+  std::shared_ptr<http1::Connection> http1_;         // instead, for a client speaking HTTP/1.1
   std::unique_ptr<tls::ServerHandshake> handshake_;  // TLS: until the connection starts
+  std::shared_ptr<ProtocolSniffer> sniffer_;         // cleartext: until it is told apart
   ServerCallSite site_;
 };
 

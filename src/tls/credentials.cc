@@ -15,6 +15,9 @@ namespace ferry {
 namespace {
 
 constexpr unsigned char kAlpnH2[] = {2, 'h', '2'};
+// What the server accepts, in its order of preference: HTTP/2, else HTTP/1.1 (gRPC-Web and the
+// Connect protocol from browsers and HTTP/1.1 clients).
+constexpr unsigned char kAlpnServer[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
 
 // TLS 1.2 suites with forward secrecy and AEAD only; TLS 1.3's are all of that already.
 constexpr char kCiphers[] = "ECDHE+AESGCM:ECDHE+CHACHA20";
@@ -67,17 +70,19 @@ absl::Status load_cas(asio::ssl::context& context, const Pem& cas) {
   return absl::OkStatus();
 }
 
-// ALPN on the server: h2 or nothing. (A client that sends no ALPN at all is refused after the
-// handshake, src/tls/handshake.cc.)
-int select_h2(SSL*, const unsigned char** out, unsigned char* out_len, const unsigned char* in,
-              unsigned in_len, void*) {
+// ALPN on the server: h2 when the client offers it, else http/1.1, else nothing. (A client that
+// sends no ALPN at all is refused after the handshake, src/tls/handshake.cc.)
+int select_protocol(SSL*, const unsigned char** out, unsigned char* out_len,
+                    const unsigned char* in, unsigned in_len, void*) {
   unsigned char* selected = nullptr;
-  if (SSL_select_next_proto(&selected, out_len, kAlpnH2, sizeof(kAlpnH2), in, in_len) ==
+  if (SSL_select_next_proto(&selected, out_len, kAlpnServer, sizeof(kAlpnServer), in, in_len) ==
       OPENSSL_NPN_NEGOTIATED) {
     *out = selected;
     return SSL_TLSEXT_ERR_OK;
   }
-  std::fprintf(stderr, "ferry: TLS handshake refused: the client did not offer ALPN \"h2\"\n");
+  std::fprintf(stderr,
+               "ferry: TLS handshake refused: the client offered neither ALPN \"h2\" nor "
+               "\"http/1.1\"\n");
   return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
 
@@ -90,7 +95,7 @@ absl::StatusOr<std::shared_ptr<const ServerCredentials::State>> build(
   state->handshake_timeout = config.handshake_timeout;
   SSL_CTX* ctx = state->context.native_handle();
   apply_policy(ctx);
-  SSL_CTX_set_alpn_select_cb(ctx, select_h2, nullptr);
+  SSL_CTX_set_alpn_select_cb(ctx, select_protocol, nullptr);
   if (absl::Status s = load_identity(state->context, config.certificate_chain, config.private_key);
       !s.ok()) {
     return s;

@@ -18,12 +18,14 @@
 namespace ferry::tls {
 namespace {
 
-bool negotiated_h2(SSL* ssl) {
+std::string_view negotiated(SSL* ssl) {
   const unsigned char* protocol = nullptr;
   unsigned len = 0;
   SSL_get0_alpn_selected(ssl, &protocol, &len);
-  return len == 2 && protocol[0] == 'h' && protocol[1] == '2';
+  return {reinterpret_cast<const char*>(protocol), len};
 }
+
+bool negotiated_h2(SSL* ssl) { return negotiated(ssl) == "h2"; }
 
 std::string_view asn1_text(const ASN1_STRING* s) {
   return {reinterpret_cast<const char*>(ASN1_STRING_get0_data(s)),
@@ -84,8 +86,8 @@ void ServerHandshake::on_handshake(const asio::error_code& ec) {
     why = "TLS handshake timed out";
   } else if (ec) {
     why = tls_->error().empty() ? "TLS handshake failed: " + ec.message() : tls_->error();
-  } else if (!negotiated_h2(tls_->ssl())) {
-    why = "TLS handshake refused: the client did not negotiate ALPN \"h2\"";
+  } else if (negotiated(tls_->ssl()).empty()) {
+    why = "TLS handshake refused: the client did not negotiate ALPN \"h2\" or \"http/1.1\"";
   }
   Done done = std::move(done_);
   if (!why.empty()) {
@@ -94,7 +96,7 @@ void ServerHandshake::on_handshake(const asio::error_code& ec) {
     done(absl::UnavailableError(why));
     return;
   }
-  Accepted accepted{nullptr, peer_identity(tls_->ssl())};
+  Accepted accepted{nullptr, peer_identity(tls_->ssl()), negotiated(tls_->ssl()) == "http/1.1"};
   accepted.stream = std::move(tls_);
   done(std::move(accepted));
 }

@@ -23,6 +23,7 @@ namespace ferry::tls {
 struct Accepted {
   std::unique_ptr<http2::ByteStream> stream;
   std::shared_ptr<const PeerIdentity> identity;
+  bool http1 = false;  // ALPN chose http/1.1 (else h2)
 };
 
 class ServerHandshake {

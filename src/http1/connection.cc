@@ -1,0 +1,482 @@
+// Implementation of src/http1/connection.h.
+#include "http1/connection.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "asio/post.hpp"
+#include "common/strings.h"
+#include "ferry/buffer_pool.h"
+
+namespace ferry::http1 {
+namespace {
+
+// A response's reason phrase: for the statuses ferry's calls send; others get a generic one
+// (clients read the code, not the phrase).
+std::string_view reason_phrase(int status) {
+  switch (status) {
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 409:
+      return "Conflict";
+    case 415:
+      return "Unsupported Media Type";
+    case 429:
+      return "Too Many Requests";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 499:
+      return "Client Closed Request";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    case 505:
+      return "HTTP Version Not Supported";
+    default:
+      return status < 400 ? "OK" : "Error";
+  }
+}
+
+// Request headers that describe this hop, not the request: never shown to the stream.
+bool hop_by_hop(std::string_view name) {
+  return name == "connection" || name == "keep-alive" || name == "transfer-encoding" ||
+         name == "upgrade" || name == "expect" || name == "host" || name == "proxy-connection";
+}
+
+// The response bound: what a pump moves from the stream's queue while this much is unwritten.
+constexpr std::size_t kWriteAhead = 256 * 1024;
+
+}  // namespace
+
+struct Connection::Callbacks {
+  static Connection& self(http_parser* p) { return *static_cast<Connection*>(p->data); }
+
+  static int on_message_begin(http_parser* p) {
+    Connection& c = self(p);
+    c.url_.clear();
+    c.headers_.clear();
+    c.in_value_ = false;
+    c.header_bytes_ = 0;
+    c.continue_expected_ = false;
+    return 0;
+  }
+  static int on_url(http_parser* p, const char* at, std::size_t n) {
+    Connection& c = self(p);
+    c.header_bytes_ += n;
+    if (c.header_bytes_ > c.limits_.max_header_list_size) return 1;
+    c.url_.append(at, n);
+    return 0;
+  }
+  static int on_header_field(http_parser* p, const char* at, std::size_t n) {
+    Connection& c = self(p);
+    c.header_bytes_ += n + 32;  // HPACK's accounting per field, as HTTP/2's limit counts it
+    if (c.header_bytes_ > c.limits_.max_header_list_size) return 1;
+    if (c.in_value_ || c.headers_.empty()) c.headers_.emplace_back();
+    c.in_value_ = false;
+    c.headers_.back().first.append(at, n);
+    return 0;
+  }
+  static int on_header_value(http_parser* p, const char* at, std::size_t n) {
+    Connection& c = self(p);
+    c.header_bytes_ += n;
+    if (c.header_bytes_ > c.limits_.max_header_list_size) return 1;
+    c.in_value_ = true;
+    if (!c.headers_.empty()) c.headers_.back().second.append(at, n);
+    return 0;
+  }
+  static int on_headers_complete(http_parser* p) {
+    Connection& c = self(p);
+    c.timer_.cancel();
+    return c.deliver_headers() ? 0 : 1;
+  }
+  static int on_body(http_parser* p, const char* at, std::size_t n) {
+    Connection& c = self(p);
+    if (c.discarding_ || c.current_ == nullptr) return 0;
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(at);
+    c.unconsumed_ += n;
+    // Zero copy from the read block; bytes held back from an earlier read are copied.
+    if (c.parsing_block_ != nullptr) {
+      c.current_->on_data(Slice(c.parsing_block_, bytes, n));
+    } else {
+      SliceChain copy;
+      copy.append_copy(bytes, n);
+      for (const Slice& s : copy) c.current_->on_data(s);
+    }
+    return 0;
+  }
+  static int on_message_complete(http_parser* p) {
+    Connection& c = self(p);
+    c.request_done_ = true;
+    c.keep_alive_ = c.keep_alive_ && http_should_keep_alive(p) != 0;
+    if (c.current_ != nullptr && !c.discarding_) c.current_->on_remote_end();
+    // The next request (pipelined) waits until this exchange is over.
+    http_parser_pause(p, 1);
+    c.paused_ = true;
+    c.settle_later();
+    return 0;
+  }
+
+  static const http_parser_settings& settings() {
+    static const http_parser_settings s = [] {
+      http_parser_settings out;
+      http_parser_settings_init(&out);
+      out.on_message_begin = &on_message_begin;
+      out.on_url = &on_url;
+      out.on_header_field = &on_header_field;
+      out.on_header_value = &on_header_value;
+      out.on_headers_complete = &on_headers_complete;
+      out.on_body = &on_body;
+      out.on_message_complete = &on_message_complete;
+      return out;
+    }();
+    return s;
+  }
+};
+
+Connection::Connection(std::unique_ptr<http2::ByteStream> stream, const ConnectionLimits& limits,
+                       const http2::LifecyclePolicy& lifecycle, bool tls,
+                       http2::ConnectionObserver* observer)
+    : executor_(stream->executor()),
+      stream_(std::move(stream)),
+      limits_(limits),
+      lifecycle_(lifecycle),
+      tls_(tls),
+      observer_(observer),
+      timer_(executor_) {
+  http_parser_init(&parser_, HTTP_REQUEST);
+  parser_.data = this;
+}
+
+Connection::~Connection() {
+  if (read_block_ != nullptr) detail::block_unref(read_block_);
+}
+
+void Connection::start() {
+  arm_timer(lifecycle_.handshake_timeout);
+  start_read();
+}
+
+void Connection::arm_timer(std::chrono::milliseconds after) {
+  if (after == kNever) return;
+  timer_.expires_after(after);
+  timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
+    if (!ec) self->close();  // no request in time (a silent or slow client), or idle too long
+  });
+}
+
+void Connection::start_read() {
+  if (closed_ || read_pending_ || paused_) return;
+  if (unconsumed_ > limits_.stream_window) return;  // the stream reads on first (consume())
+  if (read_block_ != nullptr && read_block_->refs.load(std::memory_order_acquire) != 1) {
+    detail::block_unref(read_block_);  // its bytes live on in the stream's slices
+    read_block_ = nullptr;
+  }
+  if (read_block_ == nullptr) read_block_ = BufferPool::instance().acquire();
+  read_block_->used = 0;
+  read_pending_ = true;
+  stream_->async_read_some(asio::buffer(read_block_->data(), BufferPool::kBlockSize),
+                           shared_from_this());
+}
+
+void Connection::on_read(const asio::error_code& ec, std::size_t n) {
+  read_pending_ = false;
+  if (closed_) return;
+  if (ec) {
+    close();
+    return;
+  }
+  read_block_->used = static_cast<std::uint32_t>(n);
+  parse(read_block_->data(), n, read_block_);
+  start_read();
+}
+
+void Connection::parse(const std::uint8_t* data, std::size_t n, detail::Block* block) {
+  parsing_block_ = block;
+  const std::size_t parsed =
+      http_parser_execute(&parser_, &Callbacks::settings(), reinterpret_cast<const char*>(data), n);
+  parsing_block_ = nullptr;
+  if (closed_) return;
+  const http_errno error = HTTP_PARSER_ERRNO(&parser_);
+  if (error == HPE_PAUSED) {
+    leftover_.append(reinterpret_cast<const char*>(data) + parsed, n - parsed);
+    return;
+  }
+  if (error != HPE_OK) {
+    const bool too_large = header_bytes_ > limits_.max_header_list_size;
+    fail_request(too_large ? 431 : 400, too_large ? "request headers too large"
+                                                  : http_errno_description(error));
+    return;
+  }
+  if (parser_.upgrade) fail_request(400, "upgrade is not supported");
+}
+
+bool Connection::deliver_headers() {
+  if (closing_) {
+    fail_request(503, "the server is shutting down");
+    return false;
+  }
+  http2::Stream* stream = observer_->on_stream_open(next_id_);
+  if (stream == nullptr) {
+    fail_request(503, "no stream could be opened");
+    return false;
+  }
+  stream->id_ = next_id_;
+  next_id_ += 2;
+  current_ = stream;
+  request_done_ = false;
+  discarding_ = false;
+  response_started_ = false;
+  response_chunked_ = false;
+  response_done_ = false;
+  unconsumed_ = 0;
+  keep_alive_ = http_should_keep_alive(&parser_) != 0;
+
+  std::string authority;
+  for (auto& [name, value] : headers_) {
+    name = absl::AsciiStrToLower(name);
+    if (name == "host") authority = value;
+    if (name == "expect" && absl::EqualsIgnoreCase(detail::to_absl(value), "100-continue")) {
+      continue_expected_ = true;
+    }
+  }
+  const char* method = http_method_str(static_cast<http_method>(parser_.method));
+  bool ok = stream->on_header(":method", method) &&
+            stream->on_header(":scheme", tls_ ? "https" : "http") &&
+            stream->on_header(":path", url_) && stream->on_header(":authority", authority);
+  for (const auto& [name, value] : headers_) {
+    if (!ok) break;
+    if (hop_by_hop(name)) continue;
+    ok = stream->on_header(name, value);
+  }
+  if (!ok) {
+    fail_request(431, "request headers rejected");
+    return false;
+  }
+  if (continue_expected_) {
+    // curl waits for this before a body over 1 KiB; a response sent first makes it moot.
+    static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    out_.append_copy(kContinue.data(), kContinue.size());
+    flush();
+  }
+  stream->on_headers_done();
+  return !closed_;
+}
+
+bool Connection::submit_response(http2::Stream* stream, std::span<const http2::HeaderField> headers,
+                                 bool with_data) {
+  if (closed_ || stream != current_ || response_started_) return false;
+  response_started_ = true;
+  int status = 200;
+  std::string head;
+  for (const http2::HeaderField& h : headers) {
+    if (h.name == ":status") {
+      status = std::atoi(std::string(h.value).c_str());
+      continue;
+    }
+    if (!h.name.empty() && h.name[0] == ':') continue;
+    absl::StrAppend(&head, detail::to_absl(h.name), ": ", detail::to_absl(h.value), "\r\n");
+  }
+  // A body whose end is queued already has a length; any other is chunked.
+  if (!with_data) {
+    head += "content-length: 0\r\n";
+    response_done_ = true;
+  } else if (stream->outbound_end && stream->outbound.size() <= kWriteAhead) {
+    absl::StrAppend(&head, "content-length: ", stream->outbound.size(), "\r\n");
+  } else {
+    head += "transfer-encoding: chunked\r\n";
+    response_chunked_ = true;
+  }
+  if (closing_ || !keep_alive_) head += "connection: close\r\n";
+  const std::string line = absl::StrCat("HTTP/1.1 ", status, " ", detail::to_absl(reason_phrase(status)), "\r\n");
+  out_.append_copy(line.data(), line.size());
+  head += "\r\n";
+  out_.append_copy(head.data(), head.size());
+  if (with_data) pump();
+  flush();
+  if (response_done_) settle_later();
+  return true;
+}
+
+void Connection::resume(http2::Stream* stream) {
+  if (closed_ || stream != current_ || !response_started_ || response_done_) return;
+  pump();
+  flush();
+  if (response_done_) settle_later();
+}
+
+void Connection::pump() {
+  http2::Stream* s = current_;
+  const std::size_t unwritten = out_.size() + writing_.size();
+  if (unwritten < kWriteAhead && !s->outbound.empty()) {
+    const std::size_t n = std::min(s->outbound.size(), kWriteAhead - unwritten);
+    if (response_chunked_) {
+      const std::string size = absl::StrCat(absl::Hex(n), "\r\n");
+      out_.append_copy(size.data(), size.size());
+    }
+    out_.append(s->outbound.split_front(n));
+    if (response_chunked_) out_.append_copy("\r\n", 2);
+  }
+  if (s->outbound_end && s->outbound.empty()) {
+    // The end. HTTP/1.1 has no place for trailers a browser reads: gRPC-Web and Connect put
+    // theirs in the body, and a gRPC call is refused over HTTP/1.1 before it gets here.
+    if (response_chunked_) out_.append_copy("0\r\n\r\n", 5);
+    response_done_ = true;
+  }
+}
+
+void Connection::flush() {
+  if (closed_ || writing_now_ || out_.empty()) return;
+  writing_ = std::move(out_);
+  out_ = SliceChain();
+  iov_.clear();
+  writing_.append_buffers(iov_);
+  writing_now_ = true;
+  stream_->async_write(iov_, shared_from_this());
+}
+
+void Connection::on_written(const asio::error_code& ec) {
+  writing_now_ = false;
+  writing_.clear();
+  if (closed_) return;
+  if (ec) {
+    close();
+    return;
+  }
+  if (current_ != nullptr && response_started_ && !response_done_) {
+    pump();
+    if (response_done_) settle_later();
+    if (send_waiters_ && !send_queue_full()) {
+      send_waiters_ = false;
+    }
+    current_->on_outbound_taken();
+  }
+  flush();
+  if (!writing_now_ && closing_ && current_ == nullptr) close();
+}
+
+bool Connection::send_queue_full() const {
+  return out_.size() + writing_.size() >= limits_.max_queued_send_bytes;
+}
+
+void Connection::reset(http2::Stream* stream, http2::ErrorCode error) {
+  if (closed_ || stream != current_) return;
+  // Not from inside the stream's own call: it is told on_closed from the loop.
+  closing_ = true;
+  keep_alive_ = false;
+  asio::post(executor_, [self = shared_from_this(), stream, error] {
+    if (self->current_ == stream) self->close_stream(error);
+    self->close();
+  });
+}
+
+void Connection::consume(http2::Stream* stream, std::size_t n) {
+  if (stream != current_) return;
+  consume_connection(n);
+}
+
+void Connection::consume_connection(std::size_t n) {
+  unconsumed_ -= std::min(n, unconsumed_);
+  if (!read_pending_ && !closed_) {
+    asio::post(executor_, [self = shared_from_this()] { self->start_read(); });
+  }
+}
+
+void Connection::settle_later() {
+  if (settle_posted_) return;
+  settle_posted_ = true;
+  asio::post(executor_, [self = shared_from_this()] {
+    self->settle_posted_ = false;
+    self->settle();
+  });
+}
+
+void Connection::close_stream(http2::ErrorCode error) {
+  http2::Stream* stream = std::exchange(current_, nullptr);
+  if (stream != nullptr) stream->on_closed(error);
+}
+
+void Connection::settle() {
+  if (closed_) return;
+  if (current_ != nullptr) {
+    if (!response_done_) return;
+    // The response is out: the stream is done with, whether or not its request has ended (the
+    // rest of a body it did not wait for is read and dropped, as HTTP/2 resets such a stream).
+    close_stream(http2::ErrorCode::kNoError);
+    discarding_ = !request_done_;
+    if (!keep_alive_) closing_ = true;
+  }
+  if (closing_) {
+    if (!writing_now_ && out_.empty()) close();
+    return;
+  }
+  if (!request_done_) return;  // the body's end comes (and is dropped), then the next request
+  // The next request: what was read past this one first, then the socket. Its headers must
+  // come in time, as a new connection's must.
+  request_done_ = false;
+  discarding_ = false;
+  http_parser_pause(&parser_, 0);
+  paused_ = false;
+  arm_timer(std::min(lifecycle_.max_idle, lifecycle_.handshake_timeout));
+  std::string held = std::move(leftover_);
+  leftover_.clear();
+  if (!held.empty()) parse(reinterpret_cast<const std::uint8_t*>(held.data()), held.size(), nullptr);
+  start_read();
+}
+
+void Connection::fail_request(int http_status, std::string_view reason) {
+  if (failed_) return;  // a callback's failure, then the parser's report of it
+  failed_ = true;
+  closing_ = true;
+  keep_alive_ = false;
+  if (current_ != nullptr) {
+    // A stream's response may have begun: it cannot be answered twice, only cut short.
+    asio::post(executor_, [self = shared_from_this()] {
+      self->close_stream(http2::ErrorCode::kProtocolError);
+      self->close();
+    });
+    return;
+  }
+  const std::string response =
+      absl::StrCat("HTTP/1.1 ", http_status, " ", detail::to_absl(reason_phrase(http_status)),
+                   "\r\ncontent-type: text/plain\r\nconnection: close\r\ncontent-length: ",
+                   reason.size(), "\r\n\r\n", detail::to_absl(reason));
+  out_.append_copy(response.data(), response.size());
+  flush();
+}
+
+void Connection::shutdown() {
+  closing_ = true;
+  if (current_ == nullptr && !writing_now_) close();
+}
+
+void Connection::close() {
+  if (closed_) return;
+  closed_ = true;
+  timer_.cancel();
+  close_stream(http2::ErrorCode::kConnectionLost);
+  // Once all is written the peer should read all of it: no reset (transport/lingering_close.h).
+  if (writing_now_) {
+    stream_->close();
+  } else {
+    stream_->close_gracefully();
+  }
+  observer_->on_connection_closed();
+}
+
+}  // namespace ferry::http1

@@ -1,0 +1,180 @@
+// HTTP/1.1 on ferry's server port, over a plain socket: a connection whose first bytes are not
+// HTTP/2's preface is served by the HTTP/1.1 engine (src/http1), for gRPC-Web and the Connect
+// protocol (connectrpc's conformance suite runs both over HTTP/1.1 with its client). These cases
+// pin the connection's own behaviour: keep-alive and pipelining, 100-continue, chunked streams,
+// gRPC refused, and the hardening rules (malformed requests, header limits, silent and idle
+// connections) as HTTP/2 has them.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+
+#include "asio/connect.hpp"
+#include "asio/ip/tcp.hpp"
+#include "asio/read.hpp"
+#include "asio/write.hpp"
+#include "ferry/testing/echo.pb.h"
+#include "support/echo_service.h"
+#include "support/loopback.h"
+
+namespace ferry {
+namespace {
+
+using testing::EchoRequest;
+using testing::Loopback;
+
+// A blocking client socket to the loopback's server.
+class Http1Client {
+ public:
+  explicit Http1Client(int port) : socket_(io_) {
+    socket_.connect({asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)});
+  }
+  void send(const std::string& bytes) { asio::write(socket_, asio::buffer(bytes)); }
+  // Everything until the server closes (or gives up after limit).
+  std::string read_to_close() {
+    std::string out;
+    asio::error_code ec;
+    char buf[4096];
+    while (true) {
+      const std::size_t n = socket_.read_some(asio::buffer(buf), ec);
+      if (ec) break;
+      out.append(buf, n);
+    }
+    return out;
+  }
+  // Reads until `marker` has been seen `count` times in total.
+  std::string read_until_seen(const std::string& marker, int count) {
+    char buf[4096];
+    asio::error_code ec;
+    while (occurrences(marker) < count) {
+      const std::size_t n = socket_.read_some(asio::buffer(buf), ec);
+      if (ec) break;
+      received_.append(buf, n);
+    }
+    return received_;
+  }
+
+ private:
+  int occurrences(const std::string& marker) const {
+    int n = 0;
+    for (std::size_t at = received_.find(marker); at != std::string::npos;
+         at = received_.find(marker, at + 1)) {
+      ++n;
+    }
+    return n;
+  }
+
+  asio::io_context io_;
+  asio::ip::tcp::socket socket_;
+  std::string received_;
+};
+
+std::string post(const std::string& path, const std::string& content_type, const std::string& body,
+                 const std::string& extra = "") {
+  return "POST " + path + " HTTP/1.1\r\nhost: test\r\ncontent-type: " + content_type +
+         "\r\ncontent-length: " + std::to_string(body.size()) + "\r\n" + extra + "\r\n" + body;
+}
+
+const std::string kEcho(testing::echo_methods::kEcho);
+
+TEST(Http1, KeepAliveServesRequestsInTurnAndPipelined) {
+  Loopback loop;
+  Http1Client client(loop.port());
+  // Two requests written back to back (pipelined), then a third after their answers.
+  client.send(post(kEcho, "application/json", R"({"payload":"b25l"})") +
+              post(kEcho, "application/json", R"({"payload":"dHdv"})"));
+  std::string got = client.read_until_seen("HTTP/1.1 200 OK", 2);
+  client.send(post(kEcho, "application/json", R"({"payload":"dGhyZWU="})"));
+  got = client.read_until_seen(R"({"payload":"dGhyZWU="})", 1);
+  const std::size_t one = got.find(R"({"payload":"b25l"})");
+  const std::size_t two = got.find(R"({"payload":"dHdv"})");
+  ASSERT_NE(one, std::string::npos) << got;
+  ASSERT_NE(two, std::string::npos) << got;
+  EXPECT_LT(one, two) << "answers in the order asked";
+  EXPECT_NE(got.find("content-length: 18\r\n"), std::string::npos) << got;
+  EXPECT_EQ(loop.probe().finished.load(), 3);
+}
+
+TEST(Http1, ExpectContinueIsAnswered) {
+  Loopback loop;
+  Http1Client client(loop.port());
+  const std::string body = R"({"payload":"aGk="})";
+  client.send("POST " + kEcho +
+              " HTTP/1.1\r\nhost: t\r\ncontent-type: application/json\r\nexpect: 100-continue\r\n"
+              "content-length: " +
+              std::to_string(body.size()) + "\r\n\r\n");
+  client.read_until_seen("HTTP/1.1 100 Continue\r\n\r\n", 1);
+  client.send(body);
+  const std::string got = client.read_until_seen(R"({"payload":"aGk="})", 1);
+  EXPECT_NE(got.find("HTTP/1.1 200 OK"), std::string::npos) << got;
+}
+
+TEST(Http1, StreamsAreChunked) {
+  Loopback loop;
+  Http1Client client(loop.port());
+  EchoRequest request;
+  request.set_response_count(3);
+  request.set_response_size(2);
+  const std::string bytes = request.SerializeAsString();
+  std::string envelope(5, '\0');
+  envelope[4] = static_cast<char>(bytes.size());
+  client.send(post(std::string(testing::echo_methods::kExpand), "application/connect+proto",
+                   envelope + bytes, "connection: close\r\n"));
+  const std::string got = client.read_to_close();
+  EXPECT_NE(got.find("transfer-encoding: chunked\r\n"), std::string::npos) << got;
+  EXPECT_NE(got.find("connection: close\r\n"), std::string::npos) << got;
+  EXPECT_EQ(got.substr(got.size() - 5), "0\r\n\r\n") << "the last chunk ends the stream";
+  EXPECT_EQ(loop.probe().finished.load(), 1);
+}
+
+TEST(Http1, GrpcNeedsHttp2) {
+  Loopback loop;
+  Http1Client client(loop.port());
+  client.send(post(kEcho, "application/grpc", std::string(5, '\0'), "connection: close\r\n"));
+  const std::string got = client.read_to_close();
+  EXPECT_EQ(got.substr(0, 12), "HTTP/1.1 505") << got;
+  EXPECT_EQ(loop.probe().started.load(), 0);
+}
+
+TEST(Http1, MalformedRequestIs400AndClosed) {
+  Loopback loop;
+  Http1Client client(loop.port());
+  client.send("GET / HTTP/1.1\r\nbad header line\r\n\r\n");
+  const std::string got = client.read_to_close();  // returns: the server closed
+  EXPECT_EQ(got.substr(0, 12), "HTTP/1.1 400") << got;
+}
+
+TEST(Http1, OversizedHeadersAre431) {
+  ServerOptions options;
+  options.max_header_list_size = 4096;
+  Loopback loop(options);
+  Http1Client client(loop.port());
+  client.send(post(kEcho, "application/json", "{}", "x-big: " + std::string(8192, 'a') + "\r\n"));
+  const std::string got = client.read_to_close();
+  EXPECT_EQ(got.substr(0, 12), "HTTP/1.1 431") << got;
+  EXPECT_EQ(loop.probe().started.load(), 0);
+}
+
+TEST(Http1, SilentAndIdleConnectionsAreClosed) {
+  ServerOptions options;
+  options.handshake_timeout = std::chrono::milliseconds(200);
+  Loopback loop(options);
+  {  // a partial request line, then nothing
+    Http1Client client(loop.port());
+    client.send("POST /ferry");
+    const auto start = std::chrono::steady_clock::now();
+    client.read_to_close();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  }
+  {  // one exchange, then idle
+    Http1Client client(loop.port());
+    client.send(post(kEcho, "application/json", "{}"));
+    const auto start = std::chrono::steady_clock::now();
+    const std::string got = client.read_to_close();
+    EXPECT_NE(got.find("HTTP/1.1 200 OK"), std::string::npos) << got;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  }
+}
+
+}  // namespace
+}  // namespace ferry
