@@ -206,3 +206,68 @@ TEST(ConnectGet, OnlyForMethodsWithoutSideEffects) {
 
 }  // namespace
 }  // namespace ferry
+
+namespace ferry {
+namespace {
+
+ServerOptions cors_options() {
+  ServerOptions options;
+  options.cors_allowed_origins = {"http://app.test"};
+  return options;
+}
+
+TEST(Cors, PreflightFromAnAllowedOriginIsAnswered) {
+  Loopback loop(cors_options());
+  RawCall call(loop, echo_methods::kEcho,
+               {{":method", "OPTIONS"},
+                {"origin", "http://app.test"},
+                {"access-control-request-method", "POST"},
+                {"access-control-request-headers", "content-type,connect-protocol-version,x-mine"}},
+               "");
+  const RawResponse& r = call.wait();
+  EXPECT_EQ(r.header(":status"), "204");
+  EXPECT_EQ(r.header("access-control-allow-origin"), "http://app.test");
+  EXPECT_EQ(r.header("access-control-allow-headers"),
+            "content-type,connect-protocol-version,x-mine");
+  EXPECT_NE(r.header("access-control-allow-methods").value_or("").find("POST"), std::string::npos);
+  EXPECT_EQ(loop.probe().started.load(), 0);
+}
+
+TEST(Cors, OtherOriginsGetNothing) {
+  Loopback loop(cors_options());
+  {
+    RawCall call(loop, echo_methods::kEcho,
+                 {{":method", "OPTIONS"},
+                  {"origin", "http://evil.test"},
+                  {"access-control-request-method", "POST"}},
+                 "");
+    const RawResponse& r = call.wait();
+    EXPECT_EQ(r.header(":status"), "405");
+    EXPECT_EQ(r.header("access-control-allow-origin"), std::nullopt);
+  }
+  {
+    RawCall call(loop, echo_methods::kEcho,
+                 {{"content-type", "application/proto"}, {"origin", "http://evil.test"}},
+                 request_bytes("x"));
+    const RawResponse& r = call.wait();
+    EXPECT_EQ(r.header(":status"), "200");  // served: CORS is the browser's to enforce
+    EXPECT_EQ(r.header("access-control-allow-origin"), std::nullopt);
+  }
+}
+
+TEST(Cors, ResponsesToAnAllowedOriginExposeTheirHeaders) {
+  Loopback loop(cors_options());
+  RawCall call(loop, echo_methods::kEcho,
+               {{"content-type", "application/grpc-web+proto"},
+                {"origin", "http://app.test"},
+                {"initial-a", "1"}},
+               std::string(5, '\0'));
+  const RawResponse& r = call.wait();
+  EXPECT_EQ(r.header("access-control-allow-origin"), "http://app.test");
+  const std::string exposed = r.header("access-control-expose-headers").value_or("");
+  EXPECT_NE(exposed.find("initial-a"), std::string::npos) << exposed;
+  EXPECT_NE(exposed.find("grpc-accept-encoding"), std::string::npos) << exposed;
+}
+
+}  // namespace
+}  // namespace ferry

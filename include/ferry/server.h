@@ -44,6 +44,11 @@ struct ServerOptions : MessageLimits, ConnectionLimits, ServerConnectionPolicy {
   // Interceptors around every call's handler (ferry/interceptor.h), in order. Default: none,
   // and then the call path is exactly as without the feature.
   std::vector<std::shared_ptr<ServerInterceptor>> interceptors;
+  // Browsers on these origins ("https://app.example.com", or "*" for any) may call the server
+  // with gRPC-Web and the Connect protocol across origins (CORS): preflight OPTIONS requests are
+  // answered, and responses carry Access-Control-Allow-Origin and expose the headers those
+  // clients read. Default: none (a browser then calls only from the server's own origin).
+  std::vector<std::string> cors_allowed_origins;
 };
 
 class Server {

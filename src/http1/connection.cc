@@ -219,8 +219,8 @@ void Connection::parse(const std::uint8_t* data, std::size_t n, detail::Block* b
   }
   if (error != HPE_OK) {
     const bool too_large = header_bytes_ > limits_.max_header_list_size;
-    fail_request(too_large ? 431 : 400, too_large ? "request headers too large"
-                                                  : http_errno_description(error));
+    fail_request(too_large ? 431 : 400,
+                 too_large ? "request headers too large" : http_errno_description(error));
     return;
   }
   if (parser_.upgrade) fail_request(400, "upgrade is not supported");
@@ -303,7 +303,8 @@ bool Connection::submit_response(http2::Stream* stream, std::span<const http2::H
     response_chunked_ = true;
   }
   if (closing_ || !keep_alive_) head += "connection: close\r\n";
-  const std::string line = absl::StrCat("HTTP/1.1 ", status, " ", detail::to_absl(reason_phrase(status)), "\r\n");
+  const std::string line =
+      absl::StrCat("HTTP/1.1 ", status, " ", detail::to_absl(reason_phrase(status)), "\r\n");
   out_.append_copy(line.data(), line.size());
   head += "\r\n";
   out_.append_copy(head.data(), head.size());
@@ -435,7 +436,8 @@ void Connection::settle() {
   arm_timer(std::min(lifecycle_.max_idle, lifecycle_.handshake_timeout));
   std::string held = std::move(leftover_);
   leftover_.clear();
-  if (!held.empty()) parse(reinterpret_cast<const std::uint8_t*>(held.data()), held.size(), nullptr);
+  if (!held.empty())
+    parse(reinterpret_cast<const std::uint8_t*>(held.data()), held.size(), nullptr);
   start_read();
 }
 
@@ -452,10 +454,10 @@ void Connection::fail_request(int http_status, std::string_view reason) {
     });
     return;
   }
-  const std::string response =
-      absl::StrCat("HTTP/1.1 ", http_status, " ", detail::to_absl(reason_phrase(http_status)),
-                   "\r\ncontent-type: text/plain\r\nconnection: close\r\ncontent-length: ",
-                   reason.size(), "\r\n\r\n", detail::to_absl(reason));
+  const std::string response = absl::StrCat(
+      "HTTP/1.1 ", http_status, " ", detail::to_absl(reason_phrase(http_status)),
+      "\r\ncontent-type: text/plain\r\nconnection: close\r\ncontent-length: ", reason.size(),
+      "\r\n\r\n", detail::to_absl(reason));
   out_.append_copy(response.data(), response.size());
   flush();
 }

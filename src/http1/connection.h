@@ -37,7 +37,8 @@ class Connection final : public std::enable_shared_from_this<Connection>,
  public:
   // The observer opens a Stream per request (on_stream_open) and hears the connection close.
   Connection(std::unique_ptr<http2::ByteStream> stream, const ConnectionLimits& limits,
-             const http2::LifecyclePolicy& lifecycle, bool tls, http2::ConnectionObserver* observer);
+             const http2::LifecyclePolicy& lifecycle, bool tls,
+             http2::ConnectionObserver* observer);
   ~Connection() override;
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -113,8 +114,8 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   // The exchange: the request's stream, until its response is out and its request is in.
   http2::Stream* current_ = nullptr;
   std::int32_t next_id_ = 1;
-  bool request_done_ = false;   // the request's body ended (on_message_complete)
-  bool discarding_ = false;     // its stream is gone before the body ended: the rest is dropped
+  bool request_done_ = false;  // the request's body ended (on_message_complete)
+  bool discarding_ = false;    // its stream is gone before the body ended: the rest is dropped
   bool response_started_ = false;
   bool response_chunked_ = false;
   bool response_done_ = false;  // the response's last byte is queued

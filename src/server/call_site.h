@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "call/call_stream.h"
 #include "call/wire_format.h"
@@ -26,9 +27,19 @@ struct ServerCallSite {
   DeadlineQueue* deadlines = nullptr;
   CallLimits limits;
   std::size_t max_header_bytes = 0;
-  std::atomic<std::size_t>* active_calls = nullptr;  // the server's count of running calls
-  std::string peer;                                  // "ipv4:127.0.0.1:54321"
-  std::shared_ptr<const PeerIdentity> identity;      // TLS client certificate; null when none
+  std::atomic<std::size_t>* active_calls = nullptr;        // the server's count of running calls
+  std::string peer;                                        // "ipv4:127.0.0.1:54321"
+  std::shared_ptr<const PeerIdentity> identity;            // TLS client certificate; null when none
+  const std::vector<std::string>* cors_origins = nullptr;  // ServerOptions::cors_allowed_origins
+
+  // Whether a browser on origin may call (CORS).
+  bool allows_origin(std::string_view origin) const {
+    if (cors_origins == nullptr || origin.empty()) return false;
+    for (const std::string& allowed : *cors_origins) {
+      if (allowed == "*" || allowed == origin) return true;
+    }
+    return false;
+  }
 
   // MethodTable::find, comparing with the last path found first: a connection tends to call one
   // method over and over, and the comparison is cheaper than hashing.

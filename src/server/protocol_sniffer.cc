@@ -47,10 +47,10 @@ std::shared_ptr<ProtocolSniffer> ProtocolSniffer::start(std::unique_ptr<http2::B
   auto sniffer = std::make_shared<ProtocolSniffer>(std::move(stream), std::move(done));
   if (timeout != std::chrono::milliseconds::max()) {
     sniffer->timer_.expires_after(timeout);
-    sniffer->timer_.async_wait([weak = std::weak_ptr<ProtocolSniffer>(sniffer)](
-                                   const asio::error_code& ec) {
-      if (auto self = weak.lock(); self && !ec) self->close();
-    });
+    sniffer->timer_.async_wait(
+        [weak = std::weak_ptr<ProtocolSniffer>(sniffer)](const asio::error_code& ec) {
+          if (auto self = weak.lock(); self && !ec) self->close();
+        });
   }
   sniffer->read_more();
   return sniffer;

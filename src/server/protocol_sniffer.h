@@ -1,8 +1,8 @@
 // Which HTTP a cleartext connection speaks (server layer, private): its first bytes are read, and
 // an HTTP/1.1 request line ("POST ", "GET ", "OPTIONS "...) sends it to the HTTP/1.1 engine,
-// anything else (HTTP/2's client preface, or garbage, which HTTP/2 refuses) to the HTTP/2 one. The bytes read are replayed to the engine
-// (transport/prefixed_stream.h). A connection that sends nothing within the timeout is closed,
-// as a silent HTTP/2 connection is by its handshake timeout.
+// anything else (HTTP/2's client preface, or garbage, which HTTP/2 refuses) to the HTTP/2 one. The
+// bytes read are replayed to the engine (transport/prefixed_stream.h). A connection that sends
+// nothing within the timeout is closed, as a silent HTTP/2 connection is by its handshake timeout.
 #pragma once
 
 #include <chrono>

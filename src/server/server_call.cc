@@ -91,7 +91,12 @@ bool ServerCall::on_header(std::string_view name, std::string_view value) {
     return true;
   }
   if (header_is(name, "te") || header_is(name, "content-length")) return true;  // transport-level
-  if (header_starts_with(name, "connect-")) {  // the Connect protocol's own: not metadata
+  if (header_starts_with(name, "access-control-request-")) {  // a CORS preflight's
+    if (header_is(name, "access-control-request-headers")) cors_request_headers_ = value;
+    return true;
+  }
+  if (header_is(name, "origin")) origin_ = value;  // and metadata, as any header
+  if (header_starts_with(name, "connect-")) {      // the Connect protocol's own: not metadata
     on_connect_header(name, value);
     return true;
   }
@@ -127,7 +132,9 @@ void ServerCall::on_headers_done() {
 
 void ServerCall::route() {
   if (!is_post_) {
-    if (method_ == "GET") {
+    if (method_ == "OPTIONS") {
+      answer_preflight();
+    } else if (method_ == "GET") {
       route_connect_get();
     } else {
       reject_http(405);
@@ -272,7 +279,7 @@ void ServerCall::send_headers() {
   fix_send_compression();
   http2::HeaderList custom;
   append_metadata(initial_metadata_, custom);
-  absl::InlinedVector<http2::HeaderField, 16> fields;
+  HeaderFields fields;
   fields.push_back(http2::HeaderField::literal(":status", kStatusOk));
   fields.push_back(http2::HeaderField::literal("content-type", response_content_type()));
   // A Connect stream names its compression in headers of its own.
@@ -285,7 +292,7 @@ void ServerCall::send_headers() {
   fields.push_back(connect ? http2::HeaderField::literal("connect-accept-encoding", "gzip")
                            : http2::HeaderField::literal("grpc-accept-encoding", kAcceptEncoding));
   for (const http2::Header& h : custom) fields.push_back({h.name, h.value});
-  connection_->submit_response(this, fields, /*with_data=*/true);
+  submit(fields, /*with_data=*/true);
 }
 
 asio::awaitable<absl::Status> ServerCall::write(const google::protobuf::MessageLite& msg,
@@ -334,13 +341,13 @@ void ServerCall::finish(const absl::Status& status_in, const google::protobuf::M
     // handler added initial metadata: a client files a Trailers-Only block as trailers, so that
     // metadata goes in headers of its own first, as grpc-go's server sends it.
     headers_sent_ = true;
-    absl::InlinedVector<http2::HeaderField, 16> fields;
+    HeaderFields fields;
     fields.push_back(http2::HeaderField::literal(":status", kStatusOk));
     fields.push_back(http2::HeaderField::literal("content-type", response_content_type()));
     fields.push_back(http2::HeaderField::literal("grpc-accept-encoding", kAcceptEncoding));
     fields.insert(fields.end(), trailers.literal.begin(), trailers.literal.end());
     for (const http2::Header& h : trailers.owned) fields.push_back({h.name, h.value});
-    connection_->submit_response(this, fields, /*with_data=*/false);
+    submit(fields, /*with_data=*/false);
     // Sent: nothing may follow the END_STREAM of a Trailers-Only response.
     trailers.clear();
   } else if (content_kind_ && content_kind_->protocol == WireProtocol::kGrpcWeb) {
@@ -400,12 +407,52 @@ void ServerCall::reject_http(int http_status) {
   sent_status_ = http_status == 404 ? absl::UnimplementedError(message)
                                     : absl::InternalError("not a gRPC request");
   const std::string encoded = percent_encode(message);
-  const http2::HeaderField fields[] = {
+  HeaderFields fields = {
       {":status", code},
       http2::HeaderField::literal("content-type", kGrpcContentType),
       {"grpc-status", grpc_status},
       {"grpc-message", encoded},
   };
+  submit(fields, /*with_data=*/false);
+}
+
+void ServerCall::submit(HeaderFields& fields, bool with_data) {
+  if (!origin_.empty() && site_->allows_origin(origin_)) {
+    // Every header of this response is for the browser's client to read: expose them all.
+    cors_expose_.clear();
+    for (const http2::HeaderField& h : fields) {
+      if (h.name.empty() || h.name[0] == ':' || h.name == "content-type") continue;
+      if (!cors_expose_.empty()) cors_expose_ += ", ";
+      cors_expose_.append(h.name);
+    }
+    fields.push_back({"access-control-allow-origin", origin_});
+    fields.push_back(http2::HeaderField::literal("vary", "origin"));
+    if (!cors_expose_.empty()) fields.push_back({"access-control-expose-headers", cors_expose_});
+  }
+  connection_->submit_response(this, fields, with_data);
+}
+
+void ServerCall::answer_preflight() {
+  if (finished_ || connection_ == nullptr) return;
+  if (!site_->allows_origin(origin_)) {
+    reject_http(405);
+    return;
+  }
+  finished_ = true;
+  headers_sent_ = true;
+  sent_status_ = absl::OkStatus();
+  HeaderFields fields = {
+      http2::HeaderField::literal(":status", "204"),
+      {"access-control-allow-origin", origin_},
+      http2::HeaderField::literal("access-control-allow-methods", "POST, GET, OPTIONS"),
+      // A day, as Chromium caps it at two hours anyway.
+      http2::HeaderField::literal("access-control-max-age", "86400"),
+      http2::HeaderField::literal("vary", "origin"),
+  };
+  // Whatever headers the client's protocol and metadata need: the ones it asked for.
+  if (!cors_request_headers_.empty()) {
+    fields.push_back({"access-control-allow-headers", cors_request_headers_});
+  }
   connection_->submit_response(this, fields, /*with_data=*/false);
 }
 

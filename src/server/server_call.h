@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "call/call_stream.h"
 #include "call/cancellation_link.h"
@@ -161,6 +162,12 @@ class ServerCall final : public CallStream {
   // Ends a gRPC-Web response: the trailers (built in `trailers`) go as the body's last frame,
   // flag 0x80, in HTTP/1 header syntax, since browsers cannot read HTTP trailers.
   void end_with_body_trailers();
+  using HeaderFields = absl::InlinedVector<http2::HeaderField, 16>;
+  // Sends response headers, with the CORS headers when the request came from an allowed
+  // browser origin (ServerOptions::cors_allowed_origins).
+  void submit(HeaderFields& fields, bool with_data);
+  // A preflight request (OPTIONS): 204 with what the origin may send, or 405.
+  void answer_preflight();
   // The content-type of the response: the request's protocol and codec, named in full.
   std::string_view response_content_type() const;
   void append_metadata(const Metadata& md, http2::HeaderList& out);
@@ -200,6 +207,10 @@ class ServerCall final : public CallStream {
   bool http_accepts_gzip_ = false;       // accept-encoding lists gzip
   bool connect_accepts_gzip_ = false;    // connect-accept-encoding lists gzip
   bool connect_version_bad_ = false;     // connect-protocol-version is not 1
+  // CORS: the request's origin and what a preflight asks to send; the exposed headers' list.
+  std::string origin_;
+  std::string cors_request_headers_;
+  std::string cors_expose_;
   std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
   bool timeout_malformed_ = false;
   Metadata client_metadata_;

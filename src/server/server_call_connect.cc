@@ -185,7 +185,7 @@ void ServerCall::finish_connect(const absl::Status& status) {
   const std::size_t initial = custom.size();
   append_metadata(trailing_metadata_, custom);
   for (std::size_t i = initial; i < custom.size(); ++i) custom[i].name.insert(0, "trailer-");
-  absl::InlinedVector<http2::HeaderField, 16> fields;
+  HeaderFields fields;
   fields.push_back({":status", http_status});
   if (status.ok()) {
     fields.push_back(http2::HeaderField::literal("content-type", response_content_type()));
@@ -203,7 +203,7 @@ void ServerCall::finish_connect(const absl::Status& status) {
   fields.push_back(http2::HeaderField::literal("accept-encoding", "gzip"));
   for (const http2::Header& h : custom) fields.push_back({h.name, h.value});
   outbound_end = true;
-  connection_->submit_response(this, fields, /*with_data=*/true);
+  submit(fields, /*with_data=*/true);
 }
 
 }  // namespace ferry::detail

@@ -22,6 +22,7 @@ void ServerConnection::adopt(IoThread& thread, std::unique_ptr<http2::ByteStream
   site.limits = CallLimits{options.max_receive_message_size, options.max_send_message_size};
   site.max_header_bytes = options.max_header_list_size;
   site.active_calls = &active_calls;
+  if (!options.cors_allowed_origins.empty()) site.cors_origins = &options.cors_allowed_origins;
 
   site.peer = stream->peer_address();  // once per connection, not per call
   const http2::LifecyclePolicy lifecycle = http2::LifecyclePolicy::for_server(options);
