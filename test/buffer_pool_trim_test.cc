@@ -82,11 +82,13 @@ TEST_F(BufferPoolTrimTest, IdleBlocksStayUntilAWholePeriodPassedWithoutThem) {
   const BufferPoolStats cached = pool().stats();
   pool().trim_idle();  // inside the period the burst happened in: nothing goes
   EXPECT_EQ(pool().stats().blocks_freed_to_os, cached.blocks_freed_to_os);
+  EXPECT_EQ(pool().stats().idle_trims, cached.idle_trims);
   wait_two_periods(kPeriod);
   const BufferPoolStats trimmed = pool().stats();
   EXPECT_GE(trimmed.blocks_freed_to_os - cached.blocks_freed_to_os,
             500 - BufferPool::kThreadCacheBlocks);
   EXPECT_LE(trimmed.blocks_idle(), BufferPool::kThreadCacheBlocks);
+  EXPECT_EQ(trimmed.idle_trims, cached.idle_trims + 1) << "one idle trim gave the burst back";
 }
 
 TEST_F(BufferPoolTrimTest, SteadyTrafficThroughTheSharedListFreesNothing) {
@@ -96,6 +98,7 @@ TEST_F(BufferPoolTrimTest, SteadyTrafficThroughTheSharedListFreesNothing) {
   burst(400);  // warm: the shared list now holds what each round below takes
   const std::uint64_t allocated = pool().stats().blocks_allocated;
   const std::uint64_t freed = pool().stats().blocks_freed_to_os;
+  const std::uint64_t idle_trims = pool().stats().idle_trims;
   // Each round takes every idle block (its cache, then the shared list) and gives it back, over
   // several idle periods, with the idle trim also called in between.
   const auto until = std::chrono::steady_clock::now() + 5 * kPeriod;
@@ -106,6 +109,7 @@ TEST_F(BufferPoolTrimTest, SteadyTrafficThroughTheSharedListFreesNothing) {
   }
   EXPECT_EQ(pool().stats().blocks_freed_to_os, freed) << "steady traffic churned blocks";
   EXPECT_EQ(pool().stats().blocks_allocated, allocated);
+  EXPECT_EQ(pool().stats().idle_trims, idle_trims) << "steady traffic looked like a burst's end";
 }
 
 TEST_F(BufferPoolTrimTest, TheSlowPathTrimsWithoutACallToTrimIdle) {

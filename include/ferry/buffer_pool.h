@@ -18,7 +18,11 @@ struct BufferPoolStats {
   std::uint64_t blocks_allocated = 0;    // blocks ever obtained from the OS
   std::uint64_t blocks_freed_to_os = 0;  // blocks given back to the OS (trim, overflow)
   std::int64_t blocks_in_use = 0;        // handed out and not yet released
-  std::uint64_t blocks_idle() const {    // cached in a thread or the shared list
+  // Idle trims (BufferPoolOptions::idle_period) that gave blocks back: each marks the end of a
+  // burst, whose blocks then sat unused for a whole period (a ferry::Server's I/O threads then
+  // give back what else the burst left: their caches, malloc's free pages).
+  std::uint64_t idle_trims = 0;
+  std::uint64_t blocks_idle() const {  // cached in a thread or the shared list
     return blocks_allocated - blocks_freed_to_os - static_cast<std::uint64_t>(blocks_in_use);
   }
 };

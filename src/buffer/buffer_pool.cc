@@ -80,6 +80,7 @@ struct Shared {
   std::vector<detail::ThreadBlockCache*> caches;  // open caches, for stats()
   std::atomic<std::uint64_t> allocated{0};
   std::atomic<std::uint64_t> freed{0};
+  std::uint64_t idle_trims = 0;  // guarded by mu
 };
 
 // A coarse clock (the kernel's last tick, read without a syscall): the idle trim needs seconds.
@@ -113,9 +114,9 @@ void trim_idle_locked(Shared& s) {
   if (s.idle_period_ns <= 0) return;
   const std::int64_t now = now_ns();
   if (now - s.period_start_ns < s.idle_period_ns) return;
-  for (std::size_t n = std::min(s.idle.low_water, s.idle.count); n > 0; --n) {
-    free_to_os(s.idle.pop());
-  }
+  const std::size_t idle = std::min(s.idle.low_water, s.idle.count);
+  for (std::size_t n = idle; n > 0; --n) free_to_os(s.idle.pop());
+  if (idle > 0) ++s.idle_trims;
   s.idle.low_water = s.idle.count;
   s.period_start_ns = now;
 }
@@ -253,6 +254,7 @@ BufferPoolStats BufferPool::stats() const {
   BufferPoolStats out;
   out.blocks_allocated = s.allocated.load(std::memory_order_relaxed);
   out.blocks_freed_to_os = s.freed.load(std::memory_order_relaxed);
+  out.idle_trims = s.idle_trims;
   out.blocks_in_use =
       static_cast<std::int64_t>(out.blocks_allocated - out.blocks_freed_to_os - idle);
   return out;

@@ -269,6 +269,8 @@ void Connection::start_read() {
                            shared_from_this());
 }
 
+void Connection::release_idle_memory() { release_idle_session_memory(); }
+
 bool Connection::release_read_buffers() {
   if (closed_ || write_failed_ || parking_ != ReadParking::kNone || open_streams_ != 0 ||
       writing_now_ || !pending_.empty() || receiving_ || !nghttp2_session_want_read(session_)) {

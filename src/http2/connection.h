@@ -110,6 +110,10 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   // next read takes a block again. False when it cannot now (streams open, a write pending, a
   // byte stream that cannot wait without reading).
   bool release_read_buffers();
+  // Gives the calling thread's idle session memory (nghttp2's small blocks, which this layer
+  // recycles per thread for the next sessions) back to malloc: at the end of a burst, so that it
+  // does not pin the heap pages around it. Any thread; costs a free per block.
+  static void release_idle_memory();
 
   // Counters for the lifecycle: reads completed, streams open now and ever opened.
   std::uint64_t reads() const { return reads_; }

@@ -38,11 +38,13 @@ struct FreeLists {
   Header* head[kClasses] = {};
   std::size_t count[kClasses] = {};
 
-  ~FreeLists() {
+  void free_all() {
     for (int c = 0; c < kClasses; ++c) {
       while (head[c] != nullptr) std::free(std::exchange(head[c], head[c]->next_free));
+      count[c] = 0;
     }
   }
+  ~FreeLists() { free_all(); }
 };
 
 // Trivially initialised pointer for the fast path; the lists themselves are set up on first use.
@@ -131,5 +133,9 @@ nghttp2_mem g_memory = {nullptr, allocate, deallocate, allocate_zeroed, realloca
 }  // namespace
 
 nghttp2_mem* session_memory() { return &g_memory; }
+
+void release_idle_session_memory() {
+  if (t_lists != nullptr) t_lists->free_all();
+}
 
 }  // namespace ferry::http2

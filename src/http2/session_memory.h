@@ -12,4 +12,9 @@ namespace ferry::http2 {
 // The nghttp2_mem to pass to nghttp2_session_{client,server}_new3. Static storage.
 nghttp2_mem* session_memory();
 
+// Gives the calling thread's idle blocks (up to 256 KiB a size class, kept for the next
+// sessions' allocations) back to malloc. For the end of a burst: kept, they would pin the heap
+// pages around them. Costs a free per block; the next allocations go to malloc again.
+void release_idle_session_memory();
+
 }  // namespace ferry::http2

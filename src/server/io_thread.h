@@ -11,7 +11,7 @@
 #include "asio/io_context.hpp"
 #include "call/deadline_queue.h"
 #include "server/handler_runners.h"
-#include "server/pool_trim_timer.h"
+#include "server/memory_trim_timer.h"
 
 namespace ferry::detail {
 
@@ -24,8 +24,8 @@ struct IoThread {
   HandlerRunners runners{io.get_executor()};
   // The deadlines of this thread's calls, on one timer.
   DeadlineQueue deadlines{io.get_executor()};
-  // Gives the buffer pool's idle blocks back to the OS when traffic stops.
-  PoolTrimTimer pool_trim{io.get_executor()};
+  // Gives the buffer pool's idle blocks, and what a burst left, back when traffic falls.
+  MemoryTrimTimer memory_trim{io.get_executor()};
   std::thread thread;
   // This thread's connections; touched only on this thread.
   std::list<std::unique_ptr<ServerConnection>> connections;

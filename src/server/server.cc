@@ -140,7 +140,7 @@ void Server::shutdown(std::chrono::milliseconds grace) {
     asio::post(t->io, [t = t.get()] {
       t->runners.stop();
       t->deadlines.stop();
-      t->pool_trim.stop();
+      t->memory_trim.stop();
     });
     t->work.reset();
   }

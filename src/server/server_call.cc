@@ -30,6 +30,10 @@ void ServerCall::operator delete(void* p, std::size_t) noexcept {
   RecycledStorage<sizeof(ServerCall)>::release(p);
 }
 
+void ServerCall::release_idle_storage() noexcept {
+  RecycledStorage<sizeof(ServerCall)>::release_idle();
+}
+
 ServerCall::ServerCall(ServerCallSite* site, http2::StreamCarrier* connection)
     : CallStream(connection->executor(), connection, site->limits, site->deadlines),
       site_(site),

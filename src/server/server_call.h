@@ -32,6 +32,8 @@ class ServerCall final : public CallStream {
   // 3 KiB, past malloc's fast paths) is recycled through a small per-thread free list.
   static void* operator new(std::size_t size);
   static void operator delete(void* p, std::size_t size) noexcept;
+  // Gives the calling thread's recycled call storage back to malloc (after a burst).
+  static void release_idle_storage() noexcept;
 
   // --- request, as parsed from the headers --------------------------------------------------
   // :path; for a registered method, the server's copy (no per-call string).
