@@ -16,6 +16,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc grpc-proto
   prometheus-cpp-dev
   nghttp2-proxy  # nghttpx: the proxy tests (test/proxy_test.cc, test/interop/multi_server.py)
+  curl  # the README's curl call to the greeter (test/examples/greeter_curl_test.py)
   "$@"
 )
 if [ "${1:-}" = "--bench" ]; then
