@@ -127,3 +127,20 @@ write(SC, "ping_window_goaway", b"\x10" + SETTINGS + h2(6, 0, 0, b"12345678") + 
       + h2(7, 0, 0, struct.pack(">II", 1, 0)))
 write(SC, "big_body", b"\xff" + SETTINGS + h2(1, 4, 1, REQUEST)
       + b"".join(h2(0, 0, 1, b"\x00" * 16384) for _ in range(5)) + h2(0, 1, 1, b""))
+
+# http1_connection_fuzzer: first byte chooses the chunking, then an HTTP/1.1 client's bytes.
+H1 = "http1_connection_fuzzer"
+POST = (b"POST /helloworld.Greeter/SayHello HTTP/1.1\r\nhost: t\r\ncontent-type: application/json\r\n"
+        b"content-length: 16\r\n\r\n{\"name\": \"fuzz\"}")
+write(H1, "post", b"\xff" + POST)
+write(H1, "post_bytewise", b"\x00" + POST)
+write(H1, "pipelined_keepalive", b"\x40" + POST * 3)
+write(H1, "chunked_body", b"\xff" + b"POST /a/b HTTP/1.1\r\nhost: t\r\ntransfer-encoding: chunked\r\n\r\n"
+      b"5\r\nhello\r\n3;ext=1\r\nabc\r\n0\r\nx-trailer: 1\r\n\r\n")
+write(H1, "expect_continue", b"\xff" + b"POST /a/b HTTP/1.1\r\nhost: t\r\nexpect: 100-continue\r\n"
+      b"content-length: 3\r\n\r\nabc")
+write(H1, "rejected_header", b"\xff" + b"POST /a/b HTTP/1.1\r\nx-reject: 1\r\ncontent-length: 0\r\n\r\n"
+      + POST)
+write(H1, "get_and_close", b"\xff" + b"GET /a/b?encoding=json&message=%7B%7D HTTP/1.1\r\nhost: t\r\n"
+      b"connection: close\r\n\r\n" + POST)
+write(H1, "http10_and_options", b"\xff" + b"OPTIONS /a/b HTTP/1.0\r\norigin: http://x\r\n\r\n")
