@@ -17,7 +17,8 @@
 # version. Prints one line per peer and exits non-zero if any install fails (build logs go to
 # PREFIX/logs/). Needs no stdin; safe to run as root.
 #
-# Usage: scripts/install_peers.sh [PREFIX]     (PYTHON=... picks the interpreter for the venv)
+# Usage: scripts/install_peers.sh [PREFIX [PEER...]]  (PYTHON=... picks the venv's interpreter)
+# PEER names the steps to run, by their log's name (the list `peers` below); none: all.
 set -uo pipefail
 
 GRPCIO_VERSION=1.85.1
@@ -39,6 +40,12 @@ MAVEN_DEPENDENCY_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd) || exit 1  # before any cd
 prefix=${1:-build/peers}
+only=("${@:2}")
+peers=(venv grpc-go grpcurl ghz grpc-health-probe toxiproxy connectconformance h2spec rich_status_go
+       grpc-java)
+for peer in "${only[@]}"; do
+  [[ " ${peers[*]} " == *" $peer "* ]] || { echo "install_peers.sh: no peer $peer" >&2; exit 2; }
+done
 mkdir -p "$prefix" || exit 1
 prefix=$(cd "$prefix" && pwd) || exit 1
 mkdir -p "$prefix/bin" "$prefix/go" "$prefix/logs"
@@ -61,10 +68,19 @@ export PIP_NO_INPUT=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignor
 
 failed=0
 
+# wanted NAME: no PEER names were given, or NAME is one of them.
+wanted() {
+  local peer
+  [ ${#only[@]} -eq 0 ] && return 0
+  for peer in "${only[@]}"; do [ "$peer" = "$1" ] && return 0; done
+  return 1
+}
+
 # step NAME LOGFILE CHECK_CMD INSTALL_CMD: skip when CHECK_CMD succeeds, else run INSTALL_CMD with
-# output to LOGFILE and re-check.
+# output to LOGFILE and re-check. Skipped without a word when its log's name is not wanted.
 step() {
   local name=$1 log=$2 check=$3 install=$4 start elapsed
+  wanted "$(basename "$log" .log)" || return 0
   if eval "$check" >/dev/null 2>&1; then
     echo "$name: already present"
     return 0
@@ -224,7 +240,9 @@ EOF
   touch "$java_stamp"
 }
 
-if command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; then
+if ! wanted grpc-java; then
+  :
+elif command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; then
   step "grpc-java interop $GRPC_JAVA_VERSION" "$prefix/logs/grpc-java.log" java_check java_install
 else
   echo "grpc-java interop $GRPC_JAVA_VERSION: java or mvn not on PATH; cannot install it" >&2
