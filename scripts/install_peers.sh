@@ -11,13 +11,16 @@
 #                        command is `server`, which grpc-go's interop server already is
 #   PREFIX/bin/connectconformance    connectrpc's conformance suite      go install; its .proto
 #                        files stay in the module cache, PREFIX/go/pkg/mod/connectrpc.com/conformance@V
+#   PREFIX/bin/connect_echo_server_go  bench/head_to_head/connect_go: connect-go serving the
+#                        head-to-head's echo service   go build (pinned; code from protoc plugins)
 #   PREFIX/java/lib       grpc-java interop-testing jars + runtime deps   mvn
 # Go's caches live under PREFIX/go and Maven's repository under PREFIX/java/m2, so nothing lands in
 # the repo or in $HOME. Idempotent: a step is skipped when its peer is already present at the pinned
 # version. Prints one line per peer and exits non-zero if any install fails (build logs go to
 # PREFIX/logs/). Needs no stdin; safe to run as root.
 #
-# Usage: scripts/install_peers.sh [PREFIX]     (PYTHON=... picks the interpreter for the venv)
+# Usage: scripts/install_peers.sh [PREFIX [PEER...]]  (PYTHON=... picks the venv's interpreter)
+# PEER names the steps to run, by their log's name (the list `peers` below); none: all.
 set -uo pipefail
 
 GRPCIO_VERSION=1.85.1
@@ -34,11 +37,19 @@ H2SPEC_VERSION=v2.2.1+incompatible
 H2SPEC_DEPS=(github.com/fatih/color@v1.19.0 github.com/spf13/cobra@v1.10.2
              golang.org/x/net@v0.62.0)
 CONNECT_CONFORMANCE_VERSION=v1.0.7  # test/conformance's CMakeLists names the same version
+CONNECT_GO_VERSION=v1.21.1          # connect-go, the newest v1 the Go proxy serves
+PROTOBUF_GO_VERSION=v1.36.12        # protoc-gen-go and its runtime: what grpc-go's go.mod requires
 GRPC_JAVA_VERSION=1.79.0
 MAVEN_DEPENDENCY_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd) || exit 1  # before any cd
 prefix=${1:-build/peers}
+only=("${@:2}")
+peers=(venv grpc-go grpcurl ghz grpc-health-probe toxiproxy connectconformance h2spec rich_status_go connect_echo_go
+       grpc-java)
+for peer in "${only[@]}"; do
+  [[ " ${peers[*]} " == *" $peer "* ]] || { echo "install_peers.sh: no peer $peer" >&2; exit 2; }
+done
 mkdir -p "$prefix" || exit 1
 prefix=$(cd "$prefix" && pwd) || exit 1
 mkdir -p "$prefix/bin" "$prefix/go" "$prefix/logs"
@@ -61,10 +72,19 @@ export PIP_NO_INPUT=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignor
 
 failed=0
 
+# wanted NAME: no PEER names were given, or NAME is one of them.
+wanted() {
+  local peer
+  [ ${#only[@]} -eq 0 ] && return 0
+  for peer in "${only[@]}"; do [ "$peer" = "$1" ] && return 0; done
+  return 1
+}
+
 # step NAME LOGFILE CHECK_CMD INSTALL_CMD: skip when CHECK_CMD succeeds, else run INSTALL_CMD with
-# output to LOGFILE and re-check.
+# output to LOGFILE and re-check. Skipped without a word when its log's name is not wanted.
 step() {
   local name=$1 log=$2 check=$3 install=$4 start elapsed
+  wanted "$(basename "$log" .log)" || return 0
   if eval "$check" >/dev/null 2>&1; then
     echo "$name: already present"
     return 0
@@ -187,6 +207,48 @@ step "rich_status_peer_go (grpc-go $GRPC_GO_VERSION)" "$prefix/logs/rich_status_
   rich_status_check rich_status_install
 cd "$prefix" || exit 1
 
+# --- (c4) connect-go serving the head-to-head's echo service (bench/head_to_head/connect_go), built
+# in a scratch module that requires connect-go and protobuf-go at the pinned versions. Its messages
+# and handler glue are generated from proto/ferry/testing/echo.proto by protoc (Debian's) with
+# protoc-gen-go and protoc-gen-connect-go built from those same modules. A stamp holding the
+# versions and the sources' hash rebuilds it when any of them changes.
+connect_echo_src="$repo/bench/head_to_head/connect_go"
+connect_echo_proto="$repo/proto/ferry/testing/echo.proto"
+connect_echo_stamp() {
+  echo "$CONNECT_GO_VERSION $PROTOBUF_GO_VERSION" \
+    "$(cat "$connect_echo_src/main.go" "$connect_echo_proto" | sha256sum | cut -c1-16)"
+}
+connect_echo_check() {
+  go_has connect_echo_server_go connectrpc.com/connect "$CONNECT_GO_VERSION" &&
+    go_has connect_echo_server_go google.golang.org/protobuf "$PROTOBUF_GO_VERSION" &&
+    [ "$(cat "$GOBIN/.connect_echo_server_go.stamp" 2>/dev/null)" = "$(connect_echo_stamp)" ]
+}
+connect_echo_install() {
+  local dir="$prefix/go/connect-echo-build" module=ferry.peers/connectecho
+  local map="Mferry/testing/echo.proto=ferry.peers/connectecho/echopb"
+  command -v protoc >/dev/null || { echo "protoc not found (Debian: protobuf-compiler)"; return 1; }
+  rm -rf "$dir" && mkdir -p "$dir/plugins" && cd "$dir" || return 1
+  printf 'module %s\n\ngo 1.26.0\n' "$module" >go.mod  # connect-go v1.21 needs Go 1.26
+  # go get, not go mod tidy (which would fetch every package's test dependencies too).
+  go get "connectrpc.com/connect@$CONNECT_GO_VERSION" \
+    "connectrpc.com/connect/cmd/protoc-gen-connect-go@$CONNECT_GO_VERSION" \
+    "google.golang.org/protobuf@$PROTOBUF_GO_VERSION" \
+    "google.golang.org/protobuf/cmd/protoc-gen-go@$PROTOBUF_GO_VERSION" || return 1
+  go build -o plugins/protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go &&
+    go build -o plugins/protoc-gen-connect-go connectrpc.com/connect/cmd/protoc-gen-connect-go &&
+    protoc -I"$repo/proto" --plugin=protoc-gen-go=plugins/protoc-gen-go \
+      --plugin=protoc-gen-connect-go=plugins/protoc-gen-connect-go \
+      --go_out=. --go_opt="module=$module,$map" \
+      --connect-go_out=. --connect-go_opt="module=$module,$map" \
+      ferry/testing/echo.proto || return 1
+  cp "$connect_echo_src/main.go" . &&
+    go build -o "$GOBIN/connect_echo_server_go" . &&
+    connect_echo_stamp >"$GOBIN/.connect_echo_server_go.stamp"
+}
+step "connect_echo_server_go (connect-go $CONNECT_GO_VERSION, protobuf-go $PROTOBUF_GO_VERSION)" \
+  "$prefix/logs/connect_echo_go.log" connect_echo_check connect_echo_install
+cd "$prefix" || exit 1
+
 # --- (d) grpc-java interop programs: the io.grpc:grpc-interop-testing jar and its runtime
 # dependencies, copied by Maven into PREFIX/java/lib (run them with `java -cp 'PREFIX/java/lib/*'`).
 # lib is rebuilt from scratch so that jars of another version never share the classpath; the stamp
@@ -224,7 +286,9 @@ EOF
   touch "$java_stamp"
 }
 
-if command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; then
+if ! wanted grpc-java; then
+  :
+elif command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; then
   step "grpc-java interop $GRPC_JAVA_VERSION" "$prefix/logs/grpc-java.log" java_check java_install
 else
   echo "grpc-java interop $GRPC_JAVA_VERSION: java or mvn not on PATH; cannot install it" >&2

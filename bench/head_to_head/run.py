@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Head-to-head: ferry against grpc++ on the same unary echo, loaded by h2load.
+"""Head-to-head: ferry against grpc++ and connect-go on the same unary echo, loaded by h2load.
 
-Three servers answer ferry.testing.Echo/Echo (proto/ferry/testing/echo.proto: the response
+Four servers answer ferry.testing.Echo/Echo (proto/ferry/testing/echo.proto: the response
 carries a copy of the request's `bytes payload = 1`), each on one core:
   ferry          h2h_ferry_server: ferry::Server, ServerOptions::num_threads = 1 (one I/O thread
                  does everything; the main thread only waits for SIGTERM).
@@ -10,6 +10,15 @@ carries a copy of the request's `bytes payload = 1`), each on one core:
                  engine runs its own pollers and executor threads.
   grpc++ async   h2h_grpc_async_server: grpc++ async API, ONE completion queue drained by ONE
                  thread (grpc++ still keeps a few internal timer/executor threads).
+  connect-go     connect_echo_server_go (bench/head_to_head/connect_go, which
+                 scripts/install_peers.sh builds into the peers dir): connect-go serving Connect,
+                 gRPC and gRPC-Web over HTTP/1.1 and cleartext HTTP/2 on one port, run with
+                 GOMAXPROCS=1.
+Two tables: ferry against the grpc++ servers over gRPC, and ferry against connect-go over the
+Connect protocol (unary, the bare message as the body: proto over HTTP/2, and JSON over
+HTTP/1.1 keep-alive, one call in flight per connection, beside proto over HTTP/1.1 to tell
+JSON's cost from HTTP/1.1's) with both servers' gRPC beside it, so that ferry's Connect CPU per
+call is also a ratio to its own gRPC's in the same run.
 Each server process is pinned to core 0 (taskset -c 0, all its threads), h2load to core 1.
 Both run under the real-time round-robin policy (chrt -r 50) when the system allows it (root,
 chrt present; --priority normal turns it off): on a shared machine, a server with one thread
@@ -21,15 +30,18 @@ as usual.
 
 For every scenario the servers take turns, round by round, so slow drift on a shared machine
 hits all of them alike. Per run: calls/s (h2load's req/s; every request must have succeeded
-with HTTP 200), server CPU per call (the server's threads' CPU time from
-/proc/<pid>/task/*/schedstat, or utime + stime from /proc/<pid>/stat when threads came or went),
-minor page faults per call (/proc/<pid>/stat) and server core busy % (CPU time / h2load's wall
-time); h2load's own busy % and CPU per call (its process time, start-up included, so inflated
-only in --smoke's tiny run) show when the load generator, not the server, is the limit: no
-server is served faster than h2load's core makes calls.
+with HTTP 2xx, which for Connect unary also means the call succeeded), server CPU per call (the
+server's threads' CPU time from /proc/<pid>/task/*/schedstat, or utime + stime from
+/proc/<pid>/stat when threads came or went), minor page faults per call (/proc/<pid>/stat) and
+server core busy % (CPU time / h2load's wall time); h2load's own busy % and CPU per call (its
+process time, start-up included, so inflated only in --smoke's tiny run) show when the load
+generator, not the server, is the limit: no server is served faster than h2load's core makes
+calls.
 h2load cannot see grpc-status (a failed call still has HTTP status 200), so before loading
 every server is checked once per body size with nghttp (same package as h2load): the response
-body must equal the request (an echo) and grpc-status must be 0. These checks also warm the
+body must equal the request (an echo) and grpc-status must be 0; in the Connect table, once per
+protocol, a Connect call must answer 200 with the content type asked for, no content-encoding,
+and a body that decodes (proto or JSON) to the request's payload. These checks also warm the
 grpc++ servers, and that matters: the first 1 MiB message a grpc++ server frees is an mmap'd
 chunk, and freeing it raises glibc's trim threshold to 2 MiB; until then each of grpc++'s
 per-thread malloc arenas gives memory back after every 64 KiB call (madvise) and faults it in
@@ -37,17 +49,21 @@ again, which slows grpc++ at 64 KiB a lot (docs/design/head_to_head.md has the f
 long-running server will have seen a large message, so every run checks every body size first
 (also with --only) and measures that steady state.
 
-Prints one Markdown table of medians (ratios: medians of the per-round ferry/grpc++ ratios) and
-writes it to --out. Each run makes the scenario's count of calls, or fewer when a warm-up run
-shows they would take more than RUN_SECONDS; FERRY_H2H_SCALE (default 1) multiplies both
-bounds, FERRY_H2H_ROUNDS (default 3) sets the rounds; --only LABEL_PART runs the scenarios whose
-label has it. --smoke: one tiny scenario, one round,
-ferry against grpc++ async; exits 77 (ctest's skip code) when h2load is missing, where a full
-run reports it and exits 0.
+Prints the Markdown tables of medians (ratios: medians of the per-round ferry/other ratios) and
+writes them to --out; --suite grpc++ or --suite connect makes one of them. Each run makes the
+scenario's count of calls, or fewer when a warm-up run shows they would take more than
+RUN_SECONDS; FERRY_H2H_SCALE (default 1) multiplies both bounds, FERRY_H2H_ROUNDS (default 3)
+sets the rounds; --only LABEL_PART runs the scenarios whose label has it. --smoke: one tiny
+scenario, one round, ferry against grpc++ async (and a tiny one of each Connect protocol, ferry
+against connect-go, when that peer is installed); exits 77 (ctest's skip code) when h2load is
+missing, where a full run reports it and exits 0.
 Exits 1 when a check or a run fails.
 """
 
 import argparse
+import base64
+import http.client
+import json
 import os
 import re
 import resource
@@ -60,11 +76,15 @@ import tempfile
 import time
 
 SERVERS = [
-    # (key, column label, binary name)
-    ("ferry", "ferry", "h2h_ferry_server"),
-    ("cb", "grpc++ cb", "h2h_grpc_callback_server"),
-    ("async", "grpc++ async", "h2h_grpc_async_server"),
+    # (key, column label, binary name, where: the build's bench/head_to_head or the peers' bin)
+    ("ferry", "ferry", "h2h_ferry_server", "build"),
+    ("cb", "grpc++ cb", "h2h_grpc_callback_server", "build"),
+    ("async", "grpc++ async", "h2h_grpc_async_server", "build"),
+    ("connect-go", "connect-go", "connect_echo_server_go", "peers"),
 ]
+# Environment a server starts with, beside the caller's: Go's scheduler on one core, as the
+# process is (taskset), instead of one P per core of the machine.
+SERVER_ENV = {"connect-go": {"GOMAXPROCS": "1"}}
 
 # (label, body bytes, connections, streams in flight per connection, calls at scale 1)
 SCENARIOS = [
@@ -75,25 +95,118 @@ SCENARIOS = [
     ("1 MiB x 2, 1 conn", 1 << 20, 1, 2, 400),
 ]
 
+# The Connect table: (label, body bytes, connections, streams in flight per connection, calls at
+# scale 1, protocol). HTTP/1.1 has one call in flight per connection (keep-alive, no pipelining,
+# as HTTP/1.1 clients and browsers do), so its in-flight count is its connection count.
+CONNECT_SCENARIOS = [
+    ("gRPC, HTTP/2, 16 B x 64, 1 conn", 16, 1, 64, 20000, "grpc"),
+    ("Connect proto, HTTP/2, 16 B x 64, 1 conn", 16, 1, 64, 20000, "connect-proto"),
+    ("gRPC, HTTP/2, 16 B x 64, 4 conns", 16, 4, 64, 20000, "grpc"),
+    ("Connect proto, HTTP/2, 16 B x 64, 4 conns", 16, 4, 64, 20000, "connect-proto"),
+    ("Connect JSON, HTTP/1.1, 16 B x 1, 1 conn", 16, 1, 1, 5000, "connect-json"),
+    ("Connect JSON, HTTP/1.1, 16 B x 1, 64 conns", 16, 64, 1, 20000, "connect-json"),
+    # The same in proto: what of the row above is JSON's cost and what HTTP/1.1's.
+    ("Connect proto, HTTP/1.1, 16 B x 1, 64 conns", 16, 64, 1, 20000, "connect-proto-h1"),
+]
+
+# (name, server keys, scenarios): the tables, each ferry (first) against the others.
+SUITES = [
+    ("grpc++", ["ferry", "cb", "async"], SCENARIOS),
+    ("connect", ["ferry", "connect-go"], CONNECT_SCENARIOS),
+]
+
+# What each protocol sends: h2load's headers, whether over HTTP/1.1, and the request body.
+# h2load sends no accept-encoding, so no server compresses its responses.
+PROTOCOLS = {
+    "grpc": {"headers": ["-H", "content-type: application/grpc", "-H", "te: trailers"],
+             "h1": False, "encoding": "grpc"},
+    "connect-proto": {"headers": ["-H", "content-type: application/proto"], "h1": False,
+                      "encoding": "proto"},
+    "connect-proto-h1": {"headers": ["-H", "content-type: application/proto"], "h1": True,
+                         "encoding": "proto"},
+    "connect-json": {"headers": ["-H", "content-type: application/json"], "h1": True,
+                     "encoding": "json"},
+}
+
 METHOD_PATH = "/ferry.testing.Echo/Echo"
-GRPC_HEADERS = ["-H", "content-type: application/grpc", "-H", "te: trailers"]
+GRPC_HEADERS = PROTOCOLS["grpc"]["headers"]
 SERVER_CORE, CLIENT_CORE = "0", "1"
 RUN_SECONDS = 2.0  # the most a measured run should take at scale 1 (see main)
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
+def protocol_of(scenario):
+    """The scenario's protocol: its sixth field, gRPC when it has five (the grpc++ table's)."""
+    return scenario[5] if len(scenario) > 5 else "grpc"
+
+
+def payload_of(body_size):
+    return b"x" * body_size
+
+
+def varint(value):
+    out = b""
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        out += bytes([byte | (0x80 if value else 0)])
+        if not value:
+            return out
+
+
+def proto_message(body_size):
+    """EchoRequest{payload=body}, serialized; EchoResponse{payload=body} has the same bytes."""
+    return b"\x0a" + varint(body_size) + payload_of(body_size)  # field 1, length-delimited
+
+
 def grpc_request(body_size):
     """The h2load request body: the 5-byte gRPC prefix, then EchoRequest{payload=body}."""
-    payload = b"x" * body_size
-    length, varint = body_size, b""
-    while True:
-        byte = length & 0x7F
-        length >>= 7
-        varint += bytes([byte | (0x80 if length else 0)])
-        if not length:
-            break
-    message = b"\x0a" + varint + payload  # field 1, wire type 2 (length-delimited)
+    message = proto_message(body_size)
     return b"\x00" + struct.pack(">I", len(message)) + message
+
+
+def json_request(body_size):
+    """EchoRequest{payload=body} in protobuf's JSON mapping (bytes as base64)."""
+    return json.dumps({"payload": base64.b64encode(payload_of(body_size)).decode()}).encode()
+
+
+def request_body(protocol, body_size):
+    """What h2load sends for the protocol: gRPC's framed message, Connect's bare one."""
+    return {"grpc": grpc_request, "proto": proto_message,
+            "json": json_request}[PROTOCOLS[protocol]["encoding"]](body_size)
+
+
+def decode_proto_payload(data):
+    """The payload (field 1) of a serialized EchoResponse, or a string saying what is wrong."""
+    position, payload = 0, b""
+    while position < len(data):
+        key, shift = 0, 0
+        while True:
+            if position >= len(data):
+                return "truncated key"
+            byte = data[position]
+            position += 1
+            key |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                break
+        if key != 0x0A:
+            return f"unexpected field key {key:#x}"
+        length, shift = 0, 0
+        while True:
+            if position >= len(data):
+                return "truncated length"
+            byte = data[position]
+            position += 1
+            length |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                break
+        if position + length > len(data):
+            return "truncated payload"
+        payload = data[position:position + length]
+        position += length
+    return payload
 
 
 def proc_stat(pid):
@@ -134,12 +247,13 @@ def children_cpu():
 class Server:
     """One server process, pinned to the server core, on a port it picked."""
 
-    def __init__(self, key, label, binary, pin, priority):
+    def __init__(self, key, label, binary, pin, priority, env=None):
         self.key, self.label = key, label
         command = priority + ([binary, "0"] if not pin else
                               ["taskset", "-c", SERVER_CORE, binary, "0"])
         # taskset execs the server, so the child's pid is the server's.
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True,
+                                        env=dict(os.environ, **(env or {})))
         line = self.process.stdout.readline()
         match = re.search(r"listening on (\d+)", line)
         if not match:
@@ -177,6 +291,59 @@ def check_echo(server, request_file, expected):
     return problems
 
 
+def check_connect(server, protocol, body_size):
+    """One Connect unary call as h2load makes it (nghttp for HTTP/2, http.client for HTTP/1.1):
+    HTTP 200, the content type asked for, no content-encoding, and a body that decodes to the
+    request's payload."""
+    expected = payload_of(body_size)
+    encoding = PROTOCOLS[protocol]["encoding"]
+    content_type = f"application/{encoding}"
+    problems = []
+    if PROTOCOLS[protocol]["h1"]:
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        try:
+            connection.request("POST", METHOD_PATH, body=request_body(protocol, body_size),
+                               headers={"content-type": content_type})
+            response = connection.getresponse()
+            status, body = response.status, response.read()
+            headers = {k.lower(): v for k, v in response.getheaders()}
+        except (http.client.HTTPException, OSError) as error:
+            return [f"no HTTP/1.1 response ({type(error).__name__}: {str(error)[:80]!r})"]
+        finally:
+            connection.close()
+    else:
+        with tempfile.NamedTemporaryFile(prefix="ferry_h2h_check_") as f:
+            f.write(request_body(protocol, body_size))
+            f.flush()
+            # nghttp asks for gzip unless told otherwise; h2load asks for nothing.
+            command = ["nghttp", "-v", "-d", f.name, "-H", f"content-type: {content_type}",
+                       "-H", "accept-encoding: identity", server.url]
+            verbose = subprocess.run(command, capture_output=True, timeout=30).stdout
+            plain = subprocess.run(command[:1] + command[2:], capture_output=True, timeout=30)
+        found = re.findall(rb"recv \(stream_id=\d+\) ([:\w-]+): (.*)", verbose)
+        headers = {k.decode(): v.decode().strip() for k, v in found}
+        status, body = int(headers.get(":status", "0")), plain.stdout
+    if status != 200:
+        problems.append(f"HTTP status {status}")
+    if headers.get("content-type") != content_type:
+        problems.append(f"content-type {headers.get('content-type')!r}")
+    if headers.get("content-encoding", "identity") != "identity":
+        problems.append(f"content-encoding {headers['content-encoding']!r}")
+    if encoding == "proto":
+        payload = decode_proto_payload(body)
+    else:
+        try:
+            payload = base64.b64decode(json.loads(body).get("payload", ""), validate=True)
+        except (ValueError, AttributeError) as error:
+            payload = f"undecodable JSON ({error})"
+    if isinstance(payload, str):
+        problems.append(f"response body: {payload}")
+    elif payload != expected:
+        problems.append(f"payload of {len(payload)} bytes differs from the request's "
+                        f"{len(expected)}")
+    return problems
+
+
 def realtime_prefix():
     """The command prefix that runs a process under SCHED_RR, or [] where that is refused."""
     prefix = ["chrt", "-r", "50"]
@@ -191,9 +358,11 @@ def realtime_prefix():
 
 def run_h2load(server, scenario, count, request_file, pin, run_timeout, priority):
     """One measured run; returns a dict of figures, or a string saying what went wrong."""
-    _, _, conns, streams, _ = scenario
+    conns, streams = scenario[2], scenario[3]
+    protocol = PROTOCOLS[protocol_of(scenario)]
     command = ["h2load", "-n", str(count), "-c", str(conns), "-m", str(streams), "-t", "1",
-               "-d", request_file] + GRPC_HEADERS + [server.url]
+               "-d", request_file] + (["--h1"] if protocol["h1"] else []) + \
+        protocol["headers"] + [server.url]
     if pin:
         command = ["taskset", "-c", CLIENT_CORE] + command
     command = priority + command
@@ -220,7 +389,9 @@ def run_h2load(server, scenario, count, request_file, pin, run_timeout, priority
     total, succeeded = int(requests.group(1)), int(requests.group(3))
     ok_codes = int(codes.group(1))
     if succeeded != total or ok_codes != total:
-        return f"{succeeded} of {total} calls succeeded, {ok_codes} with HTTP 200"
+        statuses = re.search(r"status codes: .*", out)
+        return (f"{succeeded} of {total} calls succeeded, {ok_codes} with HTTP 2xx "
+                f"({statuses.group(0) if statuses else 'no status line'})")
     seconds = float(finished.group(1)) / (1000 if finished.group(2) == "ms" else 1)
     return {
         "calls_s": float(finished.group(3)),
@@ -240,17 +411,31 @@ def median(values):
     return statistics.median(values) if values else None
 
 
+def grpc_twin(scenario, scenarios):
+    """The gRPC scenario of the same table with the same body and load as a Connect proto one
+    over HTTP/2 (the row its CPU per call is compared with), or None."""
+    if protocol_of(scenario) != "connect-proto":
+        return None
+    for other in scenarios:
+        if protocol_of(other) == "grpc" and other[1:4] == scenario[1:4]:
+            return other
+    return None
+
+
 def table(scenarios, servers, results):
-    """results[(scenario label, server key)] = list of per-round dicts (None for failed runs)."""
+    """results[(scenario label, server key)] = list of per-round dicts (None for failed runs).
+    A table with Connect proto rows over HTTP/2 and their gRPC twins also gets a column of
+    ferry's Connect CPU per call over its gRPC CPU per call, per round."""
     keys = [s.key for s in servers]
     labels = {s.key: s.label for s in servers}
     others = [k for k in keys if k != "ferry"]
+    twins = {s[0]: grpc_twin(s, scenarios) for s in scenarios}
 
     def med(label, key, field):
         return median([r[field] for r in results[(label, key)] if r])
 
-    def ratio(label, other, field):
-        pairs = zip(results[(label, "ferry")], results[(label, other)])
+    def ratio(label, other, field, other_label=None):
+        pairs = zip(results[(label, "ferry")], results[(other_label or label, other)])
         return median([a[field] / b[field] for a, b in pairs if a and b and b[field] > 0])
 
     head = ["scenario"]
@@ -258,6 +443,8 @@ def table(scenarios, servers, results):
     head += [f"ferry / {labels[k]} calls/s" for k in others]
     head += [f"CPU µs/call {labels[k]}" for k in keys]
     head += [f"ferry / {labels[k]} CPU" for k in others]
+    if any(twins.values()):
+        head += ["ferry Connect / ferry gRPC CPU"]
     head += ["faults/call " + " / ".join(labels[k] for k in keys)]
     head += ["server busy % " + " / ".join(labels[k] for k in keys)]
     head += ["h2load busy % " + " / ".join(labels[k] for k in keys)]
@@ -270,6 +457,9 @@ def table(scenarios, servers, results):
         row += [fmt(ratio(label, k, "calls_s"), 2) for k in others]
         row += [fmt(med(label, k, "cpu_us"), 1) for k in keys]
         row += [fmt(ratio(label, k, "cpu_us"), 2) for k in others]
+        if any(twins.values()):
+            twin = twins[label]
+            row += [fmt(ratio(label, "ferry", "cpu_us", twin[0]), 2) if twin else ""]
         row += [" / ".join(fmt(med(label, k, "faults"), 2) for k in keys)]
         row += [" / ".join(fmt(med(label, k, "busy"), 0) for k in keys)]
         row += [" / ".join(fmt(med(label, k, "client_busy"), 0) for k in keys)]
@@ -281,12 +471,18 @@ def table(scenarios, servers, results):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--build-dir", default="build")
+    parser.add_argument("--peers-dir", default=None,
+                        help="where scripts/install_peers.sh put connect-go's server "
+                             "(default: <build-dir>/peers)")
     parser.add_argument("--out", default=None, help="default: <build-dir>/results/head_to_head.md")
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--run-timeout", type=float, default=60.0, help="seconds per h2load run")
     parser.add_argument("--priority", choices=("realtime", "normal"), default="realtime",
                         help="realtime (default): servers and h2load under chrt -r 50 when "
                              "allowed; normal: as started")
+    parser.add_argument("--suite", choices=("all",) + tuple(s[0] for s in SUITES), default="all",
+                        help="the tables to make: ferry against grpc++ (gRPC), against "
+                             "connect-go (Connect, with gRPC beside it), or both (default)")
     parser.add_argument("--only", default="",
                         help="run only the scenarios whose label has this (the echo checks "
                              "still cover every body size)")
@@ -300,23 +496,40 @@ def main():
 
     scale = float(os.environ.get("FERRY_H2H_SCALE", "1"))
     rounds = int(os.environ.get("FERRY_H2H_ROUNDS", "3"))
-    scenarios, wanted = [s for s in SCENARIOS if args.only in s[0]], list(SERVERS)
-    checked_sizes = {s[1] for s in SCENARIOS}
+    # (name, server keys, scenarios, body sizes to check)
+    suites = [(name, keys, [s for s in scenarios if args.only in s[0]],
+               {s[1] for s in scenarios})
+              for name, keys, scenarios in SUITES if args.suite in ("all", name)]
     if args.smoke:
-        scenarios = [("16 B x 8, 1 conn", 16, 1, 8, 300)]
-        wanted = [s for s in SERVERS if s[0] in ("ferry", "async")]
+        suites = [("grpc++", ["ferry", "async"], [("16 B x 8, 1 conn", 16, 1, 8, 300)], {16}),
+                  ("connect", ["ferry", "connect-go"],
+                   [("Connect proto, HTTP/2, 16 B x 8, 1 conn", 16, 1, 8, 300, "connect-proto"),
+                    ("Connect JSON, HTTP/1.1, 16 B x 1, 4 conns", 16, 4, 1, 300,
+                     "connect-json")], {16})]
         scale, rounds = 1.0, 1
-        checked_sizes = {s[1] for s in scenarios}
-    if not scenarios:
+    suites = [s for s in suites if s[2]]
+    if not suites:
         print(f"head_to_head: no scenario label has {args.only!r}")
         return 1
 
-    bin_dir = os.path.join(args.build_dir, "bench", "head_to_head")
-    present = [s for s in wanted if os.access(os.path.join(bin_dir, s[2]), os.X_OK)]
-    for s in wanted:
-        if s not in present:
-            print(f"head_to_head: {s[2]} not built (needs grpc++); its column is left out")
-    if not present or present[0][0] != "ferry" or len(present) < 2:
+    dirs = {"build": os.path.join(args.build_dir, "bench", "head_to_head"),
+            "peers": os.path.join(args.peers_dir or os.path.join(args.build_dir, "peers"), "bin")}
+    where = {key: os.path.join(dirs[place], binary) for key, _, binary, place in SERVERS}
+    present = {key for key in where if os.access(where[key], os.X_OK)}
+    kept = []
+    for name, keys, scenarios, sizes in suites:
+        for key in keys:
+            if key not in present:
+                hint = ("scripts/install_peers.sh PREFIX connect_echo_go" if key == "connect-go"
+                        else "needs grpc++")
+                print(f"head_to_head: {where[key]} not there ({hint}); its column is left out")
+        keys = [k for k in keys if k in present]
+        if keys[:1] != ["ferry"] or len(keys) < 2:
+            print(f"head_to_head: the {name} table needs ferry's server and another; skipped")
+            continue
+        kept.append((name, keys, scenarios, sizes))
+    suites = kept
+    if not suites or (args.smoke and suites[0][0] != "grpc++"):
         print("head_to_head: needs ferry's server and at least one grpc++ server; skipped")
         return missing_code
 
@@ -330,23 +543,42 @@ def main():
         print("head_to_head: real-time scheduling refused (needs root and chrt); "
               "running at normal priority")
 
-    servers, failures = [], []
+    servers, failures = {}, []
     tmp = tempfile.TemporaryDirectory(prefix="ferry_h2h_")
     try:
-        for key, label, binary in present:
-            servers.append(Server(key, label, os.path.join(bin_dir, binary), pin, priority))
+        for key, label, _, _ in SERVERS:
+            if any(key in suite[1] for suite in suites):
+                servers[key] = Server(key, label, where[key], pin, priority, SERVER_ENV.get(key))
         request_files = {}
-        # Every body size is checked, also with --only: the 1 MiB check is the first large
-        # message a grpc++ server sees, and it changes how glibc serves grpc++ afterwards (see
-        # the module comment), so a scenario's figures must not depend on which others ran.
-        for size in sorted(checked_sizes):
-            path = os.path.join(tmp.name, f"request_{size}.bin")
-            with open(path, "wb") as f:
-                f.write(grpc_request(size))
-            request_files[size] = path
-            for server in servers:
-                for problem in check_echo(server, path, grpc_request(size)):
-                    failures.append(f"{server.label}, {size} B check: {problem}")
+
+        def request_file(protocol, size):
+            if (protocol, size) not in request_files:
+                path = os.path.join(tmp.name, f"request_{protocol}_{size}.bin")
+                with open(path, "wb") as f:
+                    f.write(request_body(protocol, size))
+                request_files[(protocol, size)] = path
+            return request_files[(protocol, size)]
+
+        # Every body size of a table is checked, also with --only: the 1 MiB check is the first
+        # large message a grpc++ server sees, and it changes how glibc serves grpc++ afterwards
+        # (see the module comment), so a scenario's figures must not depend on which others ran.
+        checked = set()
+        for name, keys, scenarios, sizes in suites:
+            protocols = {protocol_of(s) for s in scenarios} | {"grpc"}
+            for size in sorted(sizes):
+                for key in keys:
+                    for protocol in sorted(protocols):
+                        if (key, protocol, size) in checked:
+                            continue
+                        checked.add((key, protocol, size))
+                        if protocol == "grpc":
+                            problems = check_echo(servers[key], request_file("grpc", size),
+                                                  grpc_request(size))
+                        else:
+                            problems = check_connect(servers[key], protocol, size)
+                        for problem in problems:
+                            failures.append(f"{servers[key].label}, {protocol} {size} B check: "
+                                            f"{problem}")
         if failures:
             print("\n".join("head_to_head: FAILED " + f for f in failures))
             return 1
@@ -354,57 +586,67 @@ def main():
         def in_flight(scenario):
             return scenario[2] * scenario[3]
 
+        def run(key, scenario, count):
+            return run_h2load(servers[key], scenario, count,
+                              request_file(protocol_of(scenario), scenario[1]), pin,
+                              args.run_timeout, priority)
+
         # Each run makes the scenario's count (times the scale) or as many calls as fit in
         # RUN_SECONDS (times the scale) at the rate of an unmeasured warm-up run, whichever is
         # fewer: a loaded machine shortens the runs rather than stretching the benchmark.
         counts = {}
         started = time.monotonic()
-        for scenario in scenarios:
-            for server in servers:
-                most = max(in_flight(scenario), int(scenario[4] * scale))
-                if args.smoke:
-                    counts[(scenario[0], server.key)] = most
-                    continue
-                warm = run_h2load(server, scenario, max(in_flight(scenario), most // 10),
-                                  request_files[scenario[1]], pin, args.run_timeout, priority)
-                fit = int(warm["calls_s"] * RUN_SECONDS * scale) if isinstance(warm, dict) else 0
-                counts[(scenario[0], server.key)] = max(in_flight(scenario) * 4, min(most, fit))
-        results = {(s[0], server.key): [] for s in scenarios for server in servers}
-        for round_index in range(rounds):
+        for name, keys, scenarios, _ in suites:
             for scenario in scenarios:
-                for server in servers:
-                    figures = run_h2load(server, scenario, counts[(scenario[0], server.key)],
-                                         request_files[scenario[1]], pin, args.run_timeout, priority)
-                    if isinstance(figures, str):
-                        failures.append(f"{server.label}, {scenario[0]}, round "
-                                        f"{round_index + 1}: {figures}")
-                        figures = None
-                    results[(scenario[0], server.key)].append(figures)
+                for key in keys:
+                    most = max(in_flight(scenario), int(scenario[4] * scale))
+                    if args.smoke:
+                        counts[(scenario[0], key)] = most
+                        continue
+                    warm = run(key, scenario, max(in_flight(scenario), most // 10))
+                    fit = int(warm["calls_s"] * RUN_SECONDS * scale) if isinstance(warm, dict) \
+                        else 0
+                    counts[(scenario[0], key)] = max(in_flight(scenario) * 4, min(most, fit))
+        results = {(s[0], key): [] for _, keys, scenarios, _ in suites
+                   for s in scenarios for key in keys}
+        for round_index in range(rounds):
+            for name, keys, scenarios, _ in suites:
+                for scenario in scenarios:
+                    for key in keys:
+                        figures = run(key, scenario, counts[(scenario[0], key)])
+                        if isinstance(figures, str):
+                            failures.append(f"{servers[key].label}, {scenario[0]}, round "
+                                            f"{round_index + 1}: {figures}")
+                            figures = None
+                        results[(scenario[0], key)].append(figures)
         elapsed = time.monotonic() - started
-        threads = ", ".join(f"{s.label} {s.threads()}" for s in servers)
+        threads = ", ".join(f"{s.label} {s.threads()}" for s in servers.values())
     finally:
-        for server in servers:
+        for server in servers.values():
             server.stop()
         tmp.cleanup()
 
-    text = table(scenarios, servers, results)
-    notes = (f"\nMedians of {rounds} round(s), servers interleaved per round; count scale "
+    texts = []
+    for name, keys, scenarios, _ in suites:
+        columns = [servers[k] for k in keys]
+        notes = "Calls per run (" + " / ".join(s.label for s in columns) + "): " + "; ".join(
+            sc[0] + " " + " / ".join(str(counts[(sc[0], s.key)]) for s in columns)
+            for sc in scenarios) + "."
+        texts.append(table(scenarios, columns, results) + "\n\n" + notes)
+    notes = (f"Medians of {rounds} round(s), servers interleaved per round; count scale "
              f"{scale:g}; {elapsed:.0f} s of load. Server on core {SERVER_CORE}, h2load on core "
              f"{CLIENT_CORE}{'' if pin else ' (NOT pinned)'}, "
              f"{'real-time round-robin (chrt -r 50)' if priority else 'normal priority'}. "
              f"Server threads: {threads}. Load average at the end: "
              f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}.\n"
-             "Ratios: medians of the per-round ferry/grpc++ ratios (calls/s: > 1 means ferry "
+             "Ratios: medians of the per-round ferry/other ratios (calls/s: > 1 means ferry "
              "serves more; CPU: < 1 means ferry spends less per call).")
-    notes += "\nCalls per run (" + " / ".join(s.label for s in servers) + "): " + "; ".join(
-        sc[0] + " " + " / ".join(str(counts[(sc[0], s.key)]) for s in servers)
-        for sc in scenarios) + "."
+    text = "\n\n".join(texts) + "\n\n" + notes
     print(text)
-    print(notes)
     out = args.out or os.path.join(args.build_dir, "results", "head_to_head.md")
     os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
     with open(out, "w") as f:
-        f.write(text + "\n" + notes + "\n")
+        f.write(text + "\n")
     if failures:
         print("\n".join("head_to_head: FAILED " + f for f in failures))
         return 1
