@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "absl/strings/escaping.h"
+#include "ferry/channel.h"
+#include "ferry/client_stream.h"
 #include "ferry/frame.h"
 #include "ferry/testing/echo.pb.h"
 #include "support/echo_service.h"
@@ -191,6 +193,87 @@ TEST(GrpcWeb, UnknownCodecIsUnimplementedAndUnknownTypeIs415) {
     RawCall call(loop, echo_methods::kEcho, {{"content-type", "text/plain"}}, request_frame("x"));
     EXPECT_EQ(call.wait().header(":status"), "415");
   }
+}
+
+// --- ferry's client speaking gRPC-Web (ChannelOptions::protocol) -----------------------------
+
+ChannelOptions grpc_web_channel() {
+  ChannelOptions options;
+  options.protocol = ChannelProtocol::kGrpcWeb;
+  return options;
+}
+
+TEST(GrpcWebClient, RequestsAreGrpcWeb) {
+  // A handler that answers with what marks a gRPC-Web request (x-grpc-web, which only a gRPC-Web
+  // client sends; the server's gRPC-Web response path is then the one taken).
+  Service probe("ferry.testing.Probe");
+  probe.add_unary<EchoRequest, EchoResponse>(
+      "Marker",
+      [](ServerContext& ctx, const EchoRequest&,
+         EchoResponse& response) -> asio::awaitable<absl::Status> {
+        response.set_payload(std::string(ctx.client_metadata().get("x-grpc-web").value_or("none")));
+        co_return absl::OkStatus();
+      });
+  for (ChannelProtocol protocol : {ChannelProtocol::kGrpcWeb, ChannelProtocol::kGrpc}) {
+    ChannelOptions options;
+    options.protocol = protocol;
+    Loopback loop({}, options, &probe);
+    EchoResponse response;
+    absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
+      ClientContext ctx;
+      co_return co_await loop.channel().call("/ferry.testing.Probe/Marker", ctx, EchoRequest(),
+                                             response);
+    });
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_EQ(response.payload(), protocol == ChannelProtocol::kGrpcWeb ? "1" : "none");
+  }
+}
+
+TEST(GrpcWebClient, UnaryWithMetadataBothWays) {
+  Loopback loop({}, grpc_web_channel());
+  ClientContext ctx;
+  ctx.add_metadata("initial-a", "1");
+  ctx.add_metadata("trailing-b-bin", std::string("\x00\xff", 2));
+  EchoRequest request;
+  request.set_payload("over gRPC-Web");
+  EchoResponse response;
+  absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
+    co_return co_await loop.stub().Echo(ctx, request, response);
+  });
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(response.payload(), "over gRPC-Web");
+  EXPECT_EQ(ctx.initial_metadata().get("initial-a"), "1");
+  EXPECT_EQ(ctx.trailing_metadata().get("trailing-b-bin"), std::string("\x00\xff", 2));
+}
+
+TEST(GrpcWebClient, ServerStreamAndErrorsArriveWithTheirStatus) {
+  Loopback loop({}, grpc_web_channel());
+  ClientContext ctx;
+  EchoRequest request;
+  request.set_response_count(3);
+  request.set_response_size(10);
+  int received = 0;
+  absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
+    ClientStream stream = co_await loop.channel().open(testing::echo_methods::kExpand, ctx);
+    if (absl::Status w = co_await stream.write_last(request); !w.ok()) co_return w;
+    ClientReader<EchoResponse> reader(std::move(stream));
+    EchoResponse response;
+    while (co_await reader.read(response)) ++received;
+    co_return co_await reader.finish();
+  });
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(received, 3);
+
+  ClientContext error_ctx;
+  EchoRequest failing;
+  failing.set_status_code(static_cast<int>(absl::StatusCode::kPermissionDenied));
+  failing.set_status_message("no, über");
+  EchoResponse response;
+  s = loop.run([&]() -> asio::awaitable<absl::Status> {
+    co_return co_await loop.stub().Echo(error_ctx, failing, response);
+  });
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(s.message(), "no, über");
 }
 
 }  // namespace

@@ -53,8 +53,16 @@ namespace ferry {
 
 class ClientInterceptor;  // ferry/interceptor.h
 
+// The protocol a channel's calls speak to the server (docs/protocols.md), over HTTP/2.
+enum class ChannelProtocol {
+  kGrpc,     // gRPC: application/grpc, trailers as HTTP/2 trailers
+  kGrpcWeb,  // gRPC-Web: application/grpc-web+proto, trailers as the body's last frame
+};
+
 // Limits (MessageLimits, ConnectionLimits: ferry/limits.h) are on by default.
 struct ChannelOptions : MessageLimits, ConnectionLimits {
+  // gRPC, or gRPC-Web (for a server or proxy that answers gRPC-Web only). Same calls, same API.
+  ChannelProtocol protocol = ChannelProtocol::kGrpc;
   // How long establishing a connection may take at least (gRPC's minimum connect timeout; an
   // attempt may take the current back-off delay when that is longer).
   std::chrono::milliseconds connect_timeout = std::chrono::seconds(20);

@@ -27,11 +27,15 @@ struct FrameDecoderOptions {
   // Whether a compression encoding was negotiated for the stream (grpc-encoding). Without one, a
   // message with the compressed flag set is an INTERNAL error, as the gRPC spec says.
   bool compression_negotiated = false;
+  // A flag bit the protocol gives a last frame of its own (gRPC-Web's trailers, 0x80): such a
+  // frame is returned with DecodedMessage::end_frame set rather than refused. 0: none (gRPC).
+  std::uint8_t end_frame_flag = 0;
 };
 
 // One message as received.
 struct DecodedMessage {
   bool compressed = false;
+  bool end_frame = false;  // the protocol's end frame (FrameDecoderOptions::end_frame_flag)
   SliceChain payload;
 };
 
@@ -60,6 +64,7 @@ class FrameDecoder {
           pending_.slice(0).size() - kFramePrefixSize >= length) {
         pending_.consume(kFramePrefixSize);
         out.compressed = false;
+        out.end_frame = false;
         pending_.move_front_to(length, out.payload);
         return true;
       }

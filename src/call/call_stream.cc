@@ -169,6 +169,22 @@ void CallStream::decode_ready() {
       return;
     }
     if (!*got) break;
+    if (message.end_frame) [[unlikely]] {
+      // Holds no window (acknowledged below). A compressed one (gRPC-Web allows it) is inflated
+      // with the stream's encoding first.
+      if (message.compressed) {
+        SliceChain plain;
+        if (absl::Status s = inflate(message.payload, plain); !s.ok()) {
+          acknowledge(unacked_ - held_);
+          on_receive_error(std::move(s));
+          return;
+        }
+        message.payload = std::move(plain);
+        message.compressed = false;
+      }
+      on_end_frame(std::move(message));
+      continue;
+    }
     message_bytes_received_ += message.payload.size();
     if (++messages_received_ > 1 && single_message_) {
       acknowledge(unacked_ - held_);

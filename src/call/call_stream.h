@@ -136,6 +136,15 @@ class CallStream : public http2::Stream, private Deadline {
   void set_unframed_body(std::string_view bytes) {
     format_state_->body.append_copy(bytes.data(), bytes.size());
   }
+  // Frames with this flag bit (gRPC-Web's trailers, 0x80) end the inbound messages and go to
+  // on_end_frame instead of the reader; before the first DATA.
+  void accept_end_frames(std::uint8_t flag) {
+    FrameDecoderOptions options = decoder_.options();
+    options.end_frame_flag = flag;
+    decoder_.set_options(options);
+  }
+  // Such a frame arrived (its payload as it came; compressed when its flag says so).
+  virtual void on_end_frame(DecodedMessage&& frame) { (void)frame; }
   // Appends a frame the protocol sends beside the messages (gRPC-Web's trailers, Connect's
   // end-of-stream message) to the outbound queue, written as the body is (base64 for text).
   void enqueue_frame(std::uint8_t flags, std::string_view payload);

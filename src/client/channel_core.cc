@@ -251,7 +251,8 @@ Ref<ClientCall> ChannelCore::start_call_on(const std::shared_ptr<ChannelConnecti
   auto call =
       Ref<ClientCall>::adopt(new ClientCall(conn, conn->connection.get(), &conn->deadlines,
                                             &context, limits, options_.max_header_list_size));
-  call->start(method, options_.authority, options_.user_agent, previous_attempts);
+  call->start(method, options_.authority, options_.user_agent, previous_attempts,
+              options_.protocol == ChannelProtocol::kGrpcWeb);
   return call;
 }
 

@@ -1,13 +1,16 @@
 // Implementation of src/client/client_call.h.
 #include "client/client_call.h"
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "asio/post.hpp"
 #include "call/call_storage.h"
 #include "call/wire_format.h"
 #include "client/retry.h"
 #include "client/unary_call.h"
 #include "common/ref.h"
+#include "common/strings.h"
 #include "ferry/status_details.h"
 
 namespace ferry::detail {
@@ -53,7 +56,8 @@ void ClientCall::on_operation_cancelled() {
 }
 
 void ClientCall::start(std::string_view path, std::string_view authority,
-                       std::string_view user_agent, int previous_attempts) {
+                       std::string_view user_agent, int previous_attempts, bool grpc_web) {
+  grpc_web_ = grpc_web;
   const auto deadline = context_->deadline();
   deadline_ = deadline;
   const auto now = ClientContext::Clock::now();
@@ -91,8 +95,14 @@ void ClientCall::start(std::string_view path, std::string_view authority,
   fields.push_back(HeaderField::literal(":scheme", "http"));
   fields.push_back({":path", path});
   fields.push_back({":authority", authority});
-  fields.push_back(HeaderField::literal("content-type", "application/grpc"));
-  fields.push_back(HeaderField::literal("te", "trailers"));
+  if (grpc_web) {
+    fields.push_back(HeaderField::literal("content-type", "application/grpc-web+proto"));
+    fields.push_back(HeaderField::literal("x-grpc-web", "1"));
+    accept_end_frames(kGrpcWebTrailersFlag);
+  } else {
+    fields.push_back(HeaderField::literal("content-type", "application/grpc"));
+    fields.push_back(HeaderField::literal("te", "trailers"));
+  }
   fields.push_back({"user-agent", user_agent});
   if (!timeout.empty()) fields.push_back({"grpc-timeout", timeout});
   if (!attempts.empty()) fields.push_back({"grpc-previous-rpc-attempts", attempts});
@@ -140,6 +150,15 @@ void ClientCall::link_to_parent() {
   });
 }
 
+void ClientCall::begin_trailers() {
+  // Outside Trailers-Only, the call's status is the trailers' alone (a grpc-status in the
+  // response headers does not count, as in grpc-go).
+  in_trailers_ = true;
+  has_grpc_status_ = false;
+  grpc_message_.clear();
+  status_details_.clear();
+}
+
 bool ClientCall::on_header(std::string_view name, std::string_view value) {
   header_bytes_ += name.size() + value.size() + 32;
   if (header_bytes_ > max_header_bytes_) return false;
@@ -149,14 +168,7 @@ bool ClientCall::on_header(std::string_view name, std::string_view value) {
     http_status_ = code;
     return true;
   }
-  if (initial_done_ && !in_trailers_) {
-    // The trailers begin. Outside Trailers-Only, the call's status is the trailers' alone (a
-    // grpc-status in the response headers does not count, as in grpc-go).
-    in_trailers_ = true;
-    has_grpc_status_ = false;
-    grpc_message_.clear();
-    status_details_.clear();
-  }
+  if (initial_done_ && !in_trailers_) begin_trailers();
   if (header_is(name, "grpc-status")) {
     has_grpc_status_ = true;
     grpc_status_ = parse_grpc_status(value);
@@ -177,7 +189,10 @@ bool ClientCall::on_header(std::string_view name, std::string_view value) {
     return true;
   }
   if (header_is(name, "content-type")) {
-    if (!initial_done_) grpc_content_type_ = is_grpc_content_type(value);
+    if (!initial_done_) {
+      grpc_content_type_ =
+          grpc_web_ ? is_grpc_web_content_type(value) : is_grpc_content_type(value);
+    }
     return true;
   }
   if (name[0] == ':' || header_starts_with(name, "grpc-")) {
@@ -209,6 +224,32 @@ void ClientCall::on_headers_done() {
   }
 }
 
+void ClientCall::on_end_frame(DecodedMessage&& frame) {
+  if (done_) return;
+  if (header_blocks_ != 1) {
+    abort_call(absl::InternalError("gRPC-Web trailers frame out of place"));
+    return;
+  }
+  // HTTP/1 header syntax, one "name: value" per CRLF-ended line; names are lower case by the
+  // spec, but a peer's capitals are taken as HTTP takes them.
+  begin_trailers();
+  const std::string block = frame.payload.to_string();
+  for (absl::string_view line : absl::StrSplit(block, "\r\n", absl::SkipEmpty())) {
+    const std::size_t colon = line.find(':');
+    if (colon == absl::string_view::npos || colon == 0) {
+      abort_call(absl::InternalError("malformed gRPC-Web trailers frame"));
+      return;
+    }
+    const std::string name = absl::AsciiStrToLower(line.substr(0, colon));
+    const absl::string_view value = absl::StripAsciiWhitespace(line.substr(colon + 1));
+    if (!on_header(name, to_std(value))) {
+      abort_call(absl::InternalError("gRPC-Web trailers rejected (too large or malformed)"));
+      return;
+    }
+  }
+  on_headers_done();
+}
+
 void ClientCall::on_remote_end() {
   CallStream::on_remote_end();
   // INTERNAL when the stream ended inside a message.
@@ -224,7 +265,9 @@ void ClientCall::on_remote_end() {
     // Trailers-Only: the one HEADERS block was the trailers, so its metadata is trailing
     // metadata (as grpc++ and grpc-go file it).
     for (const auto& [key, value] : initial_metadata_) trailing_metadata_.add(key, value);
-    initial_metadata_.clear();
+    // gRPC-Web's Trailers-Only block is the response's headers too (a browser client reads
+    // both from it, as connect-go's gRPC-Web client does): kept as initial metadata as well.
+    if (!grpc_web_) initial_metadata_.clear();
   }
   if (http_status_ != 200) {
     complete(absl::Status(status_code_from_http(http_status_),

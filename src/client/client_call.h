@@ -55,8 +55,9 @@ class ClientCall final : public CallStream, public StreamCall {
   // Submits the request headers. On failure the call is over with UNAVAILABLE.
   // previous_attempts: a retry's count of earlier attempts (grpc-previous-rpc-attempts); the
   // context's received metadata is cleared for it.
+  // grpc_web: the request and the response in gRPC-Web's form (ChannelOptions::protocol).
   void start(std::string_view path, std::string_view authority, std::string_view user_agent,
-             int previous_attempts = 0);
+             int previous_attempts = 0, bool grpc_web = false);
 
   // StreamCall (the reference count is CallStream's).
   void ref() override { CallStream::ref(); }
@@ -128,6 +129,10 @@ class ClientCall final : public CallStream, public StreamCall {
   void on_remote_end() override;
   void on_stream_closed(http2::ErrorCode h2_error) override;
   void on_receive_error(absl::Status status) override;
+  // gRPC-Web's trailers frame: its "name: value" lines are the trailers block.
+  void on_end_frame(DecodedMessage&& frame) override;
+  // The trailers block begins: what the headers said of the status no longer counts.
+  void begin_trailers();
   void on_message_taken(bool compressed) override;
   bool can_write() const override { return !done_ && !closed_ && !outbound_end; }
   bool inbound_done() const override { return done_ || CallStream::inbound_done(); }
@@ -169,6 +174,7 @@ class ClientCall final : public CallStream, public StreamCall {
   bool has_grpc_status_ = false;
   // The response headers named a gRPC content-type (application/grpc[+codec]).
   bool grpc_content_type_ = false;
+  bool grpc_web_ = false;  // gRPC-Web: the trailers come as the body's last frame
   // A field of the trailers (the second header block) came: a status the response headers
   // carried no longer counts.
   bool in_trailers_ = false;

@@ -24,7 +24,10 @@ absl::StatusOr<bool> FrameDecoder::next_slow(DecodedMessage& out) {
     pending_.copy_to(0, kFramePrefixSize, copied);
     prefix = copied;
   }
-  const std::uint8_t flag = prefix[0];
+  const std::uint8_t end_flag = options_.end_frame_flag;
+  const bool end_frame = end_flag != 0 && (prefix[0] & end_flag) != 0;
+  const std::uint8_t flag =
+      end_frame ? static_cast<std::uint8_t>(prefix[0] & ~end_flag) : prefix[0];
   const std::size_t length = read_frame_length(prefix);
 
   if (flag > 1) {
@@ -46,6 +49,7 @@ absl::StatusOr<bool> FrameDecoder::next_slow(DecodedMessage& out) {
   if (pending_.size() - kFramePrefixSize < length) return false;
   pending_.consume(kFramePrefixSize);
   out.compressed = flag == 1;
+  out.end_frame = end_frame;
   pending_.move_front_to(length, out.payload);
   return true;
 }

@@ -306,9 +306,9 @@ asio::awaitable<absl::StatusOr<Result>> bidi_stream(Channel& channel, std::strin
 // What the suite may ask of ferry's client that it cannot do (config.yaml keeps such requests
 // away; this catches a configuration that does not).
 absl::Status check_supported(const v1::ClientCompatRequest& req) {
-  if (req.protocol() != v1::PROTOCOL_GRPC) {
+  if (req.protocol() != v1::PROTOCOL_GRPC && req.protocol() != v1::PROTOCOL_GRPC_WEB) {
     return absl::UnimplementedError(absl::StrCat("protocol ", v1::Protocol_Name(req.protocol()),
-                                                 " is not supported, only gRPC"));
+                                                 " is not supported, only gRPC and gRPC-Web"));
   }
   if (req.codec() != v1::CODEC_PROTO && req.codec() != v1::CODEC_UNSPECIFIED) {
     return absl::UnimplementedError(
@@ -334,6 +334,7 @@ absl::Status check_supported(const v1::ClientCompatRequest& req) {
 // root; with a client certificate for mutual TLS), and the receive limit.
 absl::StatusOr<ChannelOptions> channel_options(const v1::ClientCompatRequest& req) {
   ChannelOptions options;
+  if (req.protocol() == v1::PROTOCOL_GRPC_WEB) options.protocol = ChannelProtocol::kGrpcWeb;
   if (req.message_receive_limit() > 0) {
     options.max_receive_message_size = req.message_receive_limit();
   }
