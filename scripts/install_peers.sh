@@ -14,10 +14,13 @@
 #   PREFIX/bin/connect_echo_server_go  bench/head_to_head/connect_go: connect-go serving the
 #                        head-to-head's echo service   go build (pinned; code from protoc plugins)
 #   PREFIX/java/lib       grpc-java interop-testing jars + runtime deps   mvn
-# Go's caches live under PREFIX/go and Maven's repository under PREFIX/java/m2, so nothing lands in
-# the repo or in $HOME. Idempotent: a step is skipped when its peer is already present at the pinned
-# version. Prints one line per peer and exits non-zero if any install fails (build logs go to
-# PREFIX/logs/). Needs no stdin; safe to run as root.
+#   PREFIX/npm/node_modules  test/browser's page and driver: connect-web, protobuf-es and its
+#                        protoc plugin, esbuild, puppeteer-core (npm; no browser download: the
+#                        test drives Debian's chromium)
+# Go's caches live under PREFIX/go, Maven's repository under PREFIX/java/m2 and npm's cache under
+# PREFIX/npm/cache, so nothing lands in the repo or in $HOME. Idempotent: a step is skipped when
+# its peer is already present at the pinned version. Prints one line per peer and exits non-zero
+# if any install fails (build logs go to PREFIX/logs/). Needs no stdin; safe to run as root.
 #
 # Usage: scripts/install_peers.sh [PREFIX [PEER...]]  (PYTHON=... picks the venv's interpreter)
 # PEER names the steps to run, by their log's name (the list `peers` below); none: all.
@@ -41,6 +44,12 @@ CONNECT_GO_VERSION=v1.21.1          # connect-go, the newest v1 the Go proxy ser
 PROTOBUF_GO_VERSION=v1.36.12        # protoc-gen-go and its runtime: what grpc-go's go.mod requires
 GRPC_JAVA_VERSION=1.79.0
 MAVEN_DEPENDENCY_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
+# test/browser's npm packages, exact versions (their own dependencies follow from their
+# package.json files): the newest whose engines take the machine's Node.js 20, so protoc-gen-es
+# (and protobuf-es, whose runtime matches the generator) 2.13.0 and puppeteer-core 24 (2.14 and 25
+# need Node.js 22).
+NPM_PACKAGES=(@connectrpc/connect-web@2.2.0 @connectrpc/connect@2.2.0 @bufbuild/protobuf@2.13.0
+              @bufbuild/protoc-gen-es@2.13.0 esbuild@0.28.2 puppeteer-core@24.43.1)
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd) || exit 1  # before any cd
 prefix=${1:-build/peers}
@@ -292,6 +301,32 @@ elif command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; then
   step "grpc-java interop $GRPC_JAVA_VERSION" "$prefix/logs/grpc-java.log" java_check java_install
 else
   echo "grpc-java interop $GRPC_JAVA_VERSION: java or mvn not on PATH; cannot install it" >&2
+  failed=1
+fi
+
+# --- (e) test/browser's npm packages, into PREFIX/npm (a package.json of its own, written here, so
+# no package.json of the caller is consulted). No package's install script runs (esbuild's only
+# swaps its launcher for the binary it finds anyway), so none can download anything: puppeteer-core
+# downloads no browser in any case, and the skip variable is set all the same.
+npm_dir="$prefix/npm"
+npm_check() {
+  local spec name version
+  for spec in "${NPM_PACKAGES[@]}"; do
+    name=${spec%@*} version=${spec##*@}
+    [ "$(node -p "require('$npm_dir/node_modules/$name/package.json').version" 2>/dev/null)" = \
+      "$version" ] || return 1
+  done
+}
+npm_install() {
+  mkdir -p "$npm_dir" || return 1
+  printf '{\n  "name": "ferry-browser-test-peers",\n  "private": true\n}\n' >"$npm_dir/package.json"
+  PUPPETEER_SKIP_DOWNLOAD=1 npm_config_cache="$npm_dir/cache" npm install --prefix "$npm_dir" \
+    --save-exact --ignore-scripts --no-audit --no-fund --no-update-notifier "${NPM_PACKAGES[@]}"
+}
+if command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then
+  step "npm: ${NPM_PACKAGES[*]}" "$prefix/logs/npm.log" npm_check npm_install
+else
+  echo "npm packages for test/browser: node or npm not on PATH; cannot install them" >&2
   failed=1
 fi
 

@@ -3,7 +3,7 @@
 #   unit          in one process, one concept
 #   integration   ferry's client and server over loopback, the examples, codegen, install
 #   interop       a real peer: grpc-go, grpc-java, grpcio, grpcurl, ghz, h2spec, connectrpc's
-#                 conformance runner, h2load
+#                 conformance runner, connect-web in headless Chromium, h2load
 #
 # scripts/test.sh --quick   the format check (.clang-format; scripts/check_format.sh), then unit
 #                           and integration tests in Release, nothing else (no peers, no
@@ -60,17 +60,20 @@ fi
 # For the sanitizer build and scripts/fuzz.sh: clang, and libclang-rt-14-dev, its sanitizer
 # headers and runtimes (libFuzzer among them), which clang only recommends (install_deps.sh
 # installs no recommends). For the head_to_head_smoke test: nghttp2-client (h2load and nghttp;
-# without them the test is skipped). For the format check: clang-format-14.
-bash scripts/install_deps.sh clang libclang-rt-14-dev nghttp2-client clang-format-14
+# without them the test is skipped). For the format check: clang-format-14. For the browser test
+# (test/browser): chromium, which runs headless without any of its recommends (its npm packages
+# come with the peers, through the machine's own Node.js and npm).
+bash scripts/install_deps.sh clang libclang-rt-14-dev nghttp2-client clang-format-14 chromium
 command -v clang++ >/dev/null 2>&1 || { echo "clang++ not found" >&2; exit 1; }
 lap "Debian packages"
 bash scripts/check_format.sh
 lap "format check"
 
 # Real gRPC peers for the interop tests (grpcio + h2, grpc-go's and grpc-java's interop programs,
-# grpcurl, ghz, h2spec, connectconformance): pinned versions, installed under build/peers from the
-# package registries. Cold, that is ~7 min of downloads and Go builds that the Release build does
-# not need, so it runs beside it (in a session of its own, so that a failing build can stop it).
+# grpcurl, ghz, h2spec, connectconformance, the browser test's npm packages): pinned versions,
+# installed under build/peers from the package registries. Cold, that is ~7 min of downloads and
+# Go builds that the Release build does not need, so it runs beside it (in a session of its own,
+# so that a failing build can stop it).
 # cmake runs again after it: each interop test is added when its peer is there.
 peers="$PWD/build/peers"
 mkdir -p build

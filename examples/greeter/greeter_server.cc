@@ -1,7 +1,10 @@
 // greeter_server: serves helloworld.Greeter (greeter.proto) on ferry until SIGINT/SIGTERM, with
 // gRPC health checking and server reflection beside it (so grpcurl needs no .proto), and, when
-// built with ferry::metrics, Prometheus metrics at http://<host>:<metrics_port>/metrics.
+// built with ferry::metrics, Prometheus metrics at http://<host>:<metrics_port>/metrics. Browsers
+// on the origins --cors_origin lists (comma-separated, or "*") may call it with gRPC-Web and
+// Connect across origins (CORS).
 //   greeter_server [--host=127.0.0.1] [--port=50051] [--threads=N] [--metrics_port=N]
+//                  [--cors_origin=http://localhost:8080,...]
 #include <pthread.h>
 #include <signal.h>
 
@@ -12,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "absl/strings/str_split.h"
 #include "ferry/health.h"
 #include "ferry/reflection.h"
 #include "ferry/server.h"
@@ -68,6 +72,8 @@ int main(int argc, char** argv) {
   ferry::ServerOptions options;
   options.num_threads =
       static_cast<unsigned>(std::atoi(std::string(flag(argc, argv, "threads", "0")).c_str()));
+  options.cors_allowed_origins =
+      absl::StrSplit(std::string(flag(argc, argv, "cors_origin", "")), ',', absl::SkipEmpty());
 
   // SIGINT/SIGTERM are blocked here, so in every thread the server starts, and taken by sigwait.
   sigset_t stop_signals;
