@@ -15,8 +15,9 @@
 #     skipped with a line saying so;
 #   - the toolchains a new machine has preinstalled outside Debian's packages, bind-mounted from
 #     the host read-only: Go (/usr/local/go), pyenv's Python (/root/.pyenv), rustup's Rust
-#     (/root/.cargo, /root/.rustup), the Temurin JDK (/usr/lib/jvm/temurin-*), and root's
-#     .profile/.bashrc, which put them on PATH in a login shell (the commands run in one);
+#     (/root/.cargo, /root/.rustup), the Temurin JDK (/usr/lib/jvm/temurin-*), nodesource's
+#     node and npm (/usr/bin/node, /usr/lib/node_modules), and root's .profile/.bashrc, which
+#     put them on PATH in a login shell (the commands run in one);
 #   - the machine's trust in its TLS egress proxy (the CAs in /usr/local/share/ca-certificates,
 #     /etc/pip.conf and the CA variables of its environment): without it no registry answers.
 # That base is built once and cached (FRESH_ROOT_CACHE/base); every run starts from a fresh copy
@@ -215,6 +216,17 @@ mount_system "$run"
 for t in "${toolchains[@]}"; do
   if [ -e "$t" ]; then bind_ro "$t" "$run$t"; fi
 done
+# nodesource's nodejs, skipped as a package above (a third-party repository), is on a new machine
+# all the same (npm installs test/browser's peers): node and npm's modules from the host,
+# read-only, and npm's and npx's links as the package makes them.
+if [ -x /usr/bin/node ] && [ -d /usr/lib/node_modules/npm ]; then
+  touch "$run/usr/bin/node"
+  mount_at "$run/usr/bin/node" --bind /usr/bin/node
+  mount -o remount,bind,ro "$run/usr/bin/node"
+  bind_ro /usr/lib/node_modules "$run/usr/lib/node_modules"
+  ln -sfn ../lib/node_modules/npm/bin/npm-cli.js "$run/usr/bin/npm"
+  ln -sfn ../lib/node_modules/npm/bin/npx-cli.js "$run/usr/bin/npx"
+fi
 for f in /root/.profile /root/.bashrc; do
   if [ -f "$f" ]; then cp "$f" "$run$f"; fi
 done
