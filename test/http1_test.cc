@@ -92,6 +92,7 @@ TEST(Http1, KeepAliveServesRequestsInTurnAndPipelined) {
   ASSERT_NE(two, std::string::npos) << got;
   EXPECT_LT(one, two) << "answers in the order asked";
   EXPECT_NE(got.find("content-length: 18\r\n"), std::string::npos) << got;
+  EXPECT_NE(got.find(" GMT\r\n"), std::string::npos) << "a Date header (RFC 9110): " << got;
   EXPECT_EQ(loop.probe().finished.load(), 3);
 }
 

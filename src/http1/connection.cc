@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -20,6 +21,8 @@ std::string_view reason_phrase(int status) {
   switch (status) {
     case 200:
       return "OK";
+    case 204:
+      return "No Content";
     case 400:
       return "Bad Request";
     case 401:
@@ -57,6 +60,21 @@ std::string_view reason_phrase(int status) {
 bool hop_by_hop(std::string_view name) {
   return name == "connection" || name == "keep-alive" || name == "transfer-encoding" ||
          name == "upgrade" || name == "expect" || name == "host" || name == "proxy-connection";
+}
+
+// RFC 9110's Date ("Thu, 26 Nov 2026 09:30:00 GMT"), which an origin server with a clock sends:
+// formatted once a second per thread, not per response.
+std::string_view http_date() {
+  thread_local std::time_t formatted_at = 0;
+  thread_local char text[32] = {};
+  const std::time_t now = std::time(nullptr);
+  if (now != formatted_at) {
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    std::strftime(text, sizeof(text), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    formatted_at = now;
+  }
+  return text;
 }
 
 // The response bound: what a pump moves from the stream's queue while this much is unwritten.
@@ -304,7 +322,8 @@ bool Connection::submit_response(http2::Stream* stream, std::span<const http2::H
   }
   if (closing_ || !keep_alive_) head += "connection: close\r\n";
   const std::string line =
-      absl::StrCat("HTTP/1.1 ", status, " ", detail::to_absl(reason_phrase(status)), "\r\n");
+      absl::StrCat("HTTP/1.1 ", status, " ", detail::to_absl(reason_phrase(status)),
+                   "\r\ndate: ", detail::to_absl(http_date()), "\r\n");
   out_.append_copy(line.data(), line.size());
   head += "\r\n";
   out_.append_copy(head.data(), head.size());
