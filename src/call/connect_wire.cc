@@ -105,36 +105,9 @@ std::string_view connect_code_name(absl::StatusCode code) {
   return e != nullptr ? e->name : "unknown";
 }
 
-std::optional<absl::StatusCode> parse_connect_code(std::string_view name) {
-  for (const CodeEntry& e : kCodes) {
-    if (e.name == name) return e.code;
-  }
-  return std::nullopt;
-}
-
 int connect_http_status(absl::StatusCode code) {
   const CodeEntry* e = entry_of(code);
   return e != nullptr ? e->http_status : 500;
-}
-
-absl::StatusCode connect_code_from_http(int http_status) {
-  switch (http_status) {
-    case 400:
-      return absl::StatusCode::kInternal;  // the protocol's table maps 400 to internal
-    case 401:
-      return absl::StatusCode::kUnauthenticated;
-    case 403:
-      return absl::StatusCode::kPermissionDenied;
-    case 404:
-      return absl::StatusCode::kUnimplemented;
-    case 429:
-    case 502:
-    case 503:
-    case 504:
-      return absl::StatusCode::kUnavailable;
-    default:
-      return absl::StatusCode::kUnknown;
-  }
 }
 
 std::string connect_error_json(const absl::Status& status) { return to_json(error_struct(status)); }

@@ -16,13 +16,9 @@ namespace ferry::detail {
 
 // "not_found" for kNotFound: the code as the Connect protocol names it ("canceled" with one l).
 std::string_view connect_code_name(absl::StatusCode code);
-// The code a name stands for; nullopt when it names none.
-std::optional<absl::StatusCode> parse_connect_code(std::string_view name);
 // The HTTP status a unary call's error goes out with (the protocol's table: 404 for not_found,
 // 499 for canceled, 429 for resource_exhausted...).
 int connect_http_status(absl::StatusCode code);
-// The code a unary response's HTTP status means when its body is not a Connect error.
-absl::StatusCode connect_code_from_http(int http_status);
 
 // The error object: {"code": ..., "message": ..., "details": [{"type", "value"}]}, the details
 // from the status's google.rpc.Status (ferry/status_details.h), each value in base64.

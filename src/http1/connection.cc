@@ -11,6 +11,7 @@
 #include "asio/post.hpp"
 #include "common/strings.h"
 #include "ferry/buffer_pool.h"
+#include "http2/read_block.h"
 
 namespace ferry::http1 {
 namespace {
@@ -201,12 +202,7 @@ void Connection::arm_timer(std::chrono::milliseconds after) {
 void Connection::start_read() {
   if (closed_ || read_pending_ || paused_) return;
   if (unconsumed_ > limits_.stream_window) return;  // the stream reads on first (consume())
-  if (read_block_ != nullptr && read_block_->refs.load(std::memory_order_acquire) != 1) {
-    detail::block_unref(read_block_);  // its bytes live on in the stream's slices
-    read_block_ = nullptr;
-  }
-  if (read_block_ == nullptr) read_block_ = BufferPool::instance().acquire();
-  read_block_->used = 0;
+  read_block_ = http2::next_read_block(read_block_);
   read_pending_ = true;
   stream_->async_read_some(asio::buffer(read_block_->data(), BufferPool::kBlockSize),
                            shared_from_this());

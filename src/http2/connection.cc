@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "asio/post.hpp"
+#include "http2/read_block.h"
 #include "http2/session_callbacks.h"
 #include "http2/session_memory.h"
 
@@ -257,13 +258,7 @@ void Connection::unlink(Stream* stream) {
 }
 
 void Connection::start_read() {
-  // Reuse the last block when no slice kept it; else take a fresh one.
-  if (read_block_ != nullptr && read_block_->refs.load(std::memory_order_acquire) != 1) {
-    detail::block_unref(read_block_);
-    read_block_ = nullptr;
-  }
-  if (read_block_ == nullptr) read_block_ = BufferPool::instance().acquire();
-  read_block_->used = 0;
+  read_block_ = next_read_block(read_block_);
   read_pending_ = true;
   stream_->async_read_some(asio::buffer(read_block_->data(), BufferPool::kBlockSize),
                            shared_from_this());
