@@ -20,6 +20,7 @@
 #include "ferry/server.h"
 #include "ferry/testing/echo.pb.h"
 #include "support/loopback.h"
+#include "support/sanitized.h"
 
 namespace ferry {
 namespace {
@@ -27,23 +28,12 @@ namespace {
 using namespace std::chrono_literals;
 using testing::EchoRequest;
 using testing::EchoResponse;
+using testing::kSanitized;
 using testing::Loopback;
 using namespace testing::echo_methods;
 
 constexpr std::size_t kMiB = 1 << 20;
 constexpr int kMessageSize = 64 * 1024;
-
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
 
 // 1 GiB in 64 KiB messages, as issue #3 asks; 128 MiB under the sanitizers, which are ~10x slower.
 constexpr int kBulkMessages = kSanitized ? 2048 : 16384;

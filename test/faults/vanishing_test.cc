@@ -27,6 +27,7 @@
 #include "faults/fault_service.h"
 #include "faults/toxiproxy.h"
 #include "ferry/channel.h"
+#include "support/sanitized.h"
 
 namespace ferry {
 namespace {
@@ -36,13 +37,19 @@ using Clock = std::chrono::steady_clock;
 using testing::ChildProcess;
 using testing::EchoRequest;
 using testing::EchoResponse;
+using testing::kSanitized;
 using testing::ServerStats;
 using testing::StatsService;
 using testing::echo_methods::kChat;
 using testing::echo_methods::kExpand;
 
-// What the server may keep of a burst once it is over: the bound.
+// What the server may keep of a burst once it is over: the bound. Not checked under
+// AddressSanitizer, whose quarantine keeps freed memory by design (support/sanitized.h).
 constexpr long kRssSlack = 16L << 20;
+// The big burst: the 10,000 connections; 2,000 under the sanitizers, which are ~10x
+// slower (what they look for, a use after free or a leak on the vanishing paths, shows at any
+// count).
+constexpr int kResetConnections = kSanitized ? 2'000 : 10'000;
 // How long the server has to give it back: the buffer pool's idle trim comes within two of its
 // 10 s periods, each I/O thread's release of what the burst left within one more (server/
 // memory_trim_timer.h); the rest is margin for a loaded machine.
@@ -279,15 +286,16 @@ ServerStats burst(Server& server, int n, const std::function<Conduct(int)>& cond
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 // Waits until the server is back where it was: the baseline's descriptors, no handler running,
-// RSS within kRssSlack of the baseline; fails with the figures when it is not within
-// kSettleLimit of since (when the connections vanished). Prints the figures and the times.
+// RSS within kRssSlack of the baseline (not under the sanitizers); fails with the figures when it
+// is not within kSettleLimit of since (when the connections vanished). Prints the figures and the
+// times.
 void expect_back_at_baseline(Server& server, const ServerStats& baseline, const ServerStats& peak,
                              Clock::time_point since) {
   std::optional<Clock::duration> settled;  // descriptors and handlers
   auto back = [&](const ServerStats& s) {
     const bool none_left = s.fds <= baseline.fds && s.handlers_running() == 0;
     if (none_left && !settled) settled = Clock::now() - since;
-    return none_left && s.rss_bytes <= baseline.rss_bytes + kRssSlack;
+    return none_left && (kSanitized || s.rss_bytes <= baseline.rss_bytes + kRssSlack);
   };
   const ServerStats after = server.stats_when(back, kSettleLimit);
   const double took = seconds(Clock::now() - since);
@@ -303,16 +311,19 @@ void expect_back_at_baseline(Server& server, const ServerStats& baseline, const 
 // Promise: 10,000 connections that vanish abruptly (RST) with calls in flight (handlers waiting
 // to read, stalled in writes the client never reads, and connections that never said a word)
 // leave nothing behind: every handler's coroutine finishes, the server's descriptors return to
-// their baseline and its resident memory to within 16 MiB of it, within 60 s.
+// their baseline and its resident memory to within 16 MiB of it, within 60 s. (Under the
+// sanitizers: 2,000 connections, and no bound on resident memory.)
 TEST(Process, TenThousandConnectionsResetMidCallLeaveNothingBehind) {
   raise_descriptor_limit();
   Server server;
   const ServerStats baseline = server.stats();
   const Clock::time_point start = Clock::now();
   const ServerStats peak = burst(
-      server, 10'000, [](int i) { return static_cast<Conduct>(i % 4); }, /*reset=*/true);
+      server, kResetConnections, [](int i) { return static_cast<Conduct>(i % 4); },
+      /*reset=*/true);
   const Clock::time_point vanished = Clock::now();
-  std::printf("10,000 connections opened and reset in %.1f s\n", seconds(vanished - start));
+  std::printf("%d connections opened and reset in %.1f s\n", kResetConnections,
+              seconds(vanished - start));
   expect_back_at_baseline(server, baseline, peak, vanished);
 }
 
