@@ -111,6 +111,9 @@ std::vector<std::string> completion_order(bool offload_it, std::string* block_pa
         return order.size() == kEchoes + 1;
       },
       10s));
+  // The pool's threads let go of what they ran (Block's copy of the release future) before the
+  // promise and the service go: ASan once saw the promise's state freed under it here.
+  pool.join();
   *block_payload = block_response.payload();
   std::lock_guard lock(mutex);
   return order;
