@@ -57,12 +57,26 @@ class ClientInterceptor;  // ferry/interceptor.h
 enum class ChannelProtocol {
   kGrpc,     // gRPC: application/grpc, trailers as HTTP/2 trailers
   kGrpcWeb,  // gRPC-Web: application/grpc-web+proto, trailers as the body's last frame
+  // The Connect protocol: a unary call is a plain POST of the bare message (application/proto),
+  // or a GET when its context asks (ClientContext::set_http_get); streams are enveloped
+  // (application/connect+proto) and end with an end-of-stream message.
+  kConnect,
+};
+
+// How a channel's messages are encoded: protobuf's binary form, or its JSON mapping (protobuf's
+// util/json_util; only messages with descriptors, not LITE_RUNTIME ones, can be sent in JSON).
+enum class ChannelCodec {
+  kProto,
+  kJson,
 };
 
 // Limits (MessageLimits, ConnectionLimits: ferry/limits.h) are on by default.
 struct ChannelOptions : MessageLimits, ConnectionLimits {
-  // gRPC, or gRPC-Web (for a server or proxy that answers gRPC-Web only). Same calls, same API.
+  // gRPC, gRPC-Web (for a server or proxy that answers gRPC-Web only) or Connect. Same calls,
+  // same API.
   ChannelProtocol protocol = ChannelProtocol::kGrpc;
+  // Binary protobuf, or JSON (application/grpc+json, application/json...).
+  ChannelCodec codec = ChannelCodec::kProto;
   // How long establishing a connection may take at least (gRPC's minimum connect timeout; an
   // attempt may take the current back-off delay when that is longer).
   std::chrono::milliseconds connect_timeout = std::chrono::seconds(20);

@@ -61,6 +61,13 @@ class ClientContext {
   void set_compression(Compression compression) { compression_ = compression; }
   Compression compression() const { return compression_; }
 
+  // The Connect protocol (ChannelOptions::protocol) only: a unary call goes as an HTTP GET, its
+  // request message in the URL's query, which caches and proxies may keep. Only for methods
+  // whose proto declares `option idempotency_level = NO_SIDE_EFFECTS` (servers answer other
+  // methods' GETs with 405). Other protocols, and streams, ignore it. Default: false (POST).
+  void set_http_get(bool get) { http_get_ = get; }
+  bool http_get() const { return http_get_; }
+
   // The server's response headers and trailers. The call keeps what arrives and hands it over
   // from the operations the application awaits: the headers' metadata with the first response
   // a read returns (or the end of the call), the trailers' when finish() returns (a unary call:
@@ -79,6 +86,7 @@ class ClientContext {
   bool response_compressed_ = false;
   bool wait_for_ready_ = false;
   bool wait_for_ready_set_ = false;
+  bool http_get_ = false;
   Metadata metadata_;
   Metadata initial_metadata_;
   Metadata trailing_metadata_;

@@ -267,6 +267,18 @@ void CallStream::queue_unframed_body() {
   ready_.push_back(Ready{std::move(message), 0});  // its window went back as it arrived
 }
 
+absl::StatusOr<std::string> CallStream::take_unframed_body() {
+  if (format_state_ == nullptr) return std::string();
+  SliceChain body = std::move(format_state_->body);
+  format_state_->body.clear();
+  if (recv_compression_ == Compression::kIdentity && unsupported_encoding_.empty()) {
+    return body.to_string();
+  }
+  SliceChain plain;
+  if (absl::Status s = inflate(body, plain); !s.ok()) return s;
+  return plain.to_string();
+}
+
 void CallStream::on_remote_end() {
   if (format_.unframed && abort_.ok() && !remote_ended_) queue_unframed_body();
   remote_ended_ = true;

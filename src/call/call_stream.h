@@ -15,6 +15,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "asio/awaitable.hpp"
 #include "call/deadline_queue.h"
 #include "call/event.h"
@@ -136,6 +137,9 @@ class CallStream : public http2::Stream, private Deadline {
   void set_unframed_body(std::string_view bytes) {
     format_state_->body.append_copy(bytes.data(), bytes.size());
   }
+  // An unframed body as it came so far, taken out (inflated when the inbound encoding says it
+  // is compressed) so that it is not the call's message: a Connect unary call's error body.
+  absl::StatusOr<std::string> take_unframed_body();
   // Frames with this flag bit (gRPC-Web's trailers, 0x80) end the inbound messages and go to
   // on_end_frame instead of the reader; before the first DATA.
   void accept_end_frames(std::uint8_t flag) {

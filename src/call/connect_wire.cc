@@ -1,15 +1,19 @@
 // Implementation of src/call/connect_wire.h.
 #include "call/connect_wire.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "call/wire_format.h"
 #include "common/strings.h"
 #include "ferry/status_details.h"
 #include "google/protobuf/any.pb.h"
 #include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/wire_format_lite.h"
@@ -126,6 +130,147 @@ std::string connect_end_stream_json(const absl::Status& status, const Metadata& 
     }
   }
   return to_json(end);
+}
+
+namespace {
+
+std::optional<absl::StatusCode> code_from_name(std::string_view name) {
+  for (const CodeEntry& e : kCodes) {
+    if (e.name == name) return e.code;
+  }
+  return std::nullopt;
+}
+
+// Standard or URL-safe base64, padded or not (connect-go writes unpadded standard base64 and
+// reads either).
+std::optional<std::string> decode_any_base64(std::string_view text) {
+  std::string out;
+  const absl::string_view in = to_absl(text);
+  if (absl::Base64Unescape(in, &out) || absl::WebSafeBase64Unescape(in, &out)) return out;
+  return std::nullopt;
+}
+
+// google.rpc.Status { int32 code = 1; string message = 2; repeated Any details = 3; }: the code
+// and message, serialized; the details' field is appended to them as it is.
+std::string serialize_rpc_status_head(absl::StatusCode code, std::string_view message) {
+  using google::protobuf::internal::WireFormatLite;
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    WireFormatLite::WriteInt32(1, static_cast<int>(code), &coded);
+    if (!message.empty()) WireFormatLite::WriteString(2, std::string(message), &coded);
+  }
+  return out;
+}
+
+std::optional<ConnectError> error_of(const google::protobuf::Struct& object) {
+  ConnectError error;
+  const auto& fields = object.fields();
+  if (auto code = fields.find("code"); code != fields.end() && code->second.has_string_value()) {
+    error.code_named = code_from_name(code->second.string_value());
+  }
+  if (auto message = fields.find("message");
+      message != fields.end() && message->second.has_string_value()) {
+    error.message = message->second.string_value();
+  }
+  if (auto list = fields.find("details"); list != fields.end() && list->second.has_list_value()) {
+    for (const google::protobuf::Value& item : list->second.list_value().values()) {
+      if (!item.has_struct_value()) continue;
+      const auto& detail = item.struct_value().fields();
+      auto type = detail.find("type");
+      auto value = detail.find("value");
+      if (type == detail.end() || !type->second.has_string_value()) continue;
+      google::protobuf::Any any;
+      any.set_type_url("type.googleapis.com/" + type->second.string_value());
+      if (value != detail.end() && value->second.has_string_value()) {
+        std::optional<std::string> bytes = decode_any_base64(value->second.string_value());
+        if (!bytes) continue;  // connect-go drops what it cannot decode too
+        any.set_value(*std::move(bytes));
+      }
+      google::protobuf::io::StringOutputStream stream(&error.details);
+      google::protobuf::io::CodedOutputStream coded(&stream);
+      google::protobuf::internal::WireFormatLite::WriteBytes(3, any.SerializeAsString(), &coded);
+    }
+  }
+  return error;
+}
+
+std::optional<google::protobuf::Struct> parse_object(std::string_view json) {
+  google::protobuf::Struct object;
+  if (!google::protobuf::util::JsonStringToMessage(std::string(json), &object).ok()) {
+    return std::nullopt;
+  }
+  return object;
+}
+
+}  // namespace
+
+absl::Status ConnectError::to_status(absl::StatusCode fallback) const {
+  const absl::StatusCode code = code_named.value_or(fallback);
+  if (code == absl::StatusCode::kOk) return absl::OkStatus();
+  absl::Status status(code, message);
+  if (!details.empty()) {
+    set_status_details(status, serialize_rpc_status_head(code, message) + details);
+  }
+  return status;
+}
+
+std::optional<ConnectError> parse_connect_error_json(std::string_view json) {
+  std::optional<google::protobuf::Struct> object = parse_object(json);
+  if (!object) return std::nullopt;
+  return error_of(*object);
+}
+
+std::optional<ConnectEndStream> parse_connect_end_stream_json(std::string_view json) {
+  std::optional<google::protobuf::Struct> object = parse_object(json);
+  if (!object) return std::nullopt;
+  ConnectEndStream end;
+  const auto& fields = object->fields();
+  if (auto error = fields.find("error"); error != fields.end()) {
+    if (!error->second.has_struct_value()) {
+      if (error->second.has_null_value()) return end;
+      return std::nullopt;
+    }
+    end.error = error_of(error->second.struct_value());
+  }
+  if (auto metadata = fields.find("metadata"); metadata != fields.end()) {
+    if (!metadata->second.has_struct_value()) return std::nullopt;
+    for (const auto& [key, values] : metadata->second.struct_value().fields()) {
+      if (!values.has_list_value()) return std::nullopt;
+      const std::string name = absl::AsciiStrToLower(key);
+      for (const google::protobuf::Value& value : values.list_value().values()) {
+        if (!value.has_string_value()) return std::nullopt;
+        if (is_binary_metadata_key(name)) {
+          std::optional<std::string> raw = decode_binary_header(value.string_value());
+          if (!raw) return std::nullopt;
+          end.metadata.add(name, *raw);
+        } else {
+          end.metadata.add(name, value.string_value());
+        }
+      }
+    }
+  }
+  return end;
+}
+
+std::string connect_get_query(const std::string& message, std::string_view codec,
+                              std::string_view compression) {
+  std::string encoded;
+  absl::WebSafeBase64Escape(message, &encoded);  // unpadded
+  // The parameters in the order the protocol recommends (the conformance suite checks it).
+  std::string query = absl::StrCat("?connect=v1&base64=1&encoding=", to_absl(codec));
+  if (!compression.empty()) absl::StrAppend(&query, "&compression=", to_absl(compression));
+  absl::StrAppend(&query, "&message=", encoded);
+  return query;
+}
+
+std::string format_connect_timeout(std::chrono::nanoseconds timeout) {
+  constexpr std::int64_t kMax = 9'999'999'999;
+  const std::int64_t ms =
+      std::chrono::ceil<std::chrono::milliseconds>(std::max(timeout, std::chrono::nanoseconds(1)))
+          .count();
+  return std::to_string(std::min(ms, kMax));
 }
 
 std::optional<std::chrono::milliseconds> parse_connect_timeout(std::string_view value) {

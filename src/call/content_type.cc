@@ -53,6 +53,19 @@ std::optional<ContentType> parse_content_type(std::string_view value) {
   return std::nullopt;
 }
 
+std::string_view protocol_name(WireProtocol protocol) {
+  switch (protocol) {
+    case WireProtocol::kGrpc:
+      return "gRPC";
+    case WireProtocol::kGrpcWeb:
+      return "gRPC-Web";
+    case WireProtocol::kConnectUnary:
+    case WireProtocol::kConnectStreaming:
+      return "Connect";
+  }
+  return "gRPC";
+}
+
 std::string_view content_type_name(const ContentType& type) {
   const bool json = type.codec == MessageCodec::kJson;
   switch (type.protocol) {

@@ -34,6 +34,9 @@ struct ContentType {
 // names none of the protocols ferry serves (an HTTP 415 for a server).
 std::optional<ContentType> parse_content_type(std::string_view value);
 
+// "gRPC", "gRPC-Web", "Connect": for messages.
+std::string_view protocol_name(WireProtocol protocol);
+
 // What a response (or a client's request) of that kind carries as its content-type: always with
 // the codec named ("application/grpc" for gRPC with proto, as every gRPC peer sends it).
 std::string_view content_type_name(const ContentType& type);

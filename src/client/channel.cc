@@ -122,8 +122,9 @@ asio::awaitable<ClientStream> Channel::open_on(std::shared_ptr<detail::ChannelCo
     // A retry policy for the method: the call keeps its request messages for further attempts.
     // Held by stream from here: should the start throw (asio does so when the operation's slot
     // has cancelled it), the stream's destructor releases it.
-    auto* retrying = new detail::RetryingStream(core, method, context,
-                                                core->retry_buffer_per_call(), std::move(observer));
+    auto* retrying =
+        new detail::RetryingStream(core, method, context, core->retry_buffer_per_call(),
+                                   std::move(observer), kind == RpcKind::kUnary);
     ClientStream stream(retrying, core->loop());
     co_await retrying->start(request);
     co_return stream;
@@ -131,7 +132,7 @@ asio::awaitable<ClientStream> Channel::open_on(std::shared_ptr<detail::ChannelCo
   // Two statements, not `?:`: GCC 12 miscompiles co_await inside a conditional expression.
   detail::Ref<detail::ClientCall> call;
   if (request == nullptr) {
-    call = co_await core->start_call(method, context);
+    call = co_await core->start_call(method, context, 0, kind == RpcKind::kUnary);
   } else {
     call = co_await detail::start_with_request(core, method, context, *request);
   }

@@ -192,8 +192,10 @@ asio::awaitable<void> ChannelCore::wait_for_change(std::chrono::steady_clock::ti
 
 asio::awaitable<Ref<ClientCall>> ChannelCore::start_call(std::string_view method,
                                                          ClientContext& context,
-                                                         int previous_attempts) {
-  if (Ref<ClientCall> call = try_start_call(method, context, previous_attempts)) co_return call;
+                                                         int previous_attempts, bool unary) {
+  if (Ref<ClientCall> call = try_start_call(method, context, previous_attempts, unary)) {
+    co_return call;
+  }
   const MethodConfig* config = nullptr;  // try_start_call applied it to context already
   if (has_method_configs_) config = &method_config_for(method);
   auto self = shared_from_this();
@@ -211,7 +213,7 @@ asio::awaitable<Ref<ClientCall>> ChannelCore::start_call(std::string_view method
     if (const std::shared_ptr<ChannelConnection>* conn = picker_.pick()) {
       if ((*conn)->connection->accepts_new_streams()) {
         --waiting_calls_;
-        co_return start_call_on(*conn, method, config, context, previous_attempts);
+        co_return start_call_on(*conn, method, config, context, previous_attempts, unary);
       }
       if ((*conn)->owner != nullptr) (*conn)->owner->drop_connection();
       continue;
@@ -245,14 +247,15 @@ asio::awaitable<Ref<ClientCall>> ChannelCore::start_call(std::string_view method
 
 Ref<ClientCall> ChannelCore::start_call_on(const std::shared_ptr<ChannelConnection>& conn,
                                            std::string_view method, const MethodConfig* config,
-                                           ClientContext& context, int previous_attempts) {
+                                           ClientContext& context, int previous_attempts,
+                                           bool unary) {
   CallLimits limits = options_;
   if (config != nullptr) limits = message_limits(*config, options_);
   auto call =
       Ref<ClientCall>::adopt(new ClientCall(conn, conn->connection.get(), &conn->deadlines,
                                             &context, limits, options_.max_header_list_size));
   call->start(method, options_.authority, options_.user_agent, previous_attempts,
-              options_.protocol == ChannelProtocol::kGrpcWeb);
+              CallProtocol{options_.protocol, options_.codec, unary});
   return call;
 }
 

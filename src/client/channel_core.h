@@ -47,13 +47,14 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   // cannot get a connection is returned over, with its status (UNAVAILABLE, DEADLINE_EXCEEDED,
   // CANCELLED once the channel is closed).
   // previous_attempts: a retry's count of earlier attempts (client/retry.h). The method's
-  // MethodConfig (timeout, wait_for_ready) is applied to context first.
+  // MethodConfig (timeout, wait_for_ready) is applied to context first. unary: a unary call
+  // (which the Connect protocol sends unenveloped).
   asio::awaitable<Ref<ClientCall>> start_call(std::string_view method, ClientContext& context,
-                                              int previous_attempts = 0);
+                                              int previous_attempts = 0, bool unary = false);
   // start_call without suspending, when the picker has a connection (the usual case); else
   // null. Spares a call the frame of start_call.
   Ref<ClientCall> try_start_call(std::string_view method, ClientContext& context,
-                                 int previous_attempts = 0) {
+                                 int previous_attempts = 0, bool unary = false) {
     const MethodConfig* config = nullptr;  // looked up once per call, only when there are any
     if (has_method_configs_) {
       config = &method_config_for(method);
@@ -62,7 +63,7 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
     if (closed_) return {};
     const std::shared_ptr<ChannelConnection>* conn = picker_.pick();
     if (conn == nullptr || !(*conn)->connection->accepts_new_streams()) return {};
-    return start_call_on(*conn, method, config, context, previous_attempts);
+    return start_call_on(*conn, method, config, context, previous_attempts, unary);
   }
 
   // The channel's client interceptors (ChannelOptions::interceptors); usually none.
@@ -112,7 +113,7 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   // config: the method's settings, null when the channel has none (the channel's limits apply).
   Ref<ClientCall> start_call_on(const std::shared_ptr<ChannelConnection>& conn,
                                 std::string_view method, const MethodConfig* config,
-                                ClientContext& context, int previous_attempts);
+                                ClientContext& context, int previous_attempts, bool unary);
   // Suspends until the picker or state changes, or deadline passes (spurious wake-ups allowed).
   asio::awaitable<void> wait_for_change(std::chrono::steady_clock::time_point deadline);
   // Resolves now, or as soon as min_resolve_interval allows; one resolution at a time.

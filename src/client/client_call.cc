@@ -2,10 +2,12 @@
 #include "client/client_call.h"
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "asio/post.hpp"
 #include "call/call_storage.h"
+#include "call/connect_wire.h"
 #include "call/wire_format.h"
 #include "client/retry.h"
 #include "client/unary_call.h"
@@ -56,10 +58,44 @@ void ClientCall::on_operation_cancelled() {
 }
 
 void ClientCall::start(std::string_view path, std::string_view authority,
-                       std::string_view user_agent, int previous_attempts, bool grpc_web) {
-  grpc_web_ = grpc_web;
-  const auto deadline = context_->deadline();
-  deadline_ = deadline;
+                       std::string_view user_agent, int previous_attempts, CallProtocol protocol) {
+  const bool json = protocol.codec == ChannelCodec::kJson;
+  sent_type_.codec = json ? MessageCodec::kJson : MessageCodec::kProto;
+  bool get = false;
+  switch (protocol.protocol) {
+    case ChannelProtocol::kGrpc:
+      break;
+    case ChannelProtocol::kGrpcWeb:
+      sent_type_.protocol = WireProtocol::kGrpcWeb;
+      accept_end_frames(kGrpcWebTrailersFlag);
+      break;
+    case ChannelProtocol::kConnect:
+      if (protocol.unary) {
+        sent_type_.protocol = WireProtocol::kConnectUnary;
+        get = context_->http_get();
+      } else {
+        sent_type_.protocol = WireProtocol::kConnectStreaming;
+        accept_end_frames(kConnectEndStreamFlag);
+      }
+      break;
+  }
+  if (json || sent_type_.protocol == WireProtocol::kConnectUnary) {
+    set_message_format(MessageFormat{
+        .json = json, .unframed = sent_type_.protocol == WireProtocol::kConnectUnary});
+  }
+  deadline_ = context_->deadline();
+  if (get) {
+    // Submitted with the request message, which goes in the URL (submit_get).
+    pending_get_ = std::make_unique<PendingGet>(
+        PendingGet{std::string(path), std::string(authority), std::string(user_agent)});
+    return;
+  }
+  submit(path, authority, user_agent, previous_attempts, /*get=*/false);
+}
+
+void ClientCall::submit(std::string_view path, std::string_view authority,
+                        std::string_view user_agent, int previous_attempts, bool get) {
+  const auto deadline = deadline_;
   const auto now = ClientContext::Clock::now();
   if (deadline <= now) {
     closed_ = true;
@@ -74,9 +110,12 @@ void ClientCall::start(std::string_view path, std::string_view authority,
   absl::InlinedVector<std::string, 2> encoded;
   std::string timeout;
   std::string attempts;
-  if (previous_attempts > 0) attempts = std::to_string(previous_attempts);
+  const bool connect = sent_type_.protocol == WireProtocol::kConnectUnary ||
+                       sent_type_.protocol == WireProtocol::kConnectStreaming;
+  if (previous_attempts > 0 && !connect) attempts = std::to_string(previous_attempts);
   if (deadline != ClientContext::Clock::time_point::max()) {
-    timeout = format_grpc_timeout(deadline - now);
+    timeout =
+        connect ? format_connect_timeout(deadline - now) : format_grpc_timeout(deadline - now);
   }
   for (const auto& [key, value] : context_->metadata()) {
     if (absl::Status s = validate_metadata(key, value); !s.ok()) {
@@ -91,26 +130,50 @@ void ClientCall::start(std::string_view path, std::string_view authority,
 
   using http2::HeaderField;
   absl::InlinedVector<HeaderField, 16> fields;
-  fields.push_back(HeaderField::literal(":method", "POST"));
+  sent_get_ = get;
+  fields.push_back(get ? HeaderField::literal(":method", "GET")
+                       : HeaderField::literal(":method", "POST"));
   fields.push_back(HeaderField::literal(":scheme", "http"));
   fields.push_back({":path", path});
   fields.push_back({":authority", authority});
-  if (grpc_web) {
-    fields.push_back(HeaderField::literal("content-type", "application/grpc-web+proto"));
-    fields.push_back(HeaderField::literal("x-grpc-web", "1"));
-    accept_end_frames(kGrpcWebTrailersFlag);
-  } else {
-    fields.push_back(HeaderField::literal("content-type", "application/grpc"));
-    fields.push_back(HeaderField::literal("te", "trailers"));
+  if (!get) fields.push_back({"content-type", content_type_name(sent_type_)});
+  set_send_compression(context_->compression());
+  const bool compressed = send_compression() != Compression::kIdentity;
+  switch (sent_type_.protocol) {
+    case WireProtocol::kGrpc:
+      fields.push_back(HeaderField::literal("te", "trailers"));
+      break;
+    case WireProtocol::kGrpcWeb:
+      fields.push_back(HeaderField::literal("x-grpc-web", "1"));
+      break;
+    case WireProtocol::kConnectUnary:
+      // A GET names its compression in the query (connect_get_query).
+      if (!get) fields.push_back(HeaderField::literal("connect-protocol-version", "1"));
+      if (compressed && !get) {
+        fields.push_back(
+            HeaderField::literal("content-encoding", compression_name(send_compression())));
+      }
+      fields.push_back(HeaderField::literal("accept-encoding", kAcceptEncoding));
+      break;
+    case WireProtocol::kConnectStreaming:
+      fields.push_back(HeaderField::literal("connect-protocol-version", "1"));
+      if (compressed) {
+        fields.push_back(
+            HeaderField::literal("connect-content-encoding", compression_name(send_compression())));
+      }
+      fields.push_back(HeaderField::literal("connect-accept-encoding", kAcceptEncoding));
+      break;
   }
   fields.push_back({"user-agent", user_agent});
-  if (!timeout.empty()) fields.push_back({"grpc-timeout", timeout});
+  if (!timeout.empty())
+    fields.push_back({connect ? "connect-timeout-ms" : "grpc-timeout", timeout});
   if (!attempts.empty()) fields.push_back({"grpc-previous-rpc-attempts", attempts});
-  set_send_compression(context_->compression());
-  if (send_compression() != Compression::kIdentity) {
-    fields.push_back(HeaderField::literal("grpc-encoding", compression_name(send_compression())));
+  if (!connect) {
+    if (compressed) {
+      fields.push_back(HeaderField::literal("grpc-encoding", compression_name(send_compression())));
+    }
+    fields.push_back(HeaderField::literal("grpc-accept-encoding", kAcceptEncoding));
   }
-  fields.push_back(HeaderField::literal("grpc-accept-encoding", kAcceptEncoding));
   std::size_t next_encoded = 0;
   for (const auto& [key, value] : context_->metadata()) {
     fields.push_back(
@@ -131,6 +194,36 @@ void ClientCall::start(std::string_view path, std::string_view authority,
   static_cast<void>(for_connection.release());  // the connection counts it now
   if (context_->parent_ != nullptr) link_to_parent();
   if (deadline != ClientContext::Clock::time_point::max()) arm_deadline(deadline);
+}
+
+void ClientCall::submit_get() {
+  std::unique_ptr<PendingGet> get = std::move(pending_get_);
+  const std::string message = outbound.to_string();
+  outbound.clear();
+  outbound_end = true;
+  const std::string path =
+      get->path + connect_get_query(message,
+                                    sent_type_.codec == MessageCodec::kJson ? "json" : "proto",
+                                    send_compression() == Compression::kIdentity
+                                        ? std::string_view()
+                                        : compression_name(send_compression()));
+  submit(path, get->authority, get->user_agent, 0, /*get=*/true);
+}
+
+template <class Message>
+absl::Status ClientCall::send_get(const Message& msg, WriteOptions options) {
+  if (done_) return status_.ok() ? absl::FailedPreconditionError("the call has ended") : status_;
+  set_send_compression(context_->compression());
+  if (absl::Status s = enqueue_message(msg, options); !s.ok()) {
+    pending_get_.reset();
+    closed_ = true;
+    connection_ = nullptr;
+    complete(s);
+    abort(status_);
+    return s;
+  }
+  submit_get();
+  return done_ ? status_ : absl::OkStatus();
 }
 
 void ClientCall::link_to_parent() {
@@ -168,6 +261,8 @@ bool ClientCall::on_header(std::string_view name, std::string_view value) {
     http_status_ = code;
     return true;
   }
+  if (is_connect()) [[unlikely]]
+    return on_connect_header(name, value);
   if (initial_done_ && !in_trailers_) begin_trailers();
   if (header_is(name, "grpc-status")) {
     has_grpc_status_ = true;
@@ -189,10 +284,7 @@ bool ClientCall::on_header(std::string_view name, std::string_view value) {
     return true;
   }
   if (header_is(name, "content-type")) {
-    if (!initial_done_) {
-      grpc_content_type_ =
-          grpc_web_ ? is_grpc_web_content_type(value) : is_grpc_content_type(value);
-    }
+    if (!initial_done_) response_type_ = classify_response_type(value);
     return true;
   }
   if (name[0] == ':' || header_starts_with(name, "grpc-")) {
@@ -212,20 +304,61 @@ bool ClientCall::on_header(std::string_view name, std::string_view value) {
   return true;
 }
 
+ClientCall::ResponseType ClientCall::classify_response_type(std::string_view content_type) const {
+  // What the request sent comes back in the usual case.
+  if (content_type == content_type_name(sent_type_)) return ResponseType::kMatch;
+  std::optional<ContentType> type = parse_content_type(content_type);
+  if (!type) {
+    // "application/xml" answering a Connect unary call names a codec, just not this one.
+    const bool application = absl::StartsWithIgnoreCase(to_absl(content_type), "application/");
+    return sent_type_.protocol == WireProtocol::kConnectUnary && application
+               ? ResponseType::kOtherCodec
+               : ResponseType::kForeign;
+  }
+  if (type->protocol != sent_type_.protocol) return ResponseType::kForeign;
+  return type->codec == sent_type_.codec && !type->text ? ResponseType::kMatch
+                                                        : ResponseType::kOtherCodec;
+}
+
+absl::Status ClientCall::response_type_status() const {
+  switch (response_type_) {
+    case ResponseType::kMatch:
+      return absl::OkStatus();
+    case ResponseType::kOtherCodec:
+      // The protocol, in another codec: the messages cannot be read.
+      return absl::InternalError(absl::StrCat("the response's content-type is not ",
+                                              to_absl(content_type_name(sent_type_)),
+                                              ", as requested"));
+    case ResponseType::kMissing:
+    case ResponseType::kForeign:
+      break;
+  }
+  // Not a response of the protocol (say, a proxy's page): UNKNOWN, as gRPC's spec, grpc-go
+  // and connect-go have it, rather than its body being read as messages.
+  return absl::UnknownError(
+      absl::StrCat("the response is not ", to_absl(protocol_name(sent_type_.protocol)),
+                   ": its content-type is not ", to_absl(content_type_name(sent_type_))));
+}
+
 void ClientCall::on_headers_done() {
   initial_done_ = true;
   ++header_blocks_;
-  if (header_blocks_ == 1 && http_status_ == 200 && !grpc_content_type_) {
-    // Not a gRPC response (say, a proxy's page): the call fails with the code the HTTP status
-    // maps to (UNKNOWN for 200), as gRPC's spec and grpc-go have it, rather than its body being
-    // read as messages. Other statuses are mapped when the stream ends.
-    abort_call(absl::Status(status_code_from_http(http_status_),
-                            "the response is not gRPC: its content-type is not application/grpc"));
+  if (is_connect()) [[unlikely]] {
+    on_connect_headers_done();
+    return;
+  }
+  if (header_blocks_ == 1 && http_status_ == 200 && response_type_ != ResponseType::kMatch) {
+    // Other statuses are mapped when the stream ends.
+    abort_call(response_type_status());
   }
 }
 
 void ClientCall::on_end_frame(DecodedMessage&& frame) {
   if (done_) return;
+  if (is_connect()) {
+    on_connect_end_stream(std::move(frame));
+    return;
+  }
   if (header_blocks_ != 1) {
     abort_call(absl::InternalError("gRPC-Web trailers frame out of place"));
     return;
@@ -251,6 +384,10 @@ void ClientCall::on_end_frame(DecodedMessage&& frame) {
 }
 
 void ClientCall::on_remote_end() {
+  if (is_connect()) [[unlikely]] {
+    on_connect_remote_end();
+    return;
+  }
   CallStream::on_remote_end();
   // INTERNAL when the stream ended inside a message.
   absl::Status truncated = check_inbound_complete();
@@ -267,7 +404,7 @@ void ClientCall::on_remote_end() {
     for (const auto& [key, value] : initial_metadata_) trailing_metadata_.add(key, value);
     // gRPC-Web's Trailers-Only block is the response's headers too (a browser client reads
     // both from it, as connect-go's gRPC-Web client does): kept as initial metadata as well.
-    if (!grpc_web_) initial_metadata_.clear();
+    if (sent_type_.protocol != WireProtocol::kGrpcWeb) initial_metadata_.clear();
   }
   if (http_status_ != 200) {
     complete(absl::Status(status_code_from_http(http_status_),
@@ -393,6 +530,7 @@ void ClientCall::set_observer(std::unique_ptr<ClientCallObserver> observer) {
 
 asio::awaitable<absl::Status> ClientCall::write(const google::protobuf::MessageLite& msg, bool last,
                                                 WriteOptions options) {
+  if (pending_get_ != nullptr) co_return send_get(msg, options);
   if (done_) co_return status_.ok() ? absl::FailedPreconditionError("the call has ended") : status_;
   absl::Status written = co_await write_message(msg, last, options);
   // The call ended while the write waited for window: the message may never have left.
@@ -401,6 +539,7 @@ asio::awaitable<absl::Status> ClientCall::write(const google::protobuf::MessageL
 }
 
 asio::awaitable<absl::Status> ClientCall::write_raw(const SliceChain& message) {
+  if (pending_get_ != nullptr) co_return send_get(message, WriteOptions{});
   if (done_) co_return status_.ok() ? absl::FailedPreconditionError("the call has ended") : status_;
   absl::Status written = co_await write_message(message, /*last=*/false);
   if (written.ok() && done_ && !status_.ok()) written = status_;
@@ -408,11 +547,17 @@ asio::awaitable<absl::Status> ClientCall::write_raw(const SliceChain& message) {
 }
 
 absl::Status ClientCall::send_request(const google::protobuf::MessageLite& msg) {
+  if (pending_get_ != nullptr) [[unlikely]]
+    return send_get(msg, WriteOptions{});
   if (done_) return status_.ok() ? absl::FailedPreconditionError("the call has ended") : status_;
   return queue_message(msg, /*last=*/true, WriteOptions{});
 }
 
 void ClientCall::writes_done() {
+  if (pending_get_ != nullptr) {
+    submit_get();  // no message: the query carries an empty one
+    return;
+  }
   if (outbound_end || closed_ || connection_ == nullptr) return;
   outbound_end = true;
   connection_->resume(this);

@@ -11,13 +11,23 @@
 #include "absl/status/status.h"
 #include "call/call_stream.h"
 #include "call/cancellation_link.h"
+#include "call/content_type.h"
 #include "call/deadline_queue.h"
 #include "client/stream_call.h"
+#include "ferry/channel.h"
 #include "ferry/client_context.h"
 
 namespace ferry::detail {
 
 class ClientCall;
+
+// How a call speaks to the server: the channel's protocol and codec (ChannelOptions), and
+// whether the call is unary (the Connect protocol sends a unary call's messages bare).
+struct CallProtocol {
+  ChannelProtocol protocol = ChannelProtocol::kGrpc;
+  ChannelCodec codec = ChannelCodec::kProto;
+  bool unary = false;
+};
 
 // Told once a call's status is known (the client interceptors' on_finish hooks), and of its
 // attempts (their on_attempt_* hooks). On the call's thread.
@@ -55,9 +65,10 @@ class ClientCall final : public CallStream, public StreamCall {
   // Submits the request headers. On failure the call is over with UNAVAILABLE.
   // previous_attempts: a retry's count of earlier attempts (grpc-previous-rpc-attempts); the
   // context's received metadata is cleared for it.
-  // grpc_web: the request and the response in gRPC-Web's form (ChannelOptions::protocol).
+  // protocol: gRPC, gRPC-Web or Connect, in proto or JSON. A Connect GET (ClientContext::
+  // set_http_get) is submitted once its request message is known (the first write).
   void start(std::string_view path, std::string_view authority, std::string_view user_agent,
-             int previous_attempts = 0, bool grpc_web = false);
+             int previous_attempts = 0, CallProtocol protocol = {});
 
   // StreamCall (the reference count is CallStream's).
   void ref() override { CallStream::ref(); }
@@ -124,7 +135,31 @@ class ClientCall final : public CallStream, public StreamCall {
   std::int64_t retry_pushback_ms() const { return retry_pushback_ms_; }
 
  private:
+  // The request headers, submitted: the connection has the stream (or the call is over).
+  void submit(std::string_view path, std::string_view authority, std::string_view user_agent,
+              int previous_attempts, bool get);
+  // A Connect GET's submit, once its request message is in outbound: the message moves into the
+  // URL's query.
+  void submit_get();
+  // What write(), write_raw() and send_request() do first while a GET waits for its message.
+  template <class Message>
+  absl::Status send_get(const Message& msg, WriteOptions options);
+
   bool on_header(std::string_view name, std::string_view value) override;
+  // The Connect protocol's share of the above (client_call_connect.cc).
+  bool on_connect_header(std::string_view name, std::string_view value);
+  void on_connect_headers_done();
+  void on_connect_remote_end();
+  void on_connect_end_stream(DecodedMessage&& frame);
+  bool is_connect() const {
+    return sent_type_.protocol == WireProtocol::kConnectUnary ||
+           sent_type_.protocol == WireProtocol::kConnectStreaming;
+  }
+  // Whether the response's content-type names the protocol and codec the request used.
+  enum class ResponseType : std::uint8_t { kMissing, kMatch, kOtherCodec, kForeign };
+  ResponseType classify_response_type(std::string_view content_type) const;
+  // The status a response whose content-type is not kMatch fails with; OK for kMatch.
+  absl::Status response_type_status() const;
   void on_headers_done() override;
   void on_remote_end() override;
   void on_stream_closed(http2::ErrorCode h2_error) override;
@@ -172,9 +207,23 @@ class ClientCall final : public CallStream, public StreamCall {
   int http_status_ = 0;
   std::int64_t retry_pushback_ms_ = -1;  // kNoPushback
   bool has_grpc_status_ = false;
-  // The response headers named a gRPC content-type (application/grpc[+codec]).
-  bool grpc_content_type_ = false;
-  bool grpc_web_ = false;  // gRPC-Web: the trailers come as the body's last frame
+  // What the request's content-type said (protocol and codec), and how the response's compares.
+  ContentType sent_type_;
+  ResponseType response_type_ = ResponseType::kMissing;
+  // The Connect protocol: a unary call's non-200 response carries a JSON error object as its
+  // body; a stream's end-of-stream message came (with connect_status_, what it said).
+  bool connect_error_body_ = false;
+  bool response_json_ = false;  // a unary response's content-type is application/json
+  bool sent_get_ = false;       // the request went as a GET
+  bool connect_end_ = false;
+  absl::Status connect_status_;
+  // A Connect GET waiting for its request message: where it goes.
+  struct PendingGet {
+    std::string path;
+    std::string authority;
+    std::string user_agent;
+  };
+  std::unique_ptr<PendingGet> pending_get_;
   // A field of the trailers (the second header block) came: a status the response headers
   // carried no longer counts.
   bool in_trailers_ = false;

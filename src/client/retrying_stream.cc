@@ -16,7 +16,7 @@ namespace ferry::detail {
 
 RetryingStream::RetryingStream(std::shared_ptr<ChannelCore> core, std::string_view method,
                                ClientContext& context, std::size_t buffer_limit,
-                               std::unique_ptr<ClientCallObserver> observer)
+                               std::unique_ptr<ClientCallObserver> observer, bool unary)
     : executor_(core->executor()),
       core_(std::move(core)),
       method_(method),
@@ -24,6 +24,7 @@ RetryingStream::RetryingStream(std::shared_ptr<ChannelCore> core, std::string_vi
       observer_(std::move(observer)),
       detachable_observer_(observer_.get()),
       buffer_limit_(buffer_limit),
+      unary_(unary),
       backoff_timer_(executor_),
       retried_(executor_) {}
 
@@ -49,7 +50,7 @@ void RetryingStream::unref() {
 
 asio::awaitable<void> RetryingStream::start(const google::protobuf::MessageLite* request) {
   Ref<RetryingStream> hold(this);
-  call_ = co_await core_->start_call(method_, *context_, 0);
+  call_ = co_await core_->start_call(method_, *context_, 0, unary_);
   if (observer_ != nullptr) observer_->attempt_started();
   if (request != nullptr) {
     keep(*request, WriteOptions{});
@@ -139,7 +140,7 @@ asio::awaitable<bool> RetryingStream::retry() {
         if (cancelled_) break;
       }
     }
-    Ref<ClientCall> next = co_await core_->start_call(method_, *context_, attempts_);
+    Ref<ClientCall> next = co_await core_->start_call(method_, *context_, attempts_, unary_);
     if (single_message_) next->expect_single_message();
     if (observer_ != nullptr) observer_->attempt_started();
     call_ = next;

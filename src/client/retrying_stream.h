@@ -38,8 +38,10 @@ class RetryingStream final : public StreamCall {
   // On the channel's executor. The creator holds one reference (ClientStream adopts it).
   // observer (the interceptors' on_finish hooks; may be null) is given to the last attempt, the
   // one whose status is the call's, once no further attempt can follow.
+  // unary: the call is unary (RpcKind::kUnary), which the Connect protocol sends unenveloped.
   RetryingStream(std::shared_ptr<ChannelCore> core, std::string_view method, ClientContext& context,
-                 std::size_t buffer_limit, std::unique_ptr<ClientCallObserver> observer = nullptr);
+                 std::size_t buffer_limit, std::unique_ptr<ClientCallObserver> observer = nullptr,
+                 bool unary = false);
   ~RetryingStream();
   RetryingStream(const RetryingStream&) = delete;
   RetryingStream& operator=(const RetryingStream&) = delete;
@@ -112,6 +114,7 @@ class RetryingStream final : public StreamCall {
   std::size_t buffer_limit_;
   bool committed_ = false;
   bool half_closed_ = false;
+  bool unary_ = false;
   bool single_message_ = false;
   bool cancelled_ = false;
   bool retrying_ = false;

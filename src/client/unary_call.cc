@@ -59,8 +59,8 @@ asio::awaitable<absl::Status> unary_call(std::shared_ptr<ChannelCore> core, std:
   while (true) {
     // start_with_request inlined: a unary call is the hot path, and a nested coroutine would
     // cost it one more frame per call.
-    Ref<ClientCall> call = core->try_start_call(method, context, attempts);
-    if (!call) call = co_await core->start_call(method, context, attempts);
+    Ref<ClientCall> call = core->try_start_call(method, context, attempts, /*unary=*/true);
+    if (!call) call = co_await core->start_call(method, context, attempts, /*unary=*/true);
     call->expect_single_message();
     if (observer != nullptr) observer->attempt_started();
     if (!call->done()) {

@@ -17,8 +17,6 @@
 namespace ferry::detail {
 namespace {
 
-constexpr std::uint8_t kEndStreamFlag = 0x02;
-
 // Whether the call's protocol version header, when sent, is the one this server speaks.
 constexpr std::string_view kConnectVersion = "1";
 
@@ -171,7 +169,7 @@ void ServerCall::route_connect_get() {
 void ServerCall::finish_connect(const absl::Status& status) {
   if (is_protocol(WireProtocol::kConnectStreaming)) {
     if (!headers_sent_) send_headers();
-    enqueue_frame(kEndStreamFlag, connect_end_stream_json(status, trailing_metadata_));
+    enqueue_frame(kConnectEndStreamFlag, connect_end_stream_json(status, trailing_metadata_));
     outbound_end = true;
     connection_->resume(this);
     return;

@@ -139,6 +139,7 @@ void prepare_context(const v1::ClientCompatRequest& req, ClientContext& context)
       [&](const std::string& key, const std::string& value) { context.add_metadata(key, value); });
   if (req.compression() == v1::COMPRESSION_GZIP) context.set_compression(Compression::kGzip);
   if (req.has_timeout_ms()) context.set_timeout(std::chrono::milliseconds(req.timeout_ms()));
+  context.set_http_get(req.use_get_http_method());
 }
 
 template <class Response>
@@ -306,11 +307,13 @@ asio::awaitable<absl::StatusOr<Result>> bidi_stream(Channel& channel, std::strin
 // What the suite may ask of ferry's client that it cannot do (config.yaml keeps such requests
 // away; this catches a configuration that does not).
 absl::Status check_supported(const v1::ClientCompatRequest& req) {
-  if (req.protocol() != v1::PROTOCOL_GRPC && req.protocol() != v1::PROTOCOL_GRPC_WEB) {
-    return absl::UnimplementedError(absl::StrCat("protocol ", v1::Protocol_Name(req.protocol()),
-                                                 " is not supported, only gRPC and gRPC-Web"));
+  if (req.protocol() != v1::PROTOCOL_GRPC && req.protocol() != v1::PROTOCOL_GRPC_WEB &&
+      req.protocol() != v1::PROTOCOL_CONNECT) {
+    return absl::UnimplementedError(
+        absl::StrCat("protocol ", v1::Protocol_Name(req.protocol()), " is not supported"));
   }
-  if (req.codec() != v1::CODEC_PROTO && req.codec() != v1::CODEC_UNSPECIFIED) {
+  if (req.codec() != v1::CODEC_PROTO && req.codec() != v1::CODEC_JSON &&
+      req.codec() != v1::CODEC_UNSPECIFIED) {
     return absl::UnimplementedError(
         absl::StrCat("codec ", v1::Codec_Name(req.codec()), " is not supported"));
   }
@@ -335,6 +338,8 @@ absl::Status check_supported(const v1::ClientCompatRequest& req) {
 absl::StatusOr<ChannelOptions> channel_options(const v1::ClientCompatRequest& req) {
   ChannelOptions options;
   if (req.protocol() == v1::PROTOCOL_GRPC_WEB) options.protocol = ChannelProtocol::kGrpcWeb;
+  if (req.protocol() == v1::PROTOCOL_CONNECT) options.protocol = ChannelProtocol::kConnect;
+  if (req.codec() == v1::CODEC_JSON) options.codec = ChannelCodec::kJson;
   if (req.message_receive_limit() > 0) {
     options.max_receive_message_size = req.message_receive_limit();
   }
