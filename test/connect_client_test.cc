@@ -254,8 +254,7 @@ TEST_P(ConnectClient, GetOnlyForMethodsWithoutSideEffects) {
   s = loop.run([&]() -> asio::awaitable<absl::Status> {
     ClientContext ctx;
     ctx.set_http_get(true);
-    co_return co_await loop.channel().call("/ferry.testing.Probe/Describe", ctx, request,
-                                           response);
+    co_return co_await loop.channel().call("/ferry.testing.Probe/Describe", ctx, request, response);
   });
   EXPECT_EQ(s.code(), absl::StatusCode::kUnknown) << s;
   EXPECT_NE(s.message().find("405"), std::string::npos) << s;

@@ -355,6 +355,45 @@ TEST(LoadBalancing, StateAndWaitForReady) {
                    .get());
 }
 
+// Promise: an application that retries fail-fast calls in a tight loop on the channel's own
+// thread still lets the channel reconnect: each failed call gives the thread a turn, so the
+// back-off timer runs, and once the server is back the loop's calls succeed. (The soak found
+// such a loop spinning on UNAVAILABLE forever: the calls failed inline, and the timer that would
+// reconnect never ran.)
+TEST(LoadBalancing, AFailFastLoopOnTheChannelsThreadLetsItReconnect) {
+  auto replicas = make_replicas(1);
+  const std::string target = ipv4_list(replicas);
+  replicas[0]->stop(0ms);
+  asio::io_context io(1);
+  Channel channel(io, target, fast_backoff(LoadBalancingPolicy::kPickFirst));
+  std::atomic<int> failures{0};
+  std::atomic<bool> started_failing{false};
+  auto looped = asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<absl::Status> {
+        const auto until = std::chrono::steady_clock::now() + 10s;
+        EchoRequest request;
+        EchoResponse response;
+        absl::Status status;
+        while (std::chrono::steady_clock::now() < until) {
+          ClientContext ctx;
+          status = co_await channel.call(kEcho, ctx, request, response);
+          if (status.ok()) co_return status;
+          failures.fetch_add(1);
+          started_failing.store(true);
+        }
+        co_return status;
+      },
+      asio::use_future);
+  std::thread runner([&io] { io.run(); });
+  ASSERT_TRUE(testing::eventually([&] { return started_failing.load(); }, 5s));
+  replicas[0]->start(replicas[0]->port());
+  const absl::Status last = looped.get();
+  EXPECT_TRUE(last.ok()) << last << " after " << failures.load() << " failed calls";
+  io.stop();
+  runner.join();
+}
+
 TEST(LoadBalancing, AddressListTargets) {
   auto v4 = detail::resolver_for_target("ipv4:127.0.0.1:1,10.0.0.2:2");
   ASSERT_TRUE(v4.ok()) << v4.status();

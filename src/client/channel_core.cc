@@ -201,6 +201,7 @@ asio::awaitable<Ref<ClientCall>> ChannelCore::start_call(std::string_view method
   auto self = shared_from_this();
   ++waiting_calls_;
   absl::Status failure;
+  bool waited = false;
   while (true) {
     if (closed_) {
       failure = absl::CancelledError("the channel is closed");
@@ -231,6 +232,7 @@ asio::awaitable<Ref<ClientCall>> ChannelCore::start_call(std::string_view method
     }
     if (s == ConnectivityState::kIdle || !resolved_once_) exit_idle();
     co_await wait_for_change(context.deadline());
+    waited = true;
     // A cancellation through the awaiting operation's slot (Channel::call with a bound slot,
     // the losing side of `||`) ends the wait; the call fails with CANCELLED. Awaiting the next
     // wait_for_change would throw instead (asio, once the coroutine is cancelled), and that
@@ -242,6 +244,16 @@ asio::awaitable<Ref<ClientCall>> ChannelCore::start_call(std::string_view method
     }
   }
   --waiting_calls_;
+  if (!waited) {
+    // A call that fails fast (no connection, the channel closed) fails without suspending, and
+    // the caller's coroutine goes on inline: one on this executor that retries in a loop would
+    // then never let it run the timers that reconnect (back-off) or re-resolve, and would spin
+    // on UNAVAILABLE forever (the soak found it). One turn of the loop per such call.
+    asio::cancellation_state cancellation = co_await asio::this_coro::cancellation_state;
+    if (cancellation.cancelled() == asio::cancellation_type::none) {
+      co_await asio::post(executor_, asio::use_awaitable);
+    }
+  }
   co_return Ref<ClientCall>::adopt(new ClientCall(executor_, &context, std::move(failure)));
 }
 
