@@ -53,7 +53,7 @@ namespace ferry {
 
 class ClientInterceptor;  // ferry/interceptor.h
 
-// The protocol a channel's calls speak to the server (docs/protocols.md), over HTTP/2.
+// The protocol a channel's calls speak to the server (docs/protocols.md).
 enum class ChannelProtocol {
   kGrpc,     // gRPC: application/grpc, trailers as HTTP/2 trailers
   kGrpcWeb,  // gRPC-Web: application/grpc-web+proto, trailers as the body's last frame
@@ -61,6 +61,16 @@ enum class ChannelProtocol {
   // or a GET when its context asks (ClientContext::set_http_get); streams are enveloped
   // (application/connect+proto) and end with an end-of-stream message.
   kConnect,
+};
+
+// The HTTP version a channel's calls go over: HTTP/2 (one connection, every call a stream of
+// it), or HTTP/1.1 for proxies and servers that pass only HTTP/1.1 (a connection per call in
+// flight, kept alive between calls; over TLS, ALPN http/1.1). HTTP/1.1 carries gRPC-Web and
+// Connect, and client and bidi streams half-duplex only (the response follows the request's
+// end); gRPC itself needs HTTP/2's trailers, and its calls fail with UNIMPLEMENTED over HTTP/1.1.
+enum class ChannelHttpVersion {
+  kHttp2,
+  kHttp1,
 };
 
 // How a channel's messages are encoded: protobuf's binary form, or its JSON mapping (protobuf's
@@ -77,6 +87,8 @@ struct ChannelOptions : MessageLimits, ConnectionLimits {
   ChannelProtocol protocol = ChannelProtocol::kGrpc;
   // Binary protobuf, or JSON (application/grpc+json, application/json...).
   ChannelCodec codec = ChannelCodec::kProto;
+  // HTTP/2, or HTTP/1.1 (with protocol kGrpcWeb or kConnect).
+  ChannelHttpVersion http_version = ChannelHttpVersion::kHttp2;
   // How long establishing a connection may take at least (gRPC's minimum connect timeout; an
   // attempt may take the current back-off delay when that is longer).
   std::chrono::milliseconds connect_timeout = std::chrono::seconds(20);

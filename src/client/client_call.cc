@@ -25,7 +25,7 @@ void ClientCall::operator delete(void* p, std::size_t) noexcept {
   RecycledStorage<sizeof(ClientCall)>::release(p);
 }
 
-ClientCall::ClientCall(std::shared_ptr<void> keepalive, http2::Connection* connection,
+ClientCall::ClientCall(std::shared_ptr<void> keepalive, http2::ClientTransport* connection,
                        DeadlineQueue* deadlines, ClientContext* context, const CallLimits& limits,
                        std::size_t max_header_bytes)
     : CallStream(connection->executor(), connection, limits, deadlines),
@@ -180,9 +180,18 @@ void ClientCall::submit(std::string_view path, std::string_view authority,
         {key, is_binary_metadata_key(key) ? std::string_view(encoded[next_encoded++]) : value});
   }
 
+  auto* transport = static_cast<http2::ClientTransport*>(connection_);
+  if (transport->is_http1() && sent_type_.protocol == WireProtocol::kGrpc) {
+    closed_ = true;
+    connection_ = nullptr;
+    complete(absl::UnimplementedError(
+        "gRPC needs HTTP/2: over HTTP/1.1 a channel speaks gRPC-Web or Connect "
+        "(ChannelOptions::protocol)"));
+    abort(status_);
+    return;
+  }
   Ref<ClientCall> for_connection(this);  // released in on_closed once the connection has it
-  // The client runs over HTTP/2 only.
-  if (static_cast<http2::Connection*>(connection_)->submit_request(this, fields) < 0) {
+  if (transport->submit_request(this, fields) < 0) {
     closed_ = true;
     connection_ = nullptr;
     for_connection.reset();

@@ -50,7 +50,7 @@ class ClientCall final : public CallStream, public StreamCall {
  public:
   // keepalive: whatever must outlive the call along with the connection (its observer and
   // deadlines, the queue that times the call).
-  ClientCall(std::shared_ptr<void> keepalive, http2::Connection* connection,
+  ClientCall(std::shared_ptr<void> keepalive, http2::ClientTransport* connection,
              DeadlineQueue* deadlines, ClientContext* context, const CallLimits& limits,
              std::size_t max_header_bytes);
   ~ClientCall();

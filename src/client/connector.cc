@@ -70,7 +70,8 @@ asio::awaitable<absl::StatusOr<std::unique_ptr<http2::ByteStream>>> connect_addr
   }
   if (options.credentials == nullptr) co_return stream;
   co_return co_await tls::client_handshake(std::move(stream), *options.credentials, tls_host,
-                                           deadline);
+                                           deadline,
+                                           options.http_version == ChannelHttpVersion::kHttp1);
 }
 
 }  // namespace ferry::detail

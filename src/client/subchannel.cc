@@ -11,6 +11,7 @@
 #include "asio/redirect_error.hpp"
 #include "asio/use_awaitable.hpp"
 #include "client/connector.h"
+#include "http1/client_pool.h"
 
 namespace ferry::detail {
 
@@ -72,11 +73,30 @@ asio::awaitable<void> Subchannel::attempt_loop(std::shared_ptr<Subchannel> /*kee
       last_error_ = stream.status();
     } else {
       auto conn = std::make_shared<ChannelConnection>(executor_);
-      conn->connection = std::make_shared<http2::Connection>(
-          *std::move(stream), http2::Role::kClient, options, conn.get());
-      http2::LifecyclePolicy lifecycle;
-      lifecycle.keepalive = options.keepalive;
-      conn->connection->set_lifecycle(lifecycle);
+      if (options.http_version == ChannelHttpVersion::kHttp1) {
+        // More connections like this one, for calls in flight at once.
+        auto dial = [executor = executor_, address = address_,
+                     settings = settings_](std::function<void(http1::ClientPool::Dialed)> done) {
+          asio::co_spawn(
+              executor,
+              [executor, address, settings, done = std::move(done)]() -> asio::awaitable<void> {
+                const ChannelOptions& o = settings->options;
+                done(co_await connect_address(executor, address, settings->tls_host,
+                                              std::chrono::steady_clock::now() + o.connect_timeout,
+                                              o));
+              },
+              asio::detached);
+        };
+        conn->connection = std::make_shared<http1::ClientPool>(*std::move(stream), std::move(dial),
+                                                               options, conn.get());
+      } else {
+        auto h2 = std::make_shared<http2::Connection>(*std::move(stream), http2::Role::kClient,
+                                                      options, conn.get());
+        http2::LifecyclePolicy lifecycle;
+        lifecycle.keepalive = options.keepalive;
+        h2->set_lifecycle(lifecycle);
+        conn->connection = std::move(h2);
+      }
       conn->self_while_open = conn;
       conn->connection->start();
       // READY once the server's SETTINGS arrived, within the attempt's deadline (gRPC's

@@ -29,7 +29,8 @@ class Subchannel;
 struct ChannelConnection final : http2::ConnectionObserver {
   explicit ChannelConnection(const asio::any_io_executor& executor)
       : deadlines(executor), settings_wait(executor) {}
-  std::shared_ptr<http2::Connection> connection;
+  // HTTP/2 (http2::Connection), or HTTP/1.1 (http1::ClientPool).
+  std::shared_ptr<http2::ClientTransport> connection;
   DeadlineQueue deadlines;      // its calls' deadlines, on one timer
   Subchannel* owner = nullptr;  // cleared when the subchannel lets go of it
   // Itself while the connection is open: the connection reports to this object up to the end

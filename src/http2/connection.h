@@ -17,6 +17,7 @@
 #include "common/wakeups.h"
 #include "ferry/limits.h"
 #include "ferry/slice_chain.h"
+#include "http2/client_transport.h"
 #include "http2/error_code.h"
 #include "http2/header_block.h"
 #include "http2/lifecycle.h"
@@ -48,7 +49,7 @@ class ConnectionObserver {
 
 class Connection final : public std::enable_shared_from_this<Connection>,
                          public ByteStreamClient,
-                         public StreamCarrier {
+                         public ClientTransport {
  public:
   // limits: what this end advertises (SETTINGS) and enforces.
   Connection(std::unique_ptr<ByteStream> stream, Role role, const ConnectionLimits& limits,
@@ -62,12 +63,12 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   void set_lifecycle(const LifecyclePolicy& policy);
 
   // Sends the preface and SETTINGS and starts reading.
-  void start();
+  void start() override;
 
   // Client: opens a stream with request headers; its DATA comes from the stream's outbound
   // queue. Returns the stream id, or -1 when no stream can be opened (closed, GOAWAY received,
   // stream ids exhausted).
-  std::int32_t submit_request(Stream* stream, std::span<const HeaderField> headers);
+  std::int32_t submit_request(Stream* stream, std::span<const HeaderField> headers) override;
   // Server: response headers; with_data attaches the stream's outbound queue as the body (ended
   // by outbound_end + trailers), without it the headers end the stream (Trailers-Only). False
   // when the connection cannot send them (closed).
@@ -98,9 +99,9 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   // Graceful shutdown: GOAWAY(last processed stream); existing streams go on, new ones are
   // refused (REFUSED_STREAM, so that the peer retries them elsewhere) from the moment the
   // GOAWAY is queued; the connection closes when the last stream is done.
-  void shutdown();
+  void shutdown() override;
   // Closes the byte stream now; every open stream gets on_closed(kConnectionLost).
-  void close();
+  void close() override;
   // Ends the connection for an error of the peer's: GOAWAY(error, debug), then close.
   void terminate(ErrorCode error, std::string_view debug);
   // Sends a PING (keepalive); the ACK reaches the lifecycle.
@@ -120,9 +121,9 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   std::size_t open_streams() const { return open_streams_; }
   std::uint64_t streams_opened() const { return streams_opened_; }
 
-  bool is_open() const { return !closed_; }
+  bool is_open() const override { return !closed_; }
   // Whether a new stream may still be opened (open, no GOAWAY either way).
-  bool accepts_new_streams() const;
+  bool accepts_new_streams() const override;
   const asio::any_io_executor& executor() const override { return executor_; }
   std::string peer_address() const { return stream_->peer_address(); }
 

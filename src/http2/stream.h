@@ -16,7 +16,9 @@
 
 namespace ferry::http1 {
 class Connection;
-}
+class ClientConnection;
+class ClientPool;
+}  // namespace ferry::http1
 
 namespace ferry::http2 {
 
@@ -80,6 +82,8 @@ class Stream {
  private:
   friend class Connection;
   friend class http1::Connection;
+  friend class http1::ClientConnection;
+  friend class http1::ClientPool;
   std::int32_t id_ = 0;
   bool deferred_ = false;      // the data provider returned DEFERRED: resume when there is more
   bool has_provider_ = false;  // a data provider is attached (response or request submitted)

@@ -103,11 +103,20 @@ void ServerHandshake::on_handshake(const asio::error_code& ec) {
 
 asio::awaitable<absl::StatusOr<std::unique_ptr<http2::ByteStream>>> client_handshake(
     std::unique_ptr<http2::ByteStream> stream, const ChannelCredentials& creds, std::string host,
-    std::chrono::steady_clock::time_point deadline) {
+    std::chrono::steady_clock::time_point deadline, bool http1) {
   const std::string& name =
       creds.server_name_override().empty() ? host : creds.server_name_override();
   SSL* ssl = SSL_new(creds.state().context.native_handle());
   SSL_set_connect_state(ssl);
+  if (http1) {
+    static constexpr unsigned char kAlpnHttp1[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+    SSL_set_alpn_protos(ssl, kAlpnHttp1, sizeof(kAlpnHttp1));
+  }
+  // What the server must choose: h2, or for HTTP/1.1 http/1.1 (or nothing, HTTP/1.1 being what
+  // a TLS server without ALPN speaks).
+  auto negotiated_ours = [http1](SSL* s) {
+    return http1 ? negotiated(s) == "http/1.1" || negotiated(s).empty() : negotiated_h2(s);
+  };
   asio::error_code ec;
   asio::ip::make_address(name, ec);
   if (!ec) {  // an address: matched against IP SANs; SNI carries host names only
@@ -125,8 +134,10 @@ asio::awaitable<absl::StatusOr<std::unique_ptr<http2::ByteStream>>> client_hands
     timed_out = true;
     tls->close();
   });
-  // The handshake, then the server's first data (see TlsStream::async_wait_for_data).
+  // The handshake, then the server's first data (see TlsStream::async_wait_for_data); an
+  // HTTP/1.1 server says nothing before a request.
   for (const bool handshake : {true, false}) {
+    if (!handshake && http1) break;
     ec = {};
     auto token = asio::redirect_error(asio::use_awaitable, ec);
     co_await asio::async_initiate<decltype(token), void(asio::error_code)>(
@@ -145,7 +156,7 @@ asio::awaitable<absl::StatusOr<std::unique_ptr<http2::ByteStream>>> client_hands
           handshake ? tls->async_handshake(done) : tls->async_wait_for_data(done);
         },
         token);
-    if (ec || timed_out || !negotiated_h2(tls->ssl())) break;
+    if (ec || timed_out || !negotiated_ours(tls->ssl())) break;
   }
   timer.cancel();
   const std::string peer = tls->peer_address();
@@ -155,9 +166,9 @@ asio::awaitable<absl::StatusOr<std::unique_ptr<http2::ByteStream>>> client_hands
         absl::StrCat(tls->error().empty() ? "TLS handshake failed: " + ec.message() : tls->error(),
                      " (server ", peer, ", verifying it as \"", name, "\")"));
   }
-  if (!negotiated_h2(tls->ssl())) {
-    co_return absl::UnavailableError(
-        absl::StrCat("TLS: the server ", peer, " did not negotiate ALPN \"h2\""));
+  if (!negotiated_ours(tls->ssl())) {
+    co_return absl::UnavailableError(absl::StrCat(
+        "TLS: the server ", peer, " did not negotiate ALPN \"", http1 ? "http/1.1" : "h2", "\""));
   }
   co_return std::unique_ptr<http2::ByteStream>(std::move(tls));
 }

@@ -51,10 +51,10 @@ class ServerHandshake {
 };
 
 // The client's handshake over stream: verifies the server's certificate for host (or the
-// credentials' server_name_override, also sent as SNI) and requires ALPN h2; gives up at
-// deadline. UNAVAILABLE saying why on failure.
+// credentials' server_name_override, also sent as SNI) and requires ALPN h2 (http1: offers and
+// accepts http/1.1 instead); gives up at deadline. UNAVAILABLE saying why on failure.
 asio::awaitable<absl::StatusOr<std::unique_ptr<http2::ByteStream>>> client_handshake(
     std::unique_ptr<http2::ByteStream> stream, const ChannelCredentials& creds, std::string host,
-    std::chrono::steady_clock::time_point deadline);
+    std::chrono::steady_clock::time_point deadline, bool http1 = false);
 
 }  // namespace ferry::tls

@@ -317,7 +317,7 @@ absl::Status check_supported(const v1::ClientCompatRequest& req) {
     return absl::UnimplementedError(
         absl::StrCat("codec ", v1::Codec_Name(req.codec()), " is not supported"));
   }
-  if (req.http_version() != v1::HTTP_VERSION_2 &&
+  if (req.http_version() != v1::HTTP_VERSION_2 && req.http_version() != v1::HTTP_VERSION_1 &&
       req.http_version() != v1::HTTP_VERSION_UNSPECIFIED) {
     return absl::UnimplementedError(absl::StrCat(
         "HTTP version ", v1::HTTPVersion_Name(req.http_version()), " is not supported"));
@@ -340,6 +340,7 @@ absl::StatusOr<ChannelOptions> channel_options(const v1::ClientCompatRequest& re
   if (req.protocol() == v1::PROTOCOL_GRPC_WEB) options.protocol = ChannelProtocol::kGrpcWeb;
   if (req.protocol() == v1::PROTOCOL_CONNECT) options.protocol = ChannelProtocol::kConnect;
   if (req.codec() == v1::CODEC_JSON) options.codec = ChannelCodec::kJson;
+  if (req.http_version() == v1::HTTP_VERSION_1) options.http_version = ChannelHttpVersion::kHttp1;
   if (req.message_receive_limit() > 0) {
     options.max_receive_message_size = req.message_receive_limit();
   }

@@ -1,0 +1,333 @@
+// Implementation of src/http1/client_connection.h.
+#include "http1/client_connection.h"
+
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "asio/post.hpp"
+#include "http2/read_block.h"
+
+namespace ferry::http1 {
+namespace {
+
+// How much of a body goes to the write queue ahead of the socket; the rest stays in the
+// stream's own queue, whose writer waits at CallStream::kWriteHighWater.
+constexpr std::size_t kWriteAhead = 256 * 1024;
+
+// Hop-by-hop fields, which describe this connection rather than the response.
+bool hop_by_hop(std::string_view name) {
+  return name == "connection" || name == "keep-alive" || name == "transfer-encoding" ||
+         name == "proxy-connection" || name == "upgrade" || name == "trailer" || name == "te";
+}
+
+}  // namespace
+
+struct ClientConnection::Callbacks {
+  static ClientConnection& self(http_parser* p) { return *static_cast<ClientConnection*>(p->data); }
+
+  static int on_message_begin(http_parser* p) {
+    ClientConnection& c = self(p);
+    c.headers_.clear();
+    c.in_value_ = false;
+    c.header_bytes_ = 0;
+    return 0;
+  }
+  static int on_header_field(http_parser* p, const char* at, std::size_t n) {
+    ClientConnection& c = self(p);
+    if (c.in_value_ || c.headers_.empty()) c.headers_.emplace_back();
+    c.in_value_ = false;
+    c.headers_.back().first.append(at, n);
+    c.header_bytes_ += n + 32;  // as HPACK counts a field (RFC 7541's 32 bytes of overhead)
+    return c.header_bytes_ > c.limits_.max_header_list_size ? 1 : 0;
+  }
+  static int on_header_value(http_parser* p, const char* at, std::size_t n) {
+    ClientConnection& c = self(p);
+    c.in_value_ = true;
+    c.headers_.back().second.append(at, n);
+    c.header_bytes_ += n;
+    return c.header_bytes_ > c.limits_.max_header_list_size ? 1 : 0;
+  }
+  static int on_headers_complete(http_parser* p) {
+    ClientConnection& c = self(p);
+    if (p->status_code >= 100 && p->status_code < 200) return 0;  // 100 Continue: the next one
+    if (c.current_ == nullptr) return -1;  // a response nobody asked for
+    http2::Stream* s = c.current_;
+    bool ok = s->on_header(":status", std::to_string(p->status_code));
+    for (auto& [name, value] : c.headers_) {
+      if (!ok) break;
+      name = absl::AsciiStrToLower(name);
+      if (hop_by_hop(name)) continue;
+      ok = s->on_header(name, value);
+    }
+    if (!ok) return -1;
+    c.headers_delivered_ = true;
+    s->on_headers_done();
+    return 0;
+  }
+  static int on_body(http_parser* p, const char* at, std::size_t n) {
+    ClientConnection& c = self(p);
+    if (c.current_ == nullptr) return 0;
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(at);
+    c.unconsumed_ += n;
+    // Zero copy from the read block.
+    if (c.parsing_block_ != nullptr) {
+      c.current_->on_data(Slice(c.parsing_block_, bytes, n));
+    } else {
+      SliceChain copy;
+      copy.append_copy(bytes, n);
+      for (const Slice& s : copy) c.current_->on_data(s);
+    }
+    return 0;
+  }
+  static int on_message_complete(http_parser* p) {
+    ClientConnection& c = self(p);
+    if (p->status_code >= 100 && p->status_code < 200) return 0;
+    c.response_done_ = true;
+    c.keep_alive_ = c.keep_alive_ && http_should_keep_alive(p) != 0;
+    if (c.current_ != nullptr) c.current_->on_remote_end();
+    // Nothing may follow a response until the next request: what does ends the connection.
+    http_parser_pause(p, 1);
+    c.settle_later();
+    return 0;
+  }
+
+  static const http_parser_settings& settings() {
+    static const http_parser_settings s = [] {
+      http_parser_settings out;
+      http_parser_settings_init(&out);
+      out.on_message_begin = &on_message_begin;
+      out.on_header_field = &on_header_field;
+      out.on_header_value = &on_header_value;
+      out.on_headers_complete = &on_headers_complete;
+      out.on_body = &on_body;
+      out.on_message_complete = &on_message_complete;
+      return out;
+    }();
+    return s;
+  }
+};
+
+ClientConnection::ClientConnection(std::unique_ptr<http2::ByteStream> stream,
+                                   const ConnectionLimits& limits, Owner* owner)
+    : executor_(stream->executor()), stream_(std::move(stream)), limits_(limits), owner_(owner) {
+  http_parser_init(&parser_, HTTP_RESPONSE);
+  parser_.data = this;
+}
+
+ClientConnection::~ClientConnection() {
+  if (read_block_ != nullptr) detail::block_unref(read_block_);
+}
+
+void ClientConnection::start() { start_read(); }
+
+void ClientConnection::begin(http2::Stream* stream, std::string head) {
+  current_ = stream;
+  head_ = std::move(head);
+  head_written_ = false;
+  chunked_ = false;
+  request_done_ = false;
+  response_done_ = false;
+  response_began_ = false;
+  headers_delivered_ = false;
+  keep_alive_ = true;
+  unconsumed_ = 0;
+  http_parser_init(&parser_, HTTP_RESPONSE);
+  parser_.data = this;
+  // The head waits for the loop: a unary call's body and its end are queued by then, and the
+  // request goes with a content-length.
+  resume();
+}
+
+void ClientConnection::resume() {
+  if (closed_ || current_ == nullptr) return;
+  asio::post(executor_, [self = shared_from_this(), stream = current_] {
+    if (self->current_ != stream || self->closed_) return;
+    self->pump();
+    self->flush();
+  });
+}
+
+void ClientConnection::pump() {
+  http2::Stream* s = current_;
+  if (s == nullptr || request_done_) return;
+  bool took = false;
+  if (!head_written_) {
+    chunked_ = !s->outbound_end;
+    absl::StrAppend(&head_, chunked_ ? "transfer-encoding: chunked\r\n"
+                                     : absl::StrCat("content-length: ", s->outbound.size(), "\r\n"),
+                    "\r\n");
+    out_.append_copy(head_.data(), head_.size());
+    head_.clear();
+    head_.shrink_to_fit();
+    head_written_ = true;
+  }
+  const std::size_t unwritten = out_.size() + writing_.size();
+  if (unwritten < kWriteAhead && !s->outbound.empty()) {
+    const std::size_t n = std::min(s->outbound.size(), kWriteAhead - unwritten);
+    if (chunked_) {
+      const std::string size = absl::StrCat(absl::Hex(n), "\r\n");
+      out_.append_copy(size.data(), size.size());
+    }
+    out_.append(s->outbound.split_front(n));
+    if (chunked_) out_.append_copy("\r\n", 2);
+    took = true;
+  }
+  if (s->outbound_end && s->outbound.empty()) {
+    if (chunked_) out_.append_copy("0\r\n\r\n", 5);
+    request_done_ = true;
+    settle_later();
+  }
+  if (took) s->on_outbound_taken();
+}
+
+void ClientConnection::flush() {
+  if (closed_ || writing_now_ || out_.empty()) return;
+  writing_ = std::move(out_);
+  out_ = SliceChain();
+  iov_.clear();
+  writing_.append_buffers(iov_);
+  writing_now_ = true;
+  stream_->async_write(iov_, shared_from_this());
+}
+
+void ClientConnection::on_written(const asio::error_code& ec) {
+  writing_now_ = false;
+  writing_.clear();
+  if (closed_) return;
+  if (ec) {
+    // A reused connection the server closed before our request: it never saw it.
+    fail(reused() && !response_began_ ? http2::ErrorCode::kRefusedStream
+                                      : http2::ErrorCode::kConnectionLost);
+    return;
+  }
+  pump();
+  if (send_waiters_ && !send_queue_full()) send_waiters_ = false;
+  flush();
+}
+
+bool ClientConnection::send_queue_full() const {
+  return out_.size() + writing_.size() >= limits_.max_queued_send_bytes;
+}
+
+void ClientConnection::start_read() {
+  if (closed_ || read_pending_) return;
+  if (unconsumed_ > limits_.stream_window) return;  // the call reads on first (consume())
+  read_block_ = http2::next_read_block(read_block_);
+  read_pending_ = true;
+  stream_->async_read_some(asio::buffer(read_block_->data(), BufferPool::kBlockSize),
+                           shared_from_this());
+}
+
+void ClientConnection::on_read(const asio::error_code& ec, std::size_t n) {
+  read_pending_ = false;
+  if (closed_) return;
+  if (ec) {
+    if (current_ == nullptr) {
+      close();  // the server closed an idle connection (its keep-alive timeout)
+      return;
+    }
+    // A response delimited by the end of the connection ends here.
+    if (ec == asio::error::eof && response_began_ && !response_done_) {
+      http_parser_execute(&parser_, &Callbacks::settings(), nullptr, 0);
+      if (response_done_) {
+        keep_alive_ = false;
+        return;  // settle() closes
+      }
+    }
+    if (!response_done_) {
+      // A reused connection the server had closed as the request went out: it never saw it
+      // (browsers retry such a request too), so the call may go again elsewhere.
+      fail(reused() && !response_began_ ? http2::ErrorCode::kRefusedStream
+                                        : http2::ErrorCode::kConnectionLost);
+    } else {
+      keep_alive_ = false;
+    }
+    return;
+  }
+  read_block_->used = static_cast<std::uint32_t>(n);
+  parse(read_block_->data(), n, read_block_);
+  start_read();
+}
+
+void ClientConnection::parse(const std::uint8_t* data, std::size_t n, detail::Block* block) {
+  if (current_ == nullptr || response_done_) {
+    // Bytes nobody asked for: the connection is not HTTP/1.1 as it should be.
+    keep_alive_ = false;
+    if (current_ == nullptr) close();
+    return;
+  }
+  response_began_ = true;
+  parsing_block_ = block;
+  const std::size_t parsed =
+      http_parser_execute(&parser_, &Callbacks::settings(), reinterpret_cast<const char*>(data), n);
+  parsing_block_ = nullptr;
+  if (closed_) return;
+  const http_errno error = HTTP_PARSER_ERRNO(&parser_);
+  if (error == HPE_PAUSED) {
+    if (parsed < n) keep_alive_ = false;  // more than the response: nothing to read it as
+    return;
+  }
+  if (error != HPE_OK) fail(http2::ErrorCode::kProtocolError);
+}
+
+void ClientConnection::consume(std::size_t n) {
+  unconsumed_ -= std::min(n, unconsumed_);
+  if (!read_pending_ && !closed_) {
+    asio::post(executor_, [self = shared_from_this()] { self->start_read(); });
+  }
+}
+
+void ClientConnection::settle_later() {
+  if (settle_posted_) return;
+  settle_posted_ = true;
+  asio::post(executor_, [self = shared_from_this()] { self->settle(); });
+}
+
+void ClientConnection::settle() {
+  settle_posted_ = false;
+  if (closed_ || current_ == nullptr || !response_done_) return;
+  if (!request_done_) {
+    // The server answered before the request's body ended: the rest cannot go on this
+    // connection (the call resets the stream, which closes it, unless it did already).
+    return;
+  }
+  http2::Stream* s = std::exchange(current_, nullptr);
+  ++exchanges_;
+  auto keep = shared_from_this();
+  s->on_closed(http2::ErrorCode::kNoError);
+  if (closed_) return;
+  if (!keep_alive_) {
+    close();
+  } else if (owner_ != nullptr) {
+    owner_->on_idle(this);
+  }
+}
+
+void ClientConnection::reset(http2::ErrorCode error) {
+  if (closed_ || current_ == nullptr) return;
+  // Not from inside the stream's own call: it is told on_closed from the loop.
+  keep_alive_ = false;
+  asio::post(executor_, [self = shared_from_this(), stream = current_, error] {
+    if (self->current_ == stream) self->fail(error);
+  });
+}
+
+void ClientConnection::fail(http2::ErrorCode error) {
+  auto keep = shared_from_this();
+  if (http2::Stream* s = std::exchange(current_, nullptr)) s->on_closed(error);
+  close();
+}
+
+void ClientConnection::close() {
+  if (closed_) return;
+  closed_ = true;
+  auto keep = shared_from_this();
+  stream_->close();
+  if (http2::Stream* s = std::exchange(current_, nullptr)) {
+    s->on_closed(http2::ErrorCode::kConnectionLost);
+  }
+  if (owner_ != nullptr) owner_->on_connection_closed(this);
+}
+
+}  // namespace ferry::http1
