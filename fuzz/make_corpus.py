@@ -144,3 +144,19 @@ write(H1, "rejected_header", b"\xff" + b"POST /a/b HTTP/1.1\r\nx-reject: 1\r\nco
 write(H1, "get_and_close", b"\xff" + b"GET /a/b?encoding=json&message=%7B%7D HTTP/1.1\r\nhost: t\r\n"
       b"connection: close\r\n\r\n" + POST)
 write(H1, "http10_and_options", b"\xff" + b"OPTIONS /a/b HTTP/1.0\r\norigin: http://x\r\n\r\n")
+
+# http1_client_fuzzer: the chunking byte, a byte choosing the calls (count 1..4 in the low two
+# bits, each call's behaviour in two bits above), then an HTTP/1.1 server's responses.
+HC = "http1_client_fuzzer"
+RESP = (b"HTTP/1.1 200 OK\r\ncontent-type: application/proto\r\ntrailer-t: v\r\n"
+        b"content-length: 5\r\n\r\nhello")
+CHUNKED = (b"HTTP/1.1 200 OK\r\ncontent-type: application/connect+proto\r\n"
+           b"transfer-encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nx-t: 1\r\n\r\n")
+write(HC, "one_response", b"\xff\x00" + RESP)
+write(HC, "bytewise", b"\x00\x00" + RESP)
+write(HC, "keepalive_three_calls", b"\x40\x06" + RESP + CHUNKED + RESP)
+write(HC, "continue_then_response", b"\xff\x00" + b"HTTP/1.1 100 Continue\r\n\r\n" + RESP)
+write(HC, "close_delimited", b"\xff\x01" + b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\nbody")
+write(HC, "rejected_header", b"\xff\x01" + b"HTTP/1.1 404 Not Found\r\nx-reject: 1\r\n"
+      b"content-length: 0\r\n\r\n" + RESP)
+write(HC, "cancelled_then_next", b"\xff\x09" + CHUNKED + RESP)
