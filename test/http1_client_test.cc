@@ -80,7 +80,8 @@ class CannedServer {
       connections_.fetch_add(1);
       for (int i = 0; i < close_after_; ++i) {
         std::string buffer;
-        const std::size_t head = asio::read_until(socket, asio::dynamic_buffer(buffer), "\r\n\r\n", ec);
+        const std::size_t head =
+            asio::read_until(socket, asio::dynamic_buffer(buffer), "\r\n\r\n", ec);
         if (ec) break;
         std::string request = buffer.substr(0, head);
         std::string body = buffer.substr(head);

@@ -28,20 +28,29 @@ namespace ferry {
 // not touch the call (ServerContext, readers, writers) while on the pool: those belong to the
 // I/O thread. Not cancellable while fn runs (the call's cancellation is seen once it returns).
 // Cost: one coroutine frame and two hops between threads; for work of ~10 µs and more.
+namespace detail {
+
+// The work as a coroutine of its own, fn a parameter (so in its frame). Not a capturing
+// coroutine lambda given to co_spawn: asio 1.22 (Debian's) then destroys the captures once more
+// than it copies them when co_spawn completes to use_awaitable, and what fn held (a shared_ptr's
+// count) came out one short: a use after free.
+template <class Result, class Fn>
+asio::awaitable<Result> run_offloaded(Fn fn) {
+  if constexpr (std::is_void_v<Result>) {
+    fn();
+    co_return;
+  } else {
+    co_return fn();
+  }
+}
+
+}  // namespace detail
+
 template <class Fn>
 asio::awaitable<std::invoke_result_t<Fn&>> offload(asio::thread_pool& pool, Fn fn) {
   using Result = std::invoke_result_t<Fn&>;
   co_return co_await asio::co_spawn(
-      pool.get_executor(),
-      [f = std::move(fn)]() mutable -> asio::awaitable<Result> {
-        if constexpr (std::is_void_v<Result>) {
-          f();
-          co_return;
-        } else {
-          co_return f();
-        }
-      },
-      asio::use_awaitable);
+      pool.get_executor(), detail::run_offloaded<Result>(std::move(fn)), asio::use_awaitable);
 }
 
 }  // namespace ferry

@@ -51,7 +51,7 @@ struct ClientConnection::Callbacks {
   static int on_headers_complete(http_parser* p) {
     ClientConnection& c = self(p);
     if (p->status_code >= 100 && p->status_code < 200) return 0;  // 100 Continue: the next one
-    if (c.current_ == nullptr) return -1;  // a response nobody asked for
+    if (c.current_ == nullptr) return -1;                         // a response nobody asked for
     http2::Stream* s = c.current_;
     bool ok = s->on_header(":status", std::to_string(p->status_code));
     for (auto& [name, value] : c.headers_) {
@@ -154,8 +154,9 @@ void ClientConnection::pump() {
   bool took = false;
   if (!head_written_) {
     chunked_ = !s->outbound_end;
-    absl::StrAppend(&head_, chunked_ ? "transfer-encoding: chunked\r\n"
-                                     : absl::StrCat("content-length: ", s->outbound.size(), "\r\n"),
+    absl::StrAppend(&head_,
+                    chunked_ ? "transfer-encoding: chunked\r\n"
+                             : absl::StrCat("content-length: ", s->outbound.size(), "\r\n"),
                     "\r\n");
     out_.append_copy(head_.data(), head_.size());
     head_.clear();

@@ -12,7 +12,8 @@ namespace ferry::http1 {
 ClientPool::ClientPool(std::unique_ptr<http2::ByteStream> first, Dial dial,
                        const ConnectionLimits& limits, http2::ConnectionObserver* observer)
     : executor_(first->executor()), dial_(std::move(dial)), limits_(limits), observer_(observer) {
-  connections_.push_back(std::make_shared<ClientConnection>(std::move(first), limits_, static_cast<Owner*>(this)));
+  connections_.push_back(
+      std::make_shared<ClientConnection>(std::move(first), limits_, static_cast<Owner*>(this)));
 }
 
 ClientPool::~ClientPool() {
@@ -72,7 +73,8 @@ void ClientPool::on_dialed(Dialed dialed) {
     if (connections_.empty() && dialing_ == 0) close();
     return;
   }
-  auto c = std::make_shared<ClientConnection>(*std::move(dialed), limits_, static_cast<Owner*>(this));
+  auto c =
+      std::make_shared<ClientConnection>(*std::move(dialed), limits_, static_cast<Owner*>(this));
   connections_.push_back(c);
   c->start();
   on_idle(c.get());
