@@ -31,6 +31,7 @@
 #include "asio/use_future.hpp"
 #include "faults/fault_service.h"
 #include "faults/toxiproxy.h"
+#include "ferry/buffer_pool.h"
 #include "ferry/channel.h"
 #include "ferry/resolver.h"
 #include "ferry/server.h"
@@ -49,6 +50,7 @@ using testing::EchoResponse;
 using testing::FaultService;
 using testing::Toxiproxy;
 using testing::echo_methods::kChat;
+using testing::echo_methods::kCollect;
 using testing::echo_methods::kEcho;
 using testing::echo_methods::kExpand;
 
@@ -619,6 +621,108 @@ INSTANTIATE_TEST_SUITE_P(
                               {{"average_size", 64}, {"size_variation", 48}, {"delay", 10}}},
                       Trickle{"latency", "latency", {{"latency", 200}, {"jitter", 20}}}),
     [](const auto& info) { return std::string(info.param.name); });
+
+// The most pooled blocks in use at once (BufferPool: client and server share this process's
+// pool) while it lives, sampled every 5 ms.
+class PoolPeak {
+ public:
+  PoolPeak() : base_(BufferPool::instance().stats().blocks_in_use) {
+    sampler_ = std::thread([this] {
+      while (!stop_) {
+        const std::int64_t now = BufferPool::instance().stats().blocks_in_use;
+        peak_ = std::max(peak_.load(), now);
+        std::this_thread::sleep_for(5ms);  // a sampling period, not a wait for something
+      }
+    });
+  }
+  ~PoolPeak() { stop(); }
+  void stop() {
+    stop_ = true;
+    if (sampler_.joinable()) sampler_.join();
+  }
+  // Above what was in use when it started, in bytes.
+  std::int64_t peak_bytes() const {
+    return (peak_.load() - base_) * static_cast<std::int64_t>(BufferPool::kBlockSize);
+  }
+
+ private:
+  const std::int64_t base_;
+  std::atomic<std::int64_t> peak_{0};
+  std::atomic<bool> stop_{false};
+  std::thread sampler_;
+};
+
+// What flow control lets a stream's two ends hold in pooled blocks over a slow link, whatever
+// the message count: the receiver's stream window (ConnectionLimits::stream_window, 1 MiB) of
+// DATA sent but not yet read, the sender's queue up to its high-water mark (256 KiB) plus the
+// message being encoded (128 KiB), and a read block on each side; 3 MiB is that with room to
+// spare, and half of what either test below moves (6 MiB).
+constexpr std::int64_t kTrickleMemoryBound = 3 << 20;
+
+// Promise: over a link slower than the sender (4 MB/s), a server stream of 6 MiB (48 x 128
+// KiB) and a client stream of as much arrive whole, while the pooled memory of both ends
+// together stays within what flow control allows (kTrickleMemoryBound), not the stream's size:
+// the writer waits for the reader's window instead of queueing.
+TEST(Toxiproxy, TrickleHoldsMemoryWithinFlowControlBounds) {
+  SKIP_WITHOUT_TOXIPROXY();
+  Toxiproxy toxiproxy;
+  Backend backend;
+  const int port = toxiproxy.create_proxy("slow", backend.port());
+  for (const char* stream : {"upstream", "downstream"}) {
+    toxiproxy.add_toxic("slow", absl::StrCat("bandwidth-", stream), "bandwidth", stream,
+                        {{"rate", 4096}});
+  }
+  Channel channel(ipv4_target({port}), fault_channel_options());
+  constexpr int kMessages = 48;
+  constexpr int kSize = 128 * 1024;
+  {
+    PoolPeak peak;
+    std::atomic<bool> unused{false};
+    auto down = asio::co_spawn(channel.executor(),
+                               read_expand(channel, kMessages, kSize, 0, -1, unused, 30s),
+                               asio::use_future);
+    const StreamResult result = down.get();
+    peak.stop();
+    EXPECT_TRUE(result.status.ok()) << result.status;
+    EXPECT_EQ(result.received, kMessages);
+    EXPECT_TRUE(result.in_order);
+    EXPECT_LE(peak.peak_bytes(), kTrickleMemoryBound)
+        << "server stream: peak " << peak.peak_bytes();
+    std::printf("server stream of %d MiB over 4 MB/s: pooled memory peaked %.2f MiB above idle\n",
+                kMessages * kSize >> 20, peak.peak_bytes() / 1048576.0);
+  }
+  {
+    PoolPeak peak;
+    auto up = asio::co_spawn(
+        channel.executor(),
+        [&]() -> asio::awaitable<absl::Status> {
+          ClientContext ctx;
+          ctx.set_timeout(30s);
+          ClientStream stream = co_await channel.open(kCollect, RpcKind::kClientStreaming, ctx);
+          stream.expect_single_response();
+          EchoRequest part;
+          part.set_payload(std::string(kSize, 'u'));
+          for (int i = 0; i < kMessages; ++i) {
+            if (absl::Status w = co_await stream.write(part); !w.ok()) co_return w;
+          }
+          EchoResponse response;
+          absl::Status s = co_await stream.finish_with_response(response);
+          if (s.ok() && response.received_bytes() != std::int64_t{kMessages} * kSize) {
+            s = absl::DataLossError(absl::StrCat("the server got ", response.received_bytes()));
+          }
+          co_return s;
+        },
+        asio::use_future);
+    const absl::Status status = up.get();
+    peak.stop();
+    EXPECT_TRUE(status.ok()) << status;
+    EXPECT_LE(peak.peak_bytes(), kTrickleMemoryBound)
+        << "client stream: peak " << peak.peak_bytes();
+    std::printf("client stream of %d MiB over 4 MB/s: pooled memory peaked %.2f MiB above idle\n",
+                kMessages * kSize >> 20, peak.peak_bytes() / 1048576.0);
+  }
+  EXPECT_TRUE(testing::eventually([&] { return backend.handlers_done(); }));
+}
 
 class CutAfter : public ::testing::TestWithParam<const char*> {};
 
