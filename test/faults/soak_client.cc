@@ -126,8 +126,12 @@ asio::awaitable<absl::Status> collect(Soak& soak, std::size_t size) {
   request.set_payload(pattern(1, size));
   absl::Status written;
   for (int i = 0; i < kStreamMessages && written.ok(); ++i) {
-    written = i + 1 < kStreamMessages ? co_await stream.write(request)
-                                      : co_await stream.write_last(request);
+    // An if, not `?:`: GCC 12 miscompiles co_await inside a conditional expression.
+    if (i + 1 < kStreamMessages) {
+      written = co_await stream.write(request);
+    } else {
+      written = co_await stream.write_last(request);
+    }
   }
   EchoResponse response;
   const bool got = co_await stream.read(response);
