@@ -11,10 +11,6 @@
 namespace ferry::http1 {
 namespace {
 
-// How much of a body goes to the write queue ahead of the socket; the rest stays in the
-// stream's own queue, whose writer waits at CallStream::kWriteHighWater.
-constexpr std::size_t kWriteAhead = 256 * 1024;
-
 // Hop-by-hop fields, which describe this connection rather than the response.
 bool hop_by_hop(std::string_view name) {
   return name == "connection" || name == "keep-alive" || name == "transfer-encoding" ||
@@ -27,26 +23,14 @@ struct ClientConnection::Callbacks {
   static ClientConnection& self(http_parser* p) { return *static_cast<ClientConnection*>(p->data); }
 
   static int on_message_begin(http_parser* p) {
-    ClientConnection& c = self(p);
-    c.headers_.clear();
-    c.in_value_ = false;
-    c.header_bytes_ = 0;
+    self(p).headers_.clear();
     return 0;
   }
   static int on_header_field(http_parser* p, const char* at, std::size_t n) {
-    ClientConnection& c = self(p);
-    if (c.in_value_ || c.headers_.empty()) c.headers_.emplace_back();
-    c.in_value_ = false;
-    c.headers_.back().first.append(at, n);
-    c.header_bytes_ += n + 32;  // as HPACK counts a field (RFC 7541's 32 bytes of overhead)
-    return c.header_bytes_ > c.limits_.max_header_list_size ? 1 : 0;
+    return self(p).headers_.add_name(at, n);
   }
   static int on_header_value(http_parser* p, const char* at, std::size_t n) {
-    ClientConnection& c = self(p);
-    c.in_value_ = true;
-    c.headers_.back().second.append(at, n);
-    c.header_bytes_ += n;
-    return c.header_bytes_ > c.limits_.max_header_list_size ? 1 : 0;
+    return self(p).headers_.add_value(at, n);
   }
   static int on_headers_complete(http_parser* p) {
     ClientConnection& c = self(p);
@@ -54,7 +38,7 @@ struct ClientConnection::Callbacks {
     if (c.current_ == nullptr) return -1;                         // a response nobody asked for
     http2::Stream* s = c.current_;
     bool ok = s->on_header(":status", std::to_string(p->status_code));
-    for (auto& [name, value] : c.headers_) {
+    for (auto& [name, value] : c.headers_.fields()) {
       if (!ok) break;
       name = absl::AsciiStrToLower(name);
       if (hop_by_hop(name)) continue;
@@ -68,16 +52,8 @@ struct ClientConnection::Callbacks {
   static int on_body(http_parser* p, const char* at, std::size_t n) {
     ClientConnection& c = self(p);
     if (c.current_ == nullptr) return 0;
-    const auto* bytes = reinterpret_cast<const std::uint8_t*>(at);
     c.unconsumed_ += n;
-    // Zero copy from the read block.
-    if (c.parsing_block_ != nullptr) {
-      c.current_->on_data(Slice(c.parsing_block_, bytes, n));
-    } else {
-      SliceChain copy;
-      copy.append_copy(bytes, n);
-      for (const Slice& s : copy) c.current_->on_data(s);
-    }
+    deliver_body(*c.current_, c.parsing_block_, at, n);
     return 0;
   }
   static int on_message_complete(http_parser* p) {
@@ -110,7 +86,11 @@ struct ClientConnection::Callbacks {
 
 ClientConnection::ClientConnection(std::unique_ptr<http2::ByteStream> stream,
                                    const ConnectionLimits& limits, Owner* owner)
-    : executor_(stream->executor()), stream_(std::move(stream)), limits_(limits), owner_(owner) {
+    : executor_(stream->executor()),
+      stream_(std::move(stream)),
+      limits_(limits),
+      owner_(owner),
+      headers_(limits.max_header_list_size) {
   http_parser_init(&parser_, HTTP_RESPONSE);
   parser_.data = this;
 }
@@ -158,24 +138,14 @@ void ClientConnection::pump() {
                     chunked_ ? "transfer-encoding: chunked\r\n"
                              : absl::StrCat("content-length: ", s->outbound.size(), "\r\n"),
                     "\r\n");
-    out_.append_copy(head_.data(), head_.size());
+    out_.append(head_);
     head_.clear();
     head_.shrink_to_fit();
     head_written_ = true;
   }
-  const std::size_t unwritten = out_.size() + writing_.size();
-  if (unwritten < kWriteAhead && !s->outbound.empty()) {
-    const std::size_t n = std::min(s->outbound.size(), kWriteAhead - unwritten);
-    if (chunked_) {
-      const std::string size = absl::StrCat(absl::Hex(n), "\r\n");
-      out_.append_copy(size.data(), size.size());
-    }
-    out_.append(s->outbound.split_front(n));
-    if (chunked_) out_.append_copy("\r\n", 2);
-    took = true;
-  }
+  if (out_.take_body(s->outbound, chunked_)) took = true;
   if (s->outbound_end && s->outbound.empty()) {
-    if (chunked_) out_.append_copy("0\r\n\r\n", 5);
+    if (chunked_) out_.end_chunked();
     request_done_ = true;
     settle_later();
   }
@@ -183,18 +153,11 @@ void ClientConnection::pump() {
 }
 
 void ClientConnection::flush() {
-  if (closed_ || writing_now_ || out_.empty()) return;
-  writing_ = std::move(out_);
-  out_ = SliceChain();
-  iov_.clear();
-  writing_.append_buffers(iov_);
-  writing_now_ = true;
-  stream_->async_write(iov_, shared_from_this());
+  if (!closed_) out_.flush(*stream_, shared_from_this());
 }
 
 void ClientConnection::on_written(const asio::error_code& ec) {
-  writing_now_ = false;
-  writing_.clear();
+  out_.written();
   if (closed_) return;
   if (ec) {
     // A reused connection the server closed before our request: it never saw it.
@@ -208,7 +171,7 @@ void ClientConnection::on_written(const asio::error_code& ec) {
 }
 
 bool ClientConnection::send_queue_full() const {
-  return out_.size() + writing_.size() >= limits_.max_queued_send_bytes;
+  return out_.unwritten() >= limits_.max_queued_send_bytes;
 }
 
 void ClientConnection::start_read() {

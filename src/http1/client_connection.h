@@ -20,6 +20,7 @@
 
 #include "ferry/limits.h"
 #include "ferry/slice_chain.h"
+#include "http1/message_parts.h"
 #include "http2/stream.h"
 #include "transport/byte_stream.h"
 
@@ -103,9 +104,7 @@ class ClientConnection final : public std::enable_shared_from_this<ClientConnect
   bool read_pending_ = false;
 
   // The response being parsed.
-  std::vector<std::pair<std::string, std::string>> headers_;
-  bool in_value_ = false;
-  std::size_t header_bytes_ = 0;
+  HeaderFields headers_;
   bool response_began_ = false;  // a byte of the response arrived
   bool headers_delivered_ = false;
 
@@ -120,10 +119,7 @@ class ClientConnection final : public std::enable_shared_from_this<ClientConnect
   std::size_t unconsumed_ = 0;  // body bytes the stream has not consumed yet
   std::size_t exchanges_ = 0;
 
-  SliceChain out_;      // queued to write
-  SliceChain writing_;  // handed to the byte stream
-  std::vector<asio::const_buffer> iov_;
-  bool writing_now_ = false;
+  WriteQueue out_;
   bool send_waiters_ = false;
   bool settle_posted_ = false;
   bool closed_ = false;

@@ -78,9 +78,6 @@ std::string_view http_date() {
   return text;
 }
 
-// The response bound: what a pump moves from the stream's queue while this much is unwritten.
-constexpr std::size_t kWriteAhead = 256 * 1024;
-
 }  // namespace
 
 struct Connection::Callbacks {
@@ -90,34 +87,20 @@ struct Connection::Callbacks {
     Connection& c = self(p);
     c.url_.clear();
     c.headers_.clear();
-    c.in_value_ = false;
-    c.header_bytes_ = 0;
     c.continue_expected_ = false;
     return 0;
   }
   static int on_url(http_parser* p, const char* at, std::size_t n) {
     Connection& c = self(p);
-    c.header_bytes_ += n;
-    if (c.header_bytes_ > c.limits_.max_header_list_size) return 1;
+    if (c.headers_.count(n) != 0) return 1;
     c.url_.append(at, n);
     return 0;
   }
   static int on_header_field(http_parser* p, const char* at, std::size_t n) {
-    Connection& c = self(p);
-    c.header_bytes_ += n + 32;  // HPACK's accounting per field, as HTTP/2's limit counts it
-    if (c.header_bytes_ > c.limits_.max_header_list_size) return 1;
-    if (c.in_value_ || c.headers_.empty()) c.headers_.emplace_back();
-    c.in_value_ = false;
-    c.headers_.back().first.append(at, n);
-    return 0;
+    return self(p).headers_.add_name(at, n);
   }
   static int on_header_value(http_parser* p, const char* at, std::size_t n) {
-    Connection& c = self(p);
-    c.header_bytes_ += n;
-    if (c.header_bytes_ > c.limits_.max_header_list_size) return 1;
-    c.in_value_ = true;
-    if (!c.headers_.empty()) c.headers_.back().second.append(at, n);
-    return 0;
+    return self(p).headers_.add_value(at, n);
   }
   static int on_headers_complete(http_parser* p) {
     Connection& c = self(p);
@@ -127,16 +110,8 @@ struct Connection::Callbacks {
   static int on_body(http_parser* p, const char* at, std::size_t n) {
     Connection& c = self(p);
     if (c.discarding_ || c.current_ == nullptr) return 0;
-    const auto* bytes = reinterpret_cast<const std::uint8_t*>(at);
     c.unconsumed_ += n;
-    // Zero copy from the read block; bytes held back from an earlier read are copied.
-    if (c.parsing_block_ != nullptr) {
-      c.current_->on_data(Slice(c.parsing_block_, bytes, n));
-    } else {
-      SliceChain copy;
-      copy.append_copy(bytes, n);
-      for (const Slice& s : copy) c.current_->on_data(s);
-    }
+    deliver_body(*c.current_, c.parsing_block_, at, n);
     return 0;
   }
   static int on_message_complete(http_parser* p) {
@@ -177,7 +152,8 @@ Connection::Connection(std::unique_ptr<http2::ByteStream> stream, const Connecti
       lifecycle_(lifecycle),
       tls_(tls),
       observer_(observer),
-      timer_(executor_) {
+      timer_(executor_),
+      headers_(limits.max_header_list_size) {
   http_parser_init(&parser_, HTTP_REQUEST);
   parser_.data = this;
 }
@@ -232,7 +208,7 @@ void Connection::parse(const std::uint8_t* data, std::size_t n, detail::Block* b
     return;
   }
   if (error != HPE_OK) {
-    const bool too_large = header_bytes_ > limits_.max_header_list_size;
+    const bool too_large = headers_.over_limit();
     fail_request(too_large ? 431 : 400,
                  too_large ? "request headers too large" : http_errno_description(error));
     return;
@@ -262,7 +238,7 @@ bool Connection::deliver_headers() {
   keep_alive_ = http_should_keep_alive(&parser_) != 0;
 
   std::string authority;
-  for (auto& [name, value] : headers_) {
+  for (auto& [name, value] : headers_.fields()) {
     name = absl::AsciiStrToLower(name);
     if (name == "host") authority = value;
     if (name == "expect" && absl::EqualsIgnoreCase(detail::to_absl(value), "100-continue")) {
@@ -273,7 +249,7 @@ bool Connection::deliver_headers() {
   bool ok = stream->on_header(":method", method) &&
             stream->on_header(":scheme", tls_ ? "https" : "http") &&
             stream->on_header(":path", url_) && stream->on_header(":authority", authority);
-  for (const auto& [name, value] : headers_) {
+  for (const auto& [name, value] : headers_.fields()) {
     if (!ok) break;
     if (hop_by_hop(name)) continue;
     ok = stream->on_header(name, value);
@@ -285,7 +261,7 @@ bool Connection::deliver_headers() {
   if (continue_expected_) {
     // curl waits for this before a body over 1 KiB; a response sent first makes it moot.
     static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-    out_.append_copy(kContinue.data(), kContinue.size());
+    out_.append(kContinue);
     flush();
   }
   stream->on_headers_done();
@@ -310,7 +286,7 @@ bool Connection::submit_response(http2::Stream* stream, std::span<const http2::H
   if (!with_data) {
     head += "content-length: 0\r\n";
     response_done_ = true;
-  } else if (stream->outbound_end && stream->outbound.size() <= kWriteAhead) {
+  } else if (stream->outbound_end && stream->outbound.size() <= WriteQueue::kWriteAhead) {
     absl::StrAppend(&head, "content-length: ", stream->outbound.size(), "\r\n");
   } else {
     head += "transfer-encoding: chunked\r\n";
@@ -320,9 +296,9 @@ bool Connection::submit_response(http2::Stream* stream, std::span<const http2::H
   const std::string line =
       absl::StrCat("HTTP/1.1 ", status, " ", detail::to_absl(reason_phrase(status)),
                    "\r\ndate: ", detail::to_absl(http_date()), "\r\n");
-  out_.append_copy(line.data(), line.size());
+  out_.append(line);
   head += "\r\n";
-  out_.append_copy(head.data(), head.size());
+  out_.append(head);
   if (with_data) pump();
   flush();
   if (response_done_) settle_later();
@@ -338,37 +314,21 @@ void Connection::resume(http2::Stream* stream) {
 
 void Connection::pump() {
   http2::Stream* s = current_;
-  const std::size_t unwritten = out_.size() + writing_.size();
-  if (unwritten < kWriteAhead && !s->outbound.empty()) {
-    const std::size_t n = std::min(s->outbound.size(), kWriteAhead - unwritten);
-    if (response_chunked_) {
-      const std::string size = absl::StrCat(absl::Hex(n), "\r\n");
-      out_.append_copy(size.data(), size.size());
-    }
-    out_.append(s->outbound.split_front(n));
-    if (response_chunked_) out_.append_copy("\r\n", 2);
-  }
+  out_.take_body(s->outbound, response_chunked_);
   if (s->outbound_end && s->outbound.empty()) {
     // The end. HTTP/1.1 has no place for trailers a browser reads: gRPC-Web and Connect put
     // theirs in the body, and a gRPC call is refused over HTTP/1.1 before it gets here.
-    if (response_chunked_) out_.append_copy("0\r\n\r\n", 5);
+    if (response_chunked_) out_.end_chunked();
     response_done_ = true;
   }
 }
 
 void Connection::flush() {
-  if (closed_ || writing_now_ || out_.empty()) return;
-  writing_ = std::move(out_);
-  out_ = SliceChain();
-  iov_.clear();
-  writing_.append_buffers(iov_);
-  writing_now_ = true;
-  stream_->async_write(iov_, shared_from_this());
+  if (!closed_) out_.flush(*stream_, shared_from_this());
 }
 
 void Connection::on_written(const asio::error_code& ec) {
-  writing_now_ = false;
-  writing_.clear();
+  out_.written();
   if (closed_) return;
   if (ec) {
     close();
@@ -383,11 +343,11 @@ void Connection::on_written(const asio::error_code& ec) {
     current_->on_outbound_taken();
   }
   flush();
-  if (!writing_now_ && closing_ && current_ == nullptr) close();
+  if (!out_.writing() && closing_ && current_ == nullptr) close();
 }
 
 bool Connection::send_queue_full() const {
-  return out_.size() + writing_.size() >= limits_.max_queued_send_bytes;
+  return out_.unwritten() >= limits_.max_queued_send_bytes;
 }
 
 void Connection::reset(http2::Stream* stream, http2::ErrorCode error) {
@@ -438,7 +398,7 @@ void Connection::settle() {
     if (!keep_alive_) closing_ = true;
   }
   if (closing_) {
-    if (!writing_now_ && out_.empty()) close();
+    if (out_.idle()) close();
     return;
   }
   if (!request_done_) return;  // the body's end comes (and is dropped), then the next request
@@ -473,13 +433,13 @@ void Connection::fail_request(int http_status, std::string_view reason) {
       "HTTP/1.1 ", http_status, " ", detail::to_absl(reason_phrase(http_status)),
       "\r\ncontent-type: text/plain\r\nconnection: close\r\ncontent-length: ", reason.size(),
       "\r\n\r\n", detail::to_absl(reason));
-  out_.append_copy(response.data(), response.size());
+  out_.append(response);
   flush();
 }
 
 void Connection::shutdown() {
   closing_ = true;
-  if (current_ == nullptr && !writing_now_) close();
+  if (current_ == nullptr && !out_.writing()) close();
 }
 
 void Connection::close() {
@@ -488,7 +448,7 @@ void Connection::close() {
   timer_.cancel();
   close_stream(http2::ErrorCode::kConnectionLost);
   // Once all is written the peer should read all of it: no reset (transport/lingering_close.h).
-  if (writing_now_) {
+  if (out_.writing()) {
     stream_->close();
   } else {
     stream_->close_gracefully();

@@ -24,6 +24,7 @@
 #include "asio/steady_timer.hpp"
 #include "ferry/limits.h"
 #include "ferry/slice_chain.h"
+#include "http1/message_parts.h"
 #include "http2/connection.h"
 #include "http2/lifecycle.h"
 #include "http2/stream.h"
@@ -106,9 +107,7 @@ class Connection final : public std::enable_shared_from_this<Connection>,
 
   // The request being parsed.
   std::string url_;
-  std::vector<std::pair<std::string, std::string>> headers_;
-  bool in_value_ = false;
-  std::size_t header_bytes_ = 0;
+  HeaderFields headers_;
   bool continue_expected_ = false;  // expect: 100-continue
 
   // The exchange: the request's stream, until its response is out and its request is in.
@@ -122,10 +121,7 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   bool keep_alive_ = true;
   std::size_t unconsumed_ = 0;  // body bytes the stream has not consumed yet
 
-  SliceChain out_;      // queued to write
-  SliceChain writing_;  // handed to the byte stream
-  std::vector<asio::const_buffer> iov_;
-  bool writing_now_ = false;
+  WriteQueue out_;
   bool send_waiters_ = false;
   bool settle_posted_ = false;
   bool closing_ = false;  // shutdown(), an error, or connection: close: close after this exchange
