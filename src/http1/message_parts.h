@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "ferry/slice_chain.h"
-#include "transport/byte_stream.h"
 #include "http2/stream.h"
+#include "transport/byte_stream.h"
 
 namespace ferry::http1 {
 
