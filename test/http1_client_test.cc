@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <future>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -19,6 +20,7 @@
 #include "asio/ip/tcp.hpp"
 #include "asio/read.hpp"
 #include "asio/read_until.hpp"
+#include "asio/use_future.hpp"
 #include "asio/write.hpp"
 #include "ferry/channel.h"
 #include "ferry/client_stream.h"
@@ -169,6 +171,34 @@ TEST(Http1Client, AClosedConnectionIsReplaced) {
     EXPECT_EQ(response.payload(), "again");
   }
   EXPECT_EQ(server.connections(), 3);
+}
+
+// Promise: with max_http1_connections = 1, calls made at once share the one connection, one
+// after another. (The server here serves one connection at a time and keeps it: calls that
+// dialed a second one would wait past their deadline.)
+TEST(Http1Client, ConnectionLimitQueuesCalls) {
+  CannedServer server(connect_unary_answer("queued"), /*close_after=*/100);
+  ChannelOptions options = http1(ChannelProtocol::kConnect);
+  options.max_http1_connections = 1;
+  Channel channel("127.0.0.1:" + std::to_string(server.port()), options);
+  constexpr int kCalls = 4;
+  // Each call's request, context and response outlive it.
+  std::vector<ClientContext> contexts(kCalls);
+  std::vector<EchoRequest> requests(kCalls);
+  std::vector<EchoResponse> responses(kCalls);
+  std::vector<std::future<absl::Status>> calls;
+  for (int i = 0; i < kCalls; ++i) {
+    contexts[i].set_timeout(std::chrono::seconds(5));
+    calls.push_back(channel.call(echo_methods::kEcho, contexts[i], requests[i], responses[i],
+                                 asio::use_future));
+  }
+  for (int i = 0; i < kCalls; ++i) {
+    const absl::Status s = calls[i].get();
+    EXPECT_TRUE(s.ok()) << i << ": " << s;
+    EXPECT_EQ(responses[i].payload(), "queued");
+  }
+  EXPECT_EQ(server.connections(), 1);
+  EXPECT_EQ(server.requests().size(), static_cast<std::size_t>(kCalls));
 }
 
 // Promise: gRPC itself cannot go over HTTP/1.1: UNIMPLEMENTED, saying what can.

@@ -89,6 +89,9 @@ struct ChannelOptions : MessageLimits, ConnectionLimits {
   ChannelCodec codec = ChannelCodec::kProto;
   // HTTP/2, or HTTP/1.1 (with protocol kGrpcWeb or kConnect).
   ChannelHttpVersion http_version = ChannelHttpVersion::kHttp2;
+  // HTTP/1.1 only: at most this many connections to each server (one call in flight on each;
+  // further calls wait for one to be free). Browsers keep 6 per host.
+  std::size_t max_http1_connections = 100;
   // How long establishing a connection may take at least (gRPC's minimum connect timeout; an
   // attempt may take the current back-off delay when that is longer).
   std::chrono::milliseconds connect_timeout = std::chrono::seconds(20);

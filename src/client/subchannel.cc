@@ -87,8 +87,9 @@ asio::awaitable<void> Subchannel::attempt_loop(std::shared_ptr<Subchannel> /*kee
               },
               asio::detached);
         };
-        conn->connection = std::make_shared<http1::ClientPool>(*std::move(stream), std::move(dial),
-                                                               options, conn.get());
+        conn->connection =
+            std::make_shared<http1::ClientPool>(*std::move(stream), std::move(dial), options,
+                                                conn.get(), options.max_http1_connections);
       } else {
         auto h2 = std::make_shared<http2::Connection>(*std::move(stream), http2::Role::kClient,
                                                       options, conn.get());

@@ -10,8 +10,13 @@
 namespace ferry::http1 {
 
 ClientPool::ClientPool(std::unique_ptr<http2::ByteStream> first, Dial dial,
-                       const ConnectionLimits& limits, http2::ConnectionObserver* observer)
-    : executor_(first->executor()), dial_(std::move(dial)), limits_(limits), observer_(observer) {
+                       const ConnectionLimits& limits, http2::ConnectionObserver* observer,
+                       std::size_t max_connections)
+    : executor_(first->executor()),
+      dial_(std::move(dial)),
+      limits_(limits),
+      observer_(observer),
+      max_connections_(std::max<std::size_t>(max_connections, 1)) {
   connections_.push_back(
       std::make_shared<ClientConnection>(std::move(first), limits_, static_cast<Owner*>(this)));
 }
@@ -52,7 +57,7 @@ std::int32_t ClientPool::submit_request(http2::Stream* stream,
     }
   }
   waiting_.push_back(Waiting{stream, std::move(head)});
-  if (connections_.size() + dialing_ < kMaxConnections && dialing_ < waiting_.size()) dial_one();
+  if (connections_.size() + dialing_ < max_connections_ && dialing_ < waiting_.size()) dial_one();
   return stream->id_;
 }
 

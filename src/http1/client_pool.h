@@ -1,9 +1,9 @@
 // A channel's HTTP/1.1 to one server (http2 layer, beside the HTTP/2 engine; private): what
 // http2::Connection is to HTTP/2, for calls through proxies and servers that speak only
 // HTTP/1.1. HTTP/1.1 carries one exchange at a time per connection, so a call takes an idle
-// connection (ClientConnection) or, when none is, waits while one more is dialed, up to
-// kMaxConnections; connections are kept alive between calls. gRPC-Web and the Connect protocol
-// run over it; gRPC itself needs HTTP/2's trailers.
+// connection (ClientConnection) or, when none is, waits while one more is dialed, up to a
+// maximum (ChannelOptions::max_http1_connections); connections are kept alive between calls.
+// gRPC-Web and the Connect protocol run over it; gRPC itself needs HTTP/2's trailers.
 //
 // The pool stays open while its connections come and go (a server closes idle ones); when a
 // dial fails with no connection left, it closes, and the channel reconnects with back-off. A
@@ -34,13 +34,10 @@ class ClientPool final : public std::enable_shared_from_this<ClientPool>,
   // Dials one more connection to the server; calls done once, on the pool's executor.
   using Dial = std::function<void(std::function<void(Dialed)> done)>;
 
-  // At most this many connections at once (browsers keep 6 per host; a channel's calls in
-  // flight are more): further calls wait for one to be free.
-  static constexpr std::size_t kMaxConnections = 100;
-
-  // first: the connection the channel made to find the server ready; dial: more like it.
+  // first: the connection the channel made to find the server ready; dial: more like it, up to
+  // max_connections at once (further calls wait for one to be free).
   ClientPool(std::unique_ptr<http2::ByteStream> first, Dial dial, const ConnectionLimits& limits,
-             http2::ConnectionObserver* observer);
+             http2::ConnectionObserver* observer, std::size_t max_connections = 100);
   ~ClientPool();
   ClientPool(const ClientPool&) = delete;
   ClientPool& operator=(const ClientPool&) = delete;
@@ -90,6 +87,7 @@ class ClientPool final : public std::enable_shared_from_this<ClientPool>,
   Dial dial_;
   ConnectionLimits limits_;
   http2::ConnectionObserver* observer_;
+  std::size_t max_connections_;
   std::vector<std::shared_ptr<ClientConnection>> connections_;
   std::deque<Waiting> waiting_;
   std::size_t dialing_ = 0;
