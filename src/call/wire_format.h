@@ -54,14 +54,6 @@ inline bool is_grpc_content_type(std::string_view ct) {
   return ct.size() == kPrefix.size() || ct[kPrefix.size()] == '+' || ct[kPrefix.size()] == ';';
 }
 
-// gRPC-Web's content types ("application/grpc-web", "+proto", ";params"), binary only: a client
-// sends "+proto" and reads the same back.
-inline bool is_grpc_web_content_type(std::string_view ct) {
-  constexpr std::string_view kPrefix = "application/grpc-web";
-  if (ct.substr(0, kPrefix.size()) != kPrefix) return false;
-  const std::string_view rest = ct.substr(kPrefix.size());
-  return rest.empty() || rest[0] == ';' || rest.substr(0, 6) == "+proto";
-}
 // The flag of gRPC-Web's trailers frame.
 inline constexpr std::uint8_t kGrpcWebTrailersFlag = 0x80;
 
