@@ -6,7 +6,9 @@
 # failure; the failing input is then in build-fuzz/artifacts/ (add it to fuzz/corpus/<target>/
 # once fixed). Used by scripts/test.sh.
 #
-# Usage: scripts/fuzz.sh [TARGET...]     (default: every target)
+# Usage: scripts/fuzz.sh [--build-only] [TARGET...]     (default: every target)
+#   --build-only         configure and build the targets, run none (test.sh builds them while the
+#                        sanitizer tests run)
 #   FERRY_FUZZ_SECONDS   seconds per target (default 60)
 #   FERRY_FUZZ_JOBS      targets fuzzed at once (default: the number of cores; each fuzzer is one
 #                        process on one core, so each still gets its seconds of a whole core)
@@ -14,6 +16,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+build_only=0
+if [ "${1:-}" = "--build-only" ]; then
+  build_only=1
+  shift
+fi
 seconds=${FERRY_FUZZ_SECONDS:-60}
 build=${FERRY_FUZZ_BUILD:-build-fuzz}
 targets=("$@")
@@ -30,6 +37,7 @@ CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithD
   -DFERRY_BUILD_FUZZERS=ON -DFERRY_BUILD_TESTS=OFF -DFERRY_BUILD_BENCHMARKS=OFF \
   -DFERRY_BUILD_EXAMPLES=OFF >"$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 1; }
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
+[ "$build_only" -eq 0 ] || exit 0
 
 # fuzz_one TARGET: one target's run; prints its line, exits non-zero if it found a failure.
 fuzz_one() {

@@ -9,10 +9,11 @@
 #                           and integration tests in Release, nothing else (no peers, no
 #                           sanitizers, no fuzzers): the developer's loop.
 # scripts/test.sh           everything (what CI runs): installs missing Debian packages and the
-#   peers, checks the formatting, builds in Release and runs every tier; builds again under AddressSanitizer +
-#   UndefinedBehaviorSanitizer and runs every tier again (any report aborts its test, so it
-#   fails); then runs each libFuzzer target for a bounded time (scripts/fuzz.sh;
-#   FERRY_FUZZ_SECONDS per target, default 60). Prints each phase's time at the end.
+#   peers, checks the formatting, builds in Release and runs every tier; builds again under
+#   AddressSanitizer + UndefinedBehaviorSanitizer and runs every tier again but grpc-java's cases
+#   (any report aborts its test, so it fails); then runs each libFuzzer target for a bounded time
+#   (scripts/fuzz.sh; FERRY_FUZZ_SECONDS per target, default 30 here). The builds that the next
+#   phase needs run at the lowest priority beside the current one. Prints each phase's time.
 # Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,8 +39,11 @@ print_times() {
 }
 
 # The Release tree. No benchmarks: only the head-to-head's servers, which a test runs.
+# The googletest programs at -O0 (FERRY_TEST_CXX_FLAGS, test/CMakeLists.txt): the library under
+# test stays at -O3, and the test code compiles in about half the time.
 configure_release() {
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFERRY_BUILD_BENCHMARKS=OFF "$@"
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFERRY_BUILD_BENCHMARKS=OFF \
+    -DFERRY_TEST_CXX_FLAGS=-O0 "$@"
 }
 
 if [ "$quick" -eq 1 ]; then
@@ -51,7 +55,7 @@ if [ "$quick" -eq 1 ]; then
   python3 scripts/test_tiers.py build
   lap "Release build"
   echo "== Unit and integration tests (Release)"
-  (cd build && ctest -j "$jobs" -L '^(unit|integration)$' --output-on-failure)
+  (cd build && ctest -j "$((2 * jobs))" -L '^(unit|integration)$' --output-on-failure)
   lap "unit and integration tests"
   print_times
   exit 0
@@ -80,7 +84,25 @@ mkdir -p build
 peers_log="$PWD/build/install_peers.log"
 setsid bash scripts/install_peers.sh "$peers" >"$peers_log" 2>&1 &
 peers_pid=$!
-trap 'kill -- -$peers_pid 2>/dev/null || true' EXIT
+
+# The sanitizer tree builds from the start too, at the lowest CPU priority (nice 19): it takes
+# only what the Release build and the peers leave idle, which is mostly while the Release tests
+# run (they wait on sockets and timers about a quarter of the time even at 2 per core). What it
+# has not built by then is built at normal priority after them. clang, not GCC: at -O0 under the
+# sanitizers it compiles ferry's coroutine-heavy code in about half the time, and a second
+# compiler sees what the first lets through. -O0 with line tables only (-g1): the reports' stack
+# traces keep their file:line without full debug info. (-O1 would run the tests a little faster,
+# but doubles the compile time of the same code.)
+configure_sanitize() {
+  cmake -S . -B build-sanitize -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
+    -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DFERRY_SANITIZE=ON -DFERRY_BUILD_BENCHMARKS=OFF \
+    -DFERRY_PEERS_DIR="$peers"
+}
+sanitize_log="$PWD/build/sanitize_build.log"
+setsid bash -c "$(declare -f configure_sanitize); peers='$peers'
+  configure_sanitize && nice -n 19 cmake --build build-sanitize -j $jobs" >"$sanitize_log" 2>&1 &
+sanitize_pid=$!
+trap 'kill -- -$peers_pid -$sanitize_pid 2>/dev/null || true' EXIT
 
 echo "== Release build (the peers install meanwhile: $peers_log)"
 configure_release -DFERRY_PEERS_DIR="$peers"
@@ -89,7 +111,6 @@ lap "Release build"
 echo "== Peers"
 peers_status=0
 wait "$peers_pid" || peers_status=$?
-trap - EXIT
 cat "$peers_log"
 [ "$peers_status" -eq 0 ] || exit 1
 lap "peers install, once the build was done"
@@ -98,35 +119,49 @@ cmake --build build -j "$jobs"  # what needs the peers' files (the conformance p
 python3 scripts/test_tiers.py build
 lap "Release build after the peers"
 
+# Tests run 2 per core: most of them wait on sockets, timers and peers' start-up, so at 1 per
+# core the machine is idle about 60% of the time (and the sanitizer build above takes the rest).
+test_jobs=$((2 * jobs))
 echo "== Release tests, every tier"
 # One run; the interop summary (a line per interop test, then `interop: N passed, M failed`) is
 # read from its JUnit file. Either failing fails the script, after the summary is printed.
 junit="$PWD/build/ctest-release.xml"
 rm -f "$junit"
 status=0
-(cd build && ctest -j "$jobs" --output-on-failure --output-junit "$junit") || status=1
+(cd build && ctest -j "$test_jobs" --output-on-failure --output-junit "$junit") || status=1
 echo "== Interop summary (Release)"
 python3 scripts/interop_summary.py build "$junit" || status=1
 [ "$status" -eq 0 ] || exit 1
 lap "Release tests"
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer build and tests (clang)"
-# clang, not GCC: at -O0 under the sanitizers it compiles ferry's coroutine-heavy code in about
-# half the time, and a second compiler sees what the first lets through. -O0 with line tables
-# only (-g1): the reports' stack traces keep their file:line without full debug info. (-O1 would
-# run the tests a little faster, but doubles the compile time of the same code.)
-cmake -S . -B build-sanitize -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
-  -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DFERRY_SANITIZE=ON -DFERRY_BUILD_BENCHMARKS=OFF \
-  -DFERRY_PEERS_DIR="$peers"
+sanitize_status=0
+wait "$sanitize_pid" || sanitize_status=$?
+trap - EXIT
+[ "$sanitize_status" -eq 0 ] || { cat "$sanitize_log"; exit 1; }
+# The fuzzers build beside the sanitizer tests, in the same way (nice 19).
+fuzz_build_log="$PWD/build/fuzz_build.log"
+setsid nice -n 19 bash scripts/fuzz.sh --build-only >"$fuzz_build_log" 2>&1 &
+fuzz_build_pid=$!
+trap 'kill -- -$fuzz_build_pid 2>/dev/null || true' EXIT
+configure_sanitize >/dev/null  # now with the peers: what needs their files
 cmake --build build-sanitize -j "$jobs"
 python3 scripts/test_tiers.py build-sanitize
-lap "sanitizer build"
+lap "sanitizer build: what was left after the Release tests"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-(cd build-sanitize && ctest -j "$jobs" --output-on-failure)
+# Every test but grpc-java's interop cases, whose time is the JVM's start-up (a JVM per case):
+# ferry's side of them is what the grpc-go cases exercise under the sanitizers too, and they all
+# run in Release above.
+(cd build-sanitize && ctest -j "$test_jobs" --output-on-failure -E '^interop_(tls_)?java_')
 lap "sanitizer tests"
 
-echo "== Fuzzing (libFuzzer + ASan + UBSan, ${FERRY_FUZZ_SECONDS:-60} s per target, $jobs at once)"
-bash scripts/fuzz.sh
+fuzz_seconds=${FERRY_FUZZ_SECONDS:-30}
+echo "== Fuzzing (libFuzzer + ASan + UBSan, $fuzz_seconds s per target, $jobs at once)"
+fuzz_build_status=0
+wait "$fuzz_build_pid" || fuzz_build_status=$?
+trap - EXIT
+[ "$fuzz_build_status" -eq 0 ] || { cat "$fuzz_build_log"; exit 1; }
+FERRY_FUZZ_SECONDS=$fuzz_seconds bash scripts/fuzz.sh
 lap "fuzzing"
 print_times
