@@ -85,7 +85,7 @@ peers_log="$PWD/build/install_peers.log"
 setsid bash scripts/install_peers.sh "$peers" >"$peers_log" 2>&1 &
 peers_pid=$!
 
-# The sanitizer tree builds from the start too, at the lowest CPU priority (nice 19): it takes
+# The sanitizer tree builds from the start too, at the lowest CPU priority: it takes
 # only what the Release build and the peers leave idle, which is mostly while the Release tests
 # run (they wait on sockets and timers about a quarter of the time even at 2 per core). What it
 # has not built by then is built at normal priority after them. clang, not GCC: at -O0 under the
@@ -98,9 +98,16 @@ configure_sanitize() {
     -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DFERRY_SANITIZE=ON -DFERRY_BUILD_BENCHMARKS=OFF \
     -DFERRY_PEERS_DIR="$peers"
 }
+# at_lowest_priority COMMAND...: runs COMMAND in a session of its own (so that it can be stopped
+# as one: kill -- -PID) at the lowest CPU priority. With the kernel's autogroup scheduling
+# (Debian's default) CPU is shared equally between sessions whatever their processes' nice values,
+# so the session's autogroup gets the lowest priority too. Run it in the background: it execs.
+at_lowest_priority() {
+  exec setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec nice -n 19 "$@"' - "$@"
+}
 sanitize_log="$PWD/build/sanitize_build.log"
-setsid bash -c "$(declare -f configure_sanitize); peers='$peers'
-  configure_sanitize && nice -n 19 cmake --build build-sanitize -j $jobs" >"$sanitize_log" 2>&1 &
+at_lowest_priority bash -c "$(declare -f configure_sanitize); peers='$peers'
+  configure_sanitize && cmake --build build-sanitize -j $jobs" >"$sanitize_log" 2>&1 &
 sanitize_pid=$!
 trap 'kill -- -$peers_pid -$sanitize_pid 2>/dev/null || true' EXIT
 
@@ -139,9 +146,9 @@ sanitize_status=0
 wait "$sanitize_pid" || sanitize_status=$?
 trap - EXIT
 [ "$sanitize_status" -eq 0 ] || { cat "$sanitize_log"; exit 1; }
-# The fuzzers build beside the sanitizer tests, in the same way (nice 19).
+# The fuzzers build beside the sanitizer tests, in the same way (lowest priority).
 fuzz_build_log="$PWD/build/fuzz_build.log"
-setsid nice -n 19 bash scripts/fuzz.sh --build-only >"$fuzz_build_log" 2>&1 &
+at_lowest_priority bash scripts/fuzz.sh --build-only >"$fuzz_build_log" 2>&1 &
 fuzz_build_pid=$!
 trap 'kill -- -$fuzz_build_pid 2>/dev/null || true' EXIT
 configure_sanitize >/dev/null  # now with the peers: what needs their files
