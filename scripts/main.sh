@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # ferry's main job: installs missing Debian packages, builds everything in Release, runs the
 # greeter example (its server and client), the codec benchmarks (medians of repetitions) and the
-# loopback RPC benchmark, and the head-to-head against grpc++ servers and connect-go's under
-# h2load, and prints their tables with ratios to the baselines measured in the same run.
+# loopback RPC benchmark, and the head-to-head against grpc++ servers, connect-go's, and on
+# grpc_bench's complex_proto tonic's and grpc-go's, under h2load, and prints their tables with
+# ratios to the baselines measured in the same run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +14,10 @@ bash scripts/install_deps.sh --bench || echo "main.sh: nghttp2-client (h2load) n
 # is left out when it is missing.
 bash scripts/install_peers.sh build/peers connect_echo_go ||
   echo "main.sh: connect-go's echo server not installed; the Connect table is left out"
+# tonic's and grpc-go's servers of grpc_bench's complex_proto scenario (Rust and Go; built once),
+# each column left out when missing.
+bash scripts/install_peers.sh build/peers tonic_greeter grpc_go_greeter ||
+  echo "main.sh: a complex_proto peer is not installed; its column is left out"
 # Benchmarks ON by name: scripts/test.sh turns them off in the same build tree.
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFERRY_BUILD_BENCHMARKS=ON
 cmake --build build
@@ -45,6 +50,7 @@ echo "== Loopback RPC: ferry beside a raw TCP echo"
 ./build/bench/rpc_bench "${FERRY_RPC_REPETITIONS:-3}" | tee build/results/rpc.md
 echo
 echo "== Head to head: ferry, grpc++ callback and grpc++ async echo servers on one core, h2load;"
-echo "   ferry and connect-go over the Connect protocol (proto over HTTP/2, JSON over HTTP/1.1)"
+echo "   ferry and connect-go over the Connect protocol (proto over HTTP/2, JSON over HTTP/1.1);"
+echo "   grpc_bench's complex_proto: ferry, tonic, grpc-go and grpc++ async"
 python3 bench/head_to_head/run.py --build-dir build --peers-dir build/peers \
   --out build/results/head_to_head.md

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Head-to-head: ferry against grpc++ and connect-go on the same unary echo, loaded by h2load.
+"""Head-to-head: ferry against grpc++, connect-go, tonic and grpc-go, loaded by h2load.
 
 Four servers answer ferry.testing.Echo/Echo (proto/ferry/testing/echo.proto: the response
 carries a copy of the request's `bytes payload = 1`), each on one core:
@@ -14,7 +14,17 @@ carries a copy of the request's `bytes payload = 1`), each on one core:
                  scripts/install_peers.sh builds into the peers dir): connect-go serving Connect,
                  gRPC and gRPC-Web over HTTP/1.1 and cleartext HTTP/2 on one port, run with
                  GOMAXPROCS=1.
-Two tables: ferry against the grpc++ servers over gRPC, and ferry against connect-go over the
+A third table is grpc_bench's complex_proto scenario (proto/grpc_bench/helloworld.proto:
+helloworld.Greeter/SayHello with a nested Hello of strings, floats, integers, a oneof and a
+repeated message, 78 bytes), served by ferry's server and grpc++ async (both above: each serves
+the echo and the greeter), and by tonic (bench/head_to_head/tonic, a current-thread tokio runtime)
+and grpc-go (bench/head_to_head/grpc_go, GOMAXPROCS=1), which `scripts/install_peers.sh PREFIX
+tonic_greeter grpc_go_greeter` builds; at 50 connections x 20 streams (grpc_bench's load) and 1 x
+64. Beside it, per load: ferry's own 16 B echo at the same load in the same rounds (what the
+message adds), h2h_protobuf_floor (what protobuf alone costs for the message: parse, copy,
+serialize), ferry's CPU per call over tonic's, and ferry's allocations per call (its server counts
+them: bench/alloc_counter.cc, read through SIGUSR1 before and after each run).
+The other two tables: ferry against the grpc++ servers over gRPC, and ferry against connect-go over the
 Connect protocol (unary, the bare message as the body: proto over HTTP/2, and JSON over
 HTTP/1.1 keep-alive, one call in flight per connection, beside proto over HTTP/1.1 to tell
 JSON's cost from HTTP/1.1's) with both servers' gRPC beside it, so that ferry's Connect CPU per
@@ -67,7 +77,9 @@ import json
 import os
 import re
 import resource
+import select
 import shutil
+import signal
 import statistics
 import struct
 import subprocess
@@ -81,10 +93,15 @@ SERVERS = [
     ("cb", "grpc++ cb", "h2h_grpc_callback_server", "build"),
     ("async", "grpc++ async", "h2h_grpc_async_server", "build"),
     ("connect-go", "connect-go", "connect_echo_server_go", "peers"),
+    ("tonic", "tonic", "tonic_greeter_server", "peers"),
+    ("grpc-go", "grpc-go", "grpc_go_greeter_server", "peers"),
 ]
+# How a missing peer is installed, for the line that says its column is left out.
+PEER_INSTALL = {"connect-go": "connect_echo_go", "tonic": "tonic_greeter",
+                "grpc-go": "grpc_go_greeter"}
 # Environment a server starts with, beside the caller's: Go's scheduler on one core, as the
 # process is (taskset), instead of one P per core of the machine.
-SERVER_ENV = {"connect-go": {"GOMAXPROCS": "1"}}
+SERVER_ENV = {"connect-go": {"GOMAXPROCS": "1"}, "grpc-go": {"GOMAXPROCS": "1"}}
 
 # (label, body bytes, connections, streams in flight per connection, calls at scale 1)
 SCENARIOS = [
@@ -109,10 +126,26 @@ CONNECT_SCENARIOS = [
     ("Connect proto, HTTP/1.1, 16 B x 1, 64 conns", 16, 64, 1, 20000, "connect-proto-h1"),
 ]
 
+# grpc_bench's complex_proto (bench/head_to_head/proto/grpc_bench/helloworld.proto): SayHello with
+# the nested Hello below, 78 bytes on the wire, at grpc_bench's own load shape (50 connections x 20
+# streams) and at one connection x 64. The body size field is the request's size.
+GREETER_PATH = "/helloworld.Greeter/SayHello"
+COMPLEX_SCENARIOS = [
+    ("complex_proto, 50 conns x 20", 78, 50, 20, 60000, "greeter"),
+    ("complex_proto, 1 conn x 64", 78, 1, 64, 40000, "greeter"),
+]
+# ferry's own 16 B echo at each of those loads, run by ferry alone in the same rounds: what the
+# realistic message adds to ferry's CPU per call is the difference.
+ECHO_TWINS = {s[0]: (f"ferry's 16 B echo, {s[2]} conn{'s' if s[2] > 1 else ''} x {s[3]}", 16,
+                     s[2], s[3], s[4], "grpc") for s in COMPLEX_SCENARIOS}
+TWIN_LABELS = {t[0] for t in ECHO_TWINS.values()}
+
 # (name, server keys, scenarios): the tables, each ferry (first) against the others.
 SUITES = [
     ("grpc++", ["ferry", "cb", "async"], SCENARIOS),
     ("connect", ["ferry", "connect-go"], CONNECT_SCENARIOS),
+    ("complex_proto", ["ferry", "tonic", "grpc-go", "async"],
+     COMPLEX_SCENARIOS + list(ECHO_TWINS.values())),
 ]
 
 # What each protocol sends: h2load's headers, whether over HTTP/1.1, and the request body.
@@ -126,6 +159,8 @@ PROTOCOLS = {
                          "encoding": "proto"},
     "connect-json": {"headers": ["-H", "content-type: application/json"], "h1": True,
                      "encoding": "json"},
+    "greeter": {"headers": ["-H", "content-type: application/grpc", "-H", "te: trailers"],
+                "h1": False, "encoding": "greeter", "path": GREETER_PATH},
 }
 
 METHOD_PATH = "/ferry.testing.Echo/Echo"
@@ -133,6 +168,11 @@ GRPC_HEADERS = PROTOCOLS["grpc"]["headers"]
 SERVER_CORE, CLIENT_CORE = "0", "1"
 RUN_SECONDS = 2.0  # the most a measured run should take at scale 1 (see main)
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def runners(scenario, keys):
+    """The servers a scenario is run on: ferry alone for an echo twin, else the table's."""
+    return ["ferry"] if scenario[0] in TWIN_LABELS else keys
 
 
 def protocol_of(scenario):
@@ -170,10 +210,84 @@ def json_request(body_size):
     return json.dumps({"payload": base64.b64encode(payload_of(body_size)).decode()}).encode()
 
 
+def proto_field(number, wire_type, value):
+    """One protobuf field: its key, then the value, length-prefixed when it is bytes."""
+    key = varint(number << 3 | wire_type)
+    if wire_type == 2:
+        return key + varint(len(value)) + value
+    return key + value
+
+
+def greeter_message():
+    """grpc_bench's complex_proto request (its scenarios/complex_proto/payload, in JSON there),
+    serialized in field order: HelloRequest{request: Hello{name, d, f, b, n, l, c1, pets}}."""
+    def pet(name, color):  # Hello.Pet{name, color}; BLUE = 2, RED = 3
+        return proto_field(1, 2, name.encode()) + proto_field(2, 0, varint(color))
+    hello = (proto_field(1, 2, b"a name") + proto_field(2, 1, struct.pack("<d", 4.55332)) +
+             proto_field(3, 5, struct.pack("<f", 232.3)) + proto_field(4, 0, varint(1)) +
+             proto_field(5, 0, varint(32)) + proto_field(6, 0, varint(444325235223)) +
+             proto_field(7, 2, b"ofcouse") + proto_field(9, 2, pet("Bof the dog", 2)) +
+             proto_field(9, 2, pet("Kim the cat", 3)))
+    return proto_field(1, 2, hello)
+
+
+def greeter_request(_body_size):
+    """The h2load request body of the complex_proto table: the gRPC prefix, then the request."""
+    message = greeter_message()
+    return b"\x00" + struct.pack(">I", len(message)) + message
+
+
+# Which fields of the greeter's messages are messages themselves: HelloRequest.request and
+# HelloReply.response (1) hold a Hello, whose pets (9) hold a Pet.
+GREETER_SCHEMA = {1: {9: {}}}
+
+
+def read_varint(data, position):
+    """(value, next position) of the varint at position; raises ValueError when truncated."""
+    value, shift = 0, 0
+    while True:
+        if position >= len(data):
+            raise ValueError("truncated varint")
+        byte = data[position]
+        position += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, position
+
+
+def decode_message(data, schema):
+    """A message's fields as a tuple of (number, value), sorted by number (a repeated field's
+    values keep their order): what two encodings of the same message share, whatever order their
+    serializer wrote the fields in (protobuf-go writes a oneof's field last, C++ and prost in
+    number order). Values are ints (varints), bytes, or, for the schema's message fields, their
+    own decoding. Raises ValueError on malformed input."""
+    fields, position = [], 0
+    while position < len(data):
+        key, position = read_varint(data, position)
+        number, wire_type = key >> 3, key & 7
+        if wire_type == 0:
+            value, position = read_varint(data, position)
+        elif wire_type in (1, 5):
+            width = 8 if wire_type == 1 else 4
+            value, position = data[position:position + width], position + width
+        elif wire_type == 2:
+            length, position = read_varint(data, position)
+            value, position = data[position:position + length], position + length
+            if number in schema:
+                value = decode_message(value, schema[number])
+        else:
+            raise ValueError(f"wire type {wire_type}")
+        if position > len(data):
+            raise ValueError("truncated field")
+        fields.append((number, value))
+    return tuple(sorted(fields, key=lambda field: field[0]))
+
+
 def request_body(protocol, body_size):
     """What h2load sends for the protocol: gRPC's framed message, Connect's bare one."""
-    return {"grpc": grpc_request, "proto": proto_message,
-            "json": json_request}[PROTOCOLS[protocol]["encoding"]](body_size)
+    return {"grpc": grpc_request, "proto": proto_message, "json": json_request,
+            "greeter": greeter_request}[PROTOCOLS[protocol]["encoding"]](body_size)
 
 
 def decode_proto_payload(data):
@@ -262,6 +376,21 @@ class Server:
         self.port = int(match.group(1))
         self.url = f"http://127.0.0.1:{self.port}{METHOD_PATH}"
 
+    def url_for(self, protocol):
+        """The URL h2load calls for the protocol: the echo's, or the greeter's."""
+        return f"http://127.0.0.1:{self.port}{PROTOCOLS[protocol].get('path', METHOD_PATH)}"
+
+    def allocations(self):
+        """The allocations the server has made since it started, which ferry's server prints on
+        SIGUSR1 (when built with the allocation counter), or None."""
+        if self.key != "ferry":
+            return None
+        self.process.send_signal(signal.SIGUSR1)
+        ready, _, _ = select.select([self.process.stdout], [], [], 5.0)
+        line = self.process.stdout.readline() if ready else ""
+        match = re.match(r"allocations (\d+)", line)
+        return int(match.group(1)) if match else None
+
     def threads(self):
         return len(os.listdir(f"/proc/{self.process.pid}/task"))
 
@@ -275,15 +404,27 @@ class Server:
                 self.process.wait()
 
 
-def check_echo(server, request_file, expected):
-    """One call through nghttp: the body must come back unchanged and grpc-status must be 0."""
-    base = ["nghttp", "-d", request_file] + GRPC_HEADERS + [server.url]
+def check_echo(server, request_file, expected, protocol="grpc"):
+    """One call through nghttp: the body must come back unchanged and grpc-status must be 0; for
+    the greeter, the response's Hello must decode to the request's (decode_message)."""
+    base = ["nghttp", "-d", request_file] + GRPC_HEADERS + [server.url_for(protocol)]
     plain = subprocess.run(base, capture_output=True, timeout=30)
     verbose = subprocess.run(base[:1] + ["-v"] + base[1:], capture_output=True, timeout=30)
     statuses = [s.decode() for s in
                 re.findall(rb"recv \(stream_id=\d+\) grpc-status: (\d+)", verbose.stdout)]
     problems = []
-    if plain.returncode != 0 or plain.stdout != expected:
+    if protocol == "greeter":
+        body = plain.stdout
+        try:
+            if len(body) < 5 or body[0] != 0 or struct.unpack(">I", body[1:5])[0] != len(body) - 5:
+                raise ValueError("not one uncompressed gRPC message")
+            same = decode_message(body[5:], GREETER_SCHEMA) == \
+                decode_message(expected[5:], GREETER_SCHEMA)
+            if not same:
+                problems.append("the reply's Hello is not the request's")
+        except ValueError as error:
+            problems.append(f"undecodable reply ({error})")
+    elif plain.returncode != 0 or plain.stdout != expected:
         problems.append(f"response body differs from the request ({len(plain.stdout)} bytes "
                         f"for {len(expected)})")
     if statuses != ["0"]:
@@ -362,12 +503,13 @@ def run_h2load(server, scenario, count, request_file, pin, run_timeout, priority
     protocol = PROTOCOLS[protocol_of(scenario)]
     command = ["h2load", "-n", str(count), "-c", str(conns), "-m", str(streams), "-t", "1",
                "-d", request_file] + (["--h1"] if protocol["h1"] else []) + \
-        protocol["headers"] + [server.url]
+        protocol["headers"] + [server.url_for(protocol_of(scenario))]
     if pin:
         command = ["taskset", "-c", CLIENT_CORE] + command
     command = priority + command
     if server.process.poll() is not None:
         return f"the server exited ({server.process.returncode})"
+    allocations0 = server.allocations()
     tasks0 = task_cpu(server.process.pid)
     cpu0, faults0 = proc_stat(server.process.pid)
     client0 = children_cpu()
@@ -380,6 +522,7 @@ def run_h2load(server, scenario, count, request_file, pin, run_timeout, priority
     client1 = children_cpu()
     cpu1, faults1 = proc_stat(server.process.pid)
     tasks1 = task_cpu(server.process.pid)
+    allocations1 = server.allocations()
     cpu = cpu_between(cpu0, cpu1, tasks0, tasks1)
     requests = re.search(r"requests: (\d+) total, \d+ started, (\d+) done, (\d+) succeeded", out)
     codes = re.search(r"status codes: (\d+) 2xx", out)
@@ -400,6 +543,8 @@ def run_h2load(server, scenario, count, request_file, pin, run_timeout, priority
         "busy": 100 * cpu / seconds if seconds > 0 else 0.0,
         "client_busy": 100 * (client1 - client0) / seconds if seconds > 0 else 0.0,
         "client_us": (client1 - client0) * 1e6 / total,
+        "allocations": (allocations1 - allocations0) / total
+        if allocations0 is not None and allocations1 is not None else None,
     }
 
 
@@ -468,6 +613,58 @@ def table(scenarios, servers, results):
     return "\n".join(lines)
 
 
+def measure_floor(build_dir, tmp_dir, pin, priority):
+    """h2h_protobuf_floor's two figures (µs per parse + copy + serialize of the complex_proto
+    request: messages reused, and an arena per call) on the server core, or None without it."""
+    binary = os.path.join(build_dir, "bench", "head_to_head", "h2h_protobuf_floor")
+    if not os.access(binary, os.X_OK):
+        return None
+    path = os.path.join(tmp_dir, "greeter_message.bin")
+    with open(path, "wb") as f:
+        f.write(greeter_message())
+    command = priority + (["taskset", "-c", SERVER_CORE] if pin else []) + [binary, path]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=120).stdout
+    figures = dict(re.findall(r"^(floor_\w+_us) ([\d.]+)$", out, re.M))
+    if len(figures) != 2:
+        return None
+    return {k: float(v) for k, v in figures.items()}
+
+
+def complex_summary(rows, keys, results, floor):
+    """The complex_proto table's second part: per load, what the message adds to ferry's CPU per
+    call over its own 16 B echo in the same rounds, against protobuf's own cost of the message,
+    ferry's CPU per call over tonic's, and ferry's allocations per call."""
+    def per_round(label_a, key_a, label_b, key_b, combine):
+        pairs = zip(results[(label_a, key_a)], results[(label_b, key_b)])
+        return median([combine(a["cpu_us"], b["cpu_us"]) for a, b in pairs if a and b])
+
+    head = ["load", "ferry CPU µs/call", "ferry 16 B echo CPU µs/call", "excess µs",
+            "protobuf floor µs (messages reused / arena per call)",
+            "excess / floor (reused; goal ≤ 1.5)", "ferry / tonic CPU (goal ≤ 0.25)",
+            "ferry allocations/call"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for scenario in rows:
+        label, twin = scenario[0], ECHO_TWINS[scenario[0]][0]
+        ferry = median([r["cpu_us"] for r in results[(label, "ferry")] if r])
+        echo = median([r["cpu_us"] for r in results[(twin, "ferry")] if r])
+        excess = per_round(label, "ferry", twin, "ferry", lambda a, b: a - b)
+        reused = floor["floor_reused_us"] if floor else None
+        tonic = per_round(label, "ferry", label, "tonic", lambda a, b: a / b) \
+            if "tonic" in keys else None
+        allocations = median([r["allocations"] for r in results[(label, "ferry")]
+                              if r and r["allocations"] is not None])
+        lines.append("| " + " | ".join([
+            label.split(", ", 1)[1], fmt(ferry, 2), fmt(echo, 2), fmt(excess, 2),
+            f"{fmt(reused, 2)} / {fmt(floor['floor_arena_us'] if floor else None, 2)}",
+            fmt(excess / reused if excess is not None and reused else None, 2),
+            fmt(tonic, 2), fmt(allocations, 2)]) + " |")
+    return "\n".join(lines) + (
+        "\n\nexcess: ferry's CPU per call on complex_proto less its CPU per call on a 16 B echo at "
+        "the same load (medians of per-round differences); floor: h2h_protobuf_floor, protobuf's "
+        "parse of the request, copy of its Hello into the reply and serialization of the reply, "
+        "in a tight loop on the server core" + ("" if floor else " (not built: no floor)") + ".")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--build-dir", default="build")
@@ -520,8 +717,8 @@ def main():
     for name, keys, scenarios, sizes in suites:
         for key in keys:
             if key not in present:
-                hint = ("scripts/install_peers.sh PREFIX connect_echo_go" if key == "connect-go"
-                        else "needs grpc++")
+                hint = (f"scripts/install_peers.sh PREFIX {PEER_INSTALL[key]}"
+                        if key in PEER_INSTALL else "needs grpc++")
                 print(f"head_to_head: {where[key]} not there ({hint}); its column is left out")
         keys = [k for k in keys if k in present]
         if keys[:1] != ["ferry"] or len(keys) < 2:
@@ -564,21 +761,21 @@ def main():
         # (see the module comment), so a scenario's figures must not depend on which others ran.
         checked = set()
         for name, keys, scenarios, sizes in suites:
-            protocols = {protocol_of(s) for s in scenarios} | {"grpc"}
-            for size in sorted(sizes):
-                for key in keys:
-                    for protocol in sorted(protocols):
-                        if (key, protocol, size) in checked:
-                            continue
-                        checked.add((key, protocol, size))
-                        if protocol == "grpc":
-                            problems = check_echo(servers[key], request_file("grpc", size),
-                                                  grpc_request(size))
-                        else:
-                            problems = check_connect(servers[key], protocol, size)
-                        for problem in problems:
-                            failures.append(f"{servers[key].label}, {protocol} {size} B check: "
-                                            f"{problem}")
+            if name == "complex_proto":  # its peers serve the greeter only
+                wanted = {(k, protocol_of(s), s[1]) for s in scenarios for k in runners(s, keys)}
+            else:  # every body size, and the echo over gRPC too beside Connect
+                protocols = {protocol_of(s) for s in scenarios} | {"grpc"}
+                wanted = {(k, p, size) for size in sizes for k in keys for p in protocols}
+            for key, protocol, size in sorted(wanted - checked):
+                checked.add((key, protocol, size))
+                if protocol in ("grpc", "greeter"):
+                    problems = check_echo(servers[key], request_file(protocol, size),
+                                          request_body(protocol, size), protocol)
+                else:
+                    problems = check_connect(servers[key], protocol, size)
+                for problem in problems:
+                    failures.append(f"{servers[key].label}, {protocol} {size} B check: "
+                                    f"{problem}")
         if failures:
             print("\n".join("head_to_head: FAILED " + f for f in failures))
             return 1
@@ -598,7 +795,7 @@ def main():
         started = time.monotonic()
         for name, keys, scenarios, _ in suites:
             for scenario in scenarios:
-                for key in keys:
+                for key in runners(scenario, keys):
                     most = max(in_flight(scenario), int(scenario[4] * scale))
                     if args.smoke:
                         counts[(scenario[0], key)] = most
@@ -608,11 +805,11 @@ def main():
                         else 0
                     counts[(scenario[0], key)] = max(in_flight(scenario) * 4, min(most, fit))
         results = {(s[0], key): [] for _, keys, scenarios, _ in suites
-                   for s in scenarios for key in keys}
+                   for s in scenarios for key in runners(s, keys)}
         for round_index in range(rounds):
             for name, keys, scenarios, _ in suites:
                 for scenario in scenarios:
-                    for key in keys:
+                    for key in runners(scenario, keys):
                         figures = run(key, scenario, counts[(scenario[0], key)])
                         if isinstance(figures, str):
                             failures.append(f"{servers[key].label}, {scenario[0]}, round "
@@ -621,6 +818,8 @@ def main():
                         results[(scenario[0], key)].append(figures)
         elapsed = time.monotonic() - started
         threads = ", ".join(f"{s.label} {s.threads()}" for s in servers.values())
+        floor = measure_floor(args.build_dir, tmp.name, pin, priority) \
+            if any(name == "complex_proto" for name, _, _, _ in suites) else None
     finally:
         for server in servers.values():
             server.stop()
@@ -629,10 +828,14 @@ def main():
     texts = []
     for name, keys, scenarios, _ in suites:
         columns = [servers[k] for k in keys]
+        rows = [sc for sc in scenarios if sc[0] not in TWIN_LABELS]
         notes = "Calls per run (" + " / ".join(s.label for s in columns) + "): " + "; ".join(
             sc[0] + " " + " / ".join(str(counts[(sc[0], s.key)]) for s in columns)
-            for sc in scenarios) + "."
-        texts.append(table(scenarios, columns, results) + "\n\n" + notes)
+            for sc in rows) + "."
+        text = table(rows, columns, results) + "\n\n" + notes
+        if name == "complex_proto":
+            text += "\n\n" + complex_summary(rows, keys, results, floor)
+        texts.append(text)
     notes = (f"Medians of {rounds} round(s), servers interleaved per round; count scale "
              f"{scale:g}; {elapsed:.0f} s of load. Server on core {SERVER_CORE}, h2load on core "
              f"{CLIENT_CORE}{'' if pin else ' (NOT pinned)'}, "

@@ -84,8 +84,8 @@ class Service {
   void add_unary(std::string name, UnaryHandler<Request, Response> handler) {
     add_method(std::move(name), RpcKind::kUnary,
                [h = std::move(handler)](ServerContext& ctx) -> asio::awaitable<absl::Status> {
-                 detail::RecycledMessage<Request> request;
-                 detail::RecycledMessage<Response> response;
+                 detail::RecycledMessage<Request> request(ctx.arena());
+                 detail::RecycledMessage<Response> response(ctx.arena());
                  if (!ctx.take_request(*request)) co_return missing_request();
                  absl::Status status = co_await h(ctx, *request, *response);
                  // Encoded now, before the message goes back to its cache; it leaves with the
@@ -99,7 +99,7 @@ class Service {
   void add_client_streaming(std::string name, ClientStreamingHandler<Request, Response> handler) {
     add_method(std::move(name), RpcKind::kClientStreaming,
                [h = std::move(handler)](ServerContext& ctx) -> asio::awaitable<absl::Status> {
-                 detail::RecycledMessage<Response> response;
+                 detail::RecycledMessage<Response> response(ctx.arena());
                  ServerReader<Request> reader(ctx);
                  absl::Status status = co_await h(ctx, reader, *response);
                  // Encoded now, before the message goes back to its cache; it leaves with the
@@ -113,7 +113,7 @@ class Service {
   void add_server_streaming(std::string name, ServerStreamingHandler<Request, Response> handler) {
     add_method(std::move(name), RpcKind::kServerStreaming,
                [h = std::move(handler)](ServerContext& ctx) -> asio::awaitable<absl::Status> {
-                 detail::RecycledMessage<Request> request;
+                 detail::RecycledMessage<Request> request(ctx.arena());
                  if (!ctx.take_request(*request)) co_return missing_request();
                  ServerWriter<Response> writer(ctx);
                  co_return co_await h(ctx, *request, writer);
