@@ -25,6 +25,9 @@ case "${1:-}" in
   *) echo "usage: scripts/test.sh [--quick]" >&2; exit 2 ;;
 esac
 jobs=$(nproc)
+# Tests run 2 per core: most of them wait on sockets, timers and peers' start-up, so at 1 per
+# core the machine is idle about 60% of the time (and the background builds take the rest).
+test_jobs=$((2 * jobs))
 times=()
 start=$SECONDS
 # lap NAME: records how long the phase that just ended took, for the summary at the end.
@@ -55,7 +58,7 @@ if [ "$quick" -eq 1 ]; then
   python3 scripts/test_tiers.py build
   lap "Release build"
   echo "== Unit and integration tests (Release)"
-  (cd build && ctest -j "$((2 * jobs))" -L '^(unit|integration)$' --output-on-failure)
+  (cd build && ctest -j "$test_jobs" -L '^(unit|integration)$' --output-on-failure)
   lap "unit and integration tests"
   print_times
   exit 0
@@ -126,9 +129,6 @@ cmake --build build -j "$jobs"  # what needs the peers' files (the conformance p
 python3 scripts/test_tiers.py build
 lap "Release build after the peers"
 
-# Tests run 2 per core: most of them wait on sockets, timers and peers' start-up, so at 1 per
-# core the machine is idle about 60% of the time (and the sanitizer build above takes the rest).
-test_jobs=$((2 * jobs))
 echo "== Release tests, every tier"
 # One run; the interop summary (a line per interop test, then `interop: N passed, M failed`) is
 # read from its JUnit file. Either failing fails the script, after the summary is printed.

@@ -75,10 +75,10 @@ int main(int argc, char** argv) {
   const double arena = median_us_per_call([&] {
     for (int i = 0; i < kCallsPerLoop; ++i) {
       google::protobuf::Arena call_arena;
-      auto* fresh_request = google::protobuf::Arena::CreateMessage<helloworld::HelloRequest>(
-          &call_arena);
-      auto* fresh_reply = google::protobuf::Arena::CreateMessage<helloworld::HelloReply>(
-          &call_arena);
+      auto* fresh_request =
+          google::protobuf::Arena::CreateMessage<helloworld::HelloRequest>(&call_arena);
+      auto* fresh_reply =
+          google::protobuf::Arena::CreateMessage<helloworld::HelloReply>(&call_arena);
       sink += parse_copy_serialize(wire, *fresh_request, *fresh_reply, out);
     }
   });

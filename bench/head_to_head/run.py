@@ -294,28 +294,16 @@ def decode_proto_payload(data):
     """The payload (field 1) of a serialized EchoResponse, or a string saying what is wrong."""
     position, payload = 0, b""
     while position < len(data):
-        key, shift = 0, 0
-        while True:
-            if position >= len(data):
-                return "truncated key"
-            byte = data[position]
-            position += 1
-            key |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                break
+        try:
+            key, position = read_varint(data, position)
+        except ValueError:
+            return "truncated key"
         if key != 0x0A:
             return f"unexpected field key {key:#x}"
-        length, shift = 0, 0
-        while True:
-            if position >= len(data):
-                return "truncated length"
-            byte = data[position]
-            position += 1
-            length |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                break
+        try:
+            length, position = read_varint(data, position)
+        except ValueError:
+            return "truncated length"
         if position + length > len(data):
             return "truncated payload"
         payload = data[position:position + length]

@@ -9,11 +9,10 @@
 //     allocations per call that way;
 //   - the other messages are kept per thread and per type between calls and cleared for the
 //     next one, so that their strings and repeated fields keep their capacity (a 16-byte bytes
-//     field already needs a heap buffer, which an arena message would allocate every call),
-//     so that their strings and repeated fields keep their capacity. A warm server then parses a
-//     large bytes field into memory it already holds, where a message per call (or an arena
-//     string, which is a std::string) malloc'd and freed it every time (and glibc answered each
-//     free of the I/O thread's arena top with MADV_DONTNEED: page faults per call).
+//     field already needs a heap buffer, which an arena message would allocate every call). A
+//     warm server then parses a large bytes field into memory it already holds, where a message per
+//     call (or an arena string, which is a std::string) malloc'd and freed it every time (and glibc
+//     answered each free of the I/O thread's arena top with MADV_DONTNEED: page faults per call).
 #pragma once
 
 #include <algorithm>
@@ -84,16 +83,13 @@ class RecycledMessages {
   // Records a message's serialized size. recent_size_ follows the largest recent size and decays
   // by 1/64 per message, so a burst of large messages moves the type off the arena at once and
   // back some hundreds of small messages later.
-  static void note_size(std::size_t size) noexcept {
-    RecycledMessages& c = local();
-    c.recent_size_ = std::max(size, c.recent_size_ - c.recent_size_ / 64);
-  }
+  static void note_size(std::size_t size) noexcept { local().note(size); }
 
   // Takes back a message from take(); retained is what it was known to hold then.
   static void give_back(Message* msg, std::size_t retained) noexcept {
     RecycledMessages& c = local();
     const std::size_t size = msg->ByteSizeLong();
-    c.recent_size_ = std::max(size, c.recent_size_ - c.recent_size_ / 64);
+    c.note(size);
     retained = std::max(retained, size);
     if (c.dead_ || c.count_ == kMaxCached || retained > kMaxRetainedBytes - c.retained_) {
       delete msg;
@@ -114,6 +110,10 @@ class RecycledMessages {
     Message* msg;
     std::size_t retained;
   };
+
+  void note(std::size_t size) noexcept {
+    recent_size_ = std::max(size, recent_size_ - recent_size_ / 64);
+  }
 
   static RecycledMessages& local() {
     thread_local RecycledMessages cache;
