@@ -3,7 +3,8 @@
 # everything is already there. Used by scripts/main.sh and scripts/test.sh; packages named as
 # arguments are installed too (scripts/test.sh adds clang and libclang-rt-14-dev for the fuzzers,
 # and nghttp2-client for the head-to-head benchmark's smoke test).
-# With --bench it installs instead what only the benchmarks need (h2load, for bench/head_to_head).
+# With --bench it installs instead what only the benchmarks need (h2load, for bench/head_to_head,
+# and openssl, whose `openssl speed` is the ceiling of its TLS table).
 # Recommends are never installed, so every package the scripts rely on is named here or by the
 # caller, unless a new machine already has it (scripts/fresh_check.sh checks that).
 set -euo pipefail
@@ -20,7 +21,7 @@ packages=(
   "$@"
 )
 if [ "${1:-}" = "--bench" ]; then
-  packages=(nghttp2-client)
+  packages=(nghttp2-client openssl)
 fi
 
 missing=()

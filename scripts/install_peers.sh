@@ -357,8 +357,8 @@ greeter_proto_dir="$repo/bench/head_to_head/proto"
 grpc_go_greeter_src="$repo/bench/head_to_head/grpc_go"
 grpc_go_greeter_stamp() {
   echo "$GRPC_GO_VERSION $PROTOBUF_GO_VERSION" \
-    "$(cat "$grpc_go_greeter_src/main.go" "$greeter_proto_dir/grpc_bench/helloworld.proto" |
-       sha256sum | cut -c1-16)"
+    "$(cat "$grpc_go_greeter_src/main.go" "$greeter_proto_dir/grpc_bench/helloworld.proto" \
+         "$repo/proto/ferry/testing/echo.proto" | sha256sum | cut -c1-16)"
 }
 grpc_go_greeter_check() {
   go_has grpc_go_greeter_server google.golang.org/grpc "$GRPC_GO_VERSION" &&
@@ -373,8 +373,10 @@ grpc_go_greeter_install() {
   go get "google.golang.org/grpc@$GRPC_GO_VERSION" "google.golang.org/protobuf@$PROTOBUF_GO_VERSION" \
     "google.golang.org/protobuf/cmd/protoc-gen-go@$PROTOBUF_GO_VERSION" || return 1
   go build -o plugins/protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go &&
-    protoc -I"$greeter_proto_dir" --plugin=protoc-gen-go=plugins/protoc-gen-go --go_out=. \
-      --go_opt=module=ferry.peers/greeter grpc_bench/helloworld.proto &&
+    protoc -I"$greeter_proto_dir" -I"$repo/proto" --plugin=protoc-gen-go=plugins/protoc-gen-go \
+      --go_out=. --go_opt=module=ferry.peers/greeter \
+      --go_opt=Mferry/testing/echo.proto=ferry.peers/greeter/echopb \
+      grpc_bench/helloworld.proto ferry/testing/echo.proto &&
     cp "$grpc_go_greeter_src/main.go" . &&
     go build -o "$GOBIN/grpc_go_greeter_server" . &&
     grpc_go_greeter_stamp >"$GOBIN/.grpc_go_greeter_server.stamp"

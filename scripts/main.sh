@@ -2,20 +2,21 @@
 # ferry's main job: installs missing Debian packages, builds everything in Release, runs the
 # greeter example (its server and client), the codec benchmarks (medians of repetitions) and the
 # loopback RPC benchmark, and the head-to-head against grpc++ servers, connect-go's, and on
-# grpc_bench's complex_proto tonic's and grpc-go's, under h2load, and prints their tables with
-# ratios to the baselines measured in the same run.
+# grpc_bench's complex_proto tonic's and grpc-go's (and over TLS grpc-go's and grpc++'s), under
+# h2load, and prints their tables with ratios to the baselines measured in the same run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install_deps.sh
-# h2load for the head-to-head benchmark, which says so and is skipped when h2load is missing.
-bash scripts/install_deps.sh --bench || echo "main.sh: nghttp2-client (h2load) not installed"
+# h2load for the head-to-head benchmark, which says so and is skipped when h2load is missing, and
+# openssl for its TLS table's cipher ceiling (printed as missing without it).
+bash scripts/install_deps.sh --bench || echo "main.sh: nghttp2-client (h2load) or openssl not installed"
 # connect-go's echo server for the head-to-head's Connect table (Go; built once, then kept), which
 # is left out when it is missing.
 bash scripts/install_peers.sh build/peers connect_echo_go ||
   echo "main.sh: connect-go's echo server not installed; the Connect table is left out"
-# tonic's and grpc-go's servers of grpc_bench's complex_proto scenario (Rust and Go; built once),
-# each column left out when missing.
+# tonic's and grpc-go's servers of grpc_bench's complex_proto scenario and (grpc-go) the TLS table
+# (Rust and Go; built once), each column left out when missing.
 bash scripts/install_peers.sh build/peers tonic_greeter grpc_go_greeter ||
   echo "main.sh: a complex_proto peer is not installed; its column is left out"
 # Benchmarks ON by name: scripts/test.sh turns them off in the same build tree.
@@ -51,6 +52,7 @@ echo "== Loopback RPC: ferry beside a raw TCP echo"
 echo
 echo "== Head to head: ferry, grpc++ callback and grpc++ async echo servers on one core, h2load;"
 echo "   ferry and connect-go over the Connect protocol (proto over HTTP/2, JSON over HTTP/1.1);"
-echo "   grpc_bench's complex_proto: ferry, tonic, grpc-go and grpc++ async"
+echo "   grpc_bench's complex_proto: ferry, tonic, grpc-go and grpc++ async; and over TLS 1.3"
+echo "   (AES-128-GCM), with 64 KiB streaming: ferry, grpc-go and grpc++ async"
 python3 bench/head_to_head/run.py --build-dir build --peers-dir build/peers \
   --out build/results/head_to_head.md

@@ -2,12 +2,15 @@
 // served by grpc++'s asynchronous API with ONE completion queue drained by ONE thread (the classic
 // CallData state machine), for the head-to-head benchmark (run.py). grpc++ still starts a few
 // internal threads of its own (timer and executor); run.py pins the whole process to one core.
-// Usage: h2h_grpc_async_server [port]
+// Also serves ferry.testing.Echo/Expand (server streaming, for the TLS table's 64 KiB stream).
+// Usage: h2h_grpc_async_server [port [certificate.pem key.pem]]  (with the files: grpc++'s TLS)
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -89,6 +92,54 @@ class CallData final : public Call {
   bool answered_ = false;
 };
 
+// Echo/Expand: response_count responses of response_size bytes, each written once the previous
+// write has completed (grpc++ takes one write at a time). One message, its payload set once.
+class ExpandCall final : public Call {
+ public:
+  static constexpr int kRequestedCalls = 64;
+  ExpandCall(ferry::testing::Echo::AsyncService* service, grpc::ServerCompletionQueue* cq)
+      : service_(service), cq_(cq), writer_(&context_) {
+    service_->RequestExpand(&context_, &request_, &writer_, cq_, cq_, this);
+  }
+
+  void proceed(bool ok) override {
+    if (finishing_ || !ok) {
+      delete this;
+      return;
+    }
+    if (!started_) {  // the call has just arrived
+      started_ = true;
+      new ExpandCall(service_, cq_);
+      response_.mutable_payload()->assign(static_cast<std::size_t>(request_.response_size()), 'x');
+    }
+    if (written_ < request_.response_count()) {
+      response_.set_index(written_++);
+      writer_.Write(response_, this);
+      return;
+    }
+    finishing_ = true;
+    writer_.Finish(grpc::Status::OK, this);
+  }
+
+ private:
+  ferry::testing::Echo::AsyncService* service_;
+  grpc::ServerCompletionQueue* cq_;
+  grpc::ServerContext context_;
+  ferry::testing::EchoRequest request_;
+  ferry::testing::EchoResponse response_;
+  grpc::ServerAsyncWriter<ferry::testing::EchoResponse> writer_;
+  int written_ = 0;
+  bool started_ = false;
+  bool finishing_ = false;
+};
+
+std::string read_file(const char* path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 template <typename Method>
 void request_calls(typename Method::Service* service, grpc::ServerCompletionQueue* cq) {
   for (int i = 0; i < Method::kRequestedCalls; ++i) new CallData<Method>(service, cq);
@@ -101,9 +152,15 @@ int main(int argc, char** argv) {
   EchoMethod::Service echo;
   SayHelloMethod::Service greeter;
   int port = 0;
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (argc > 3) {
+    grpc::SslServerCredentialsOptions tls;
+    tls.pem_key_cert_pairs.push_back({read_file(argv[3]), read_file(argv[2])});
+    credentials = grpc::SslServerCredentials(tls);
+  }
   grpc::ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:" + std::to_string(h2h::requested_port(argc, argv)),
-                           grpc::InsecureServerCredentials(), &port);
+                           credentials, &port);
   builder.RegisterService(&echo);
   builder.RegisterService(&greeter);
   std::unique_ptr<grpc::ServerCompletionQueue> cq = builder.AddCompletionQueue();
@@ -114,6 +171,7 @@ int main(int argc, char** argv) {
   }
   request_calls<EchoMethod>(&echo, cq.get());
   request_calls<SayHelloMethod>(&greeter, cq.get());
+  for (int i = 0; i < ExpandCall::kRequestedCalls; ++i) new ExpandCall(&echo, cq.get());
   std::thread poller([&cq] {
     void* tag = nullptr;
     bool ok = false;

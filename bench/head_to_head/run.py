@@ -24,6 +24,13 @@ tonic_greeter grpc_go_greeter` builds; at 50 connections x 20 streams (grpc_benc
 message adds), h2h_protobuf_floor (what protobuf alone costs for the message: parse, copy,
 serialize), ferry's CPU per call over tonic's, and ferry's allocations per call (its server counts
 them: bench/alloc_counter.cc, read through SIGUSR1 before and after each run).
+A fourth table runs complex_proto's two loads over TLS 1.3 with AES-128-GCM (h2load offers only
+that suite; every run's h2load output must show it), ferry against grpc-go and grpc++ async, each
+with its own TLS stack and the test PKI's server certificate (test/certs), and 64 KiB server
+streaming (ferry.testing.Echo/Expand: 64 responses of 64 KiB per call): per server, the bytes it
+sent per second of its CPU over what `openssl speed -evp aes-128-gcm` encrypts per second on the
+same core (16 KiB blocks, TLS's largest record; measured once per round), the most any server
+could reach if encrypting were all it did.
 The other two tables: ferry against the grpc++ servers over gRPC, and ferry against connect-go over the
 Connect protocol (unary, the bare message as the body: proto over HTTP/2, and JSON over
 HTTP/1.1 keep-alive, one call in flight per connection, beside proto over HTTP/1.1 to tell
@@ -60,12 +67,13 @@ long-running server will have seen a large message, so every run checks every bo
 (also with --only) and measures that steady state.
 
 Prints the Markdown tables of medians (ratios: medians of the per-round ferry/other ratios) and
-writes them to --out; --suite grpc++ or --suite connect makes one of them. Each run makes the
+writes them to --out; --suite NAME (grpc++, connect, complex_proto, tls) makes one. Each run makes the
 scenario's count of calls, or fewer when a warm-up run shows they would take more than
 RUN_SECONDS; FERRY_H2H_SCALE (default 1) multiplies both bounds, FERRY_H2H_ROUNDS (default 3)
 sets the rounds; --only LABEL_PART runs the scenarios whose label has it. --smoke: one tiny
-scenario, one round, ferry against grpc++ async (and a tiny one of each Connect protocol, ferry
-against connect-go, when that peer is installed); exits 77 (ctest's skip code) when h2load is
+scenario, one round, ferry against grpc++ async (also over TLS: complex_proto and a 64 KiB
+stream; and a tiny one of each Connect protocol, ferry against connect-go, when that peer is
+installed); exits 77 (ctest's skip code) when h2load is
 missing, where a full run reports it and exits 0.
 Exits 1 when a check or a run fails.
 """
@@ -140,13 +148,32 @@ ECHO_TWINS = {s[0]: (f"ferry's 16 B echo, {s[2]} conn{'s' if s[2] > 1 else ''} x
                      s[2], s[3], s[4], "grpc") for s in COMPLEX_SCENARIOS}
 TWIN_LABELS = {t[0] for t in ECHO_TWINS.values()}
 
+# The TLS table: complex_proto's two loads over TLS 1.3 with AES-128-GCM (h2load offers no other
+# cipher suite), each server with its own TLS stack (ferry: OpenSSL through its own BIO; grpc++:
+# its OpenSSL-based security connector; grpc-go: Go's crypto/tls), and 64 KiB server streaming:
+# ferry.testing.Echo/Expand, each call STREAM_MESSAGES responses of the body size (4 MiB), whose
+# bytes per server CPU-second are compared with what `openssl speed -evp aes-128-gcm` encrypts in
+# a CPU-second on the server core (the ceiling the cipher sets), measured in every round.
+STREAM_MESSAGES = 64
+TLS_SCENARIOS = [
+    ("TLS complex_proto, 50 conns x 20", 78, 50, 20, 60000, "greeter-tls"),
+    ("TLS complex_proto, 1 conn x 64", 78, 1, 64, 40000, "greeter-tls"),
+    (f"TLS 64 KiB x {STREAM_MESSAGES} streamed, 1 conn x 2", 64 << 10, 1, 2, 600, "expand-tls"),
+]
+TLS_CIPHER = "TLS_AES_128_GCM_SHA256"
+CERTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "test", "certs")
+
 # (name, server keys, scenarios): the tables, each ferry (first) against the others.
 SUITES = [
     ("grpc++", ["ferry", "cb", "async"], SCENARIOS),
     ("connect", ["ferry", "connect-go"], CONNECT_SCENARIOS),
     ("complex_proto", ["ferry", "tonic", "grpc-go", "async"],
      COMPLEX_SCENARIOS + list(ECHO_TWINS.values())),
+    ("tls", ["ferry", "grpc-go", "async"], TLS_SCENARIOS),
 ]
+# The tables whose peers serve only some methods: each server is checked on what it is loaded with.
+CHECKED_AS_LOADED = ("complex_proto", "tls")
 
 # What each protocol sends: h2load's headers, whether over HTTP/1.1, and the request body.
 # h2load sends no accept-encoding, so no server compresses its responses.
@@ -161,6 +188,11 @@ PROTOCOLS = {
                      "encoding": "json"},
     "greeter": {"headers": ["-H", "content-type: application/grpc", "-H", "te: trailers"],
                 "h1": False, "encoding": "greeter", "path": GREETER_PATH},
+    "greeter-tls": {"headers": ["-H", "content-type: application/grpc", "-H", "te: trailers"],
+                    "h1": False, "encoding": "greeter", "path": GREETER_PATH, "tls": True},
+    "expand-tls": {"headers": ["-H", "content-type: application/grpc", "-H", "te: trailers"],
+                   "h1": False, "encoding": "expand", "path": "/ferry.testing.Echo/Expand",
+                   "tls": True},
 }
 
 METHOD_PATH = "/ferry.testing.Echo/Echo"
@@ -168,6 +200,13 @@ GRPC_HEADERS = PROTOCOLS["grpc"]["headers"]
 SERVER_CORE, CLIENT_CORE = "0", "1"
 RUN_SECONDS = 2.0  # the most a measured run should take at scale 1 (see main)
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def uses_tls(scenario_or_protocol):
+    """Whether a scenario (or a protocol, by name) runs over TLS."""
+    protocol = scenario_or_protocol if isinstance(scenario_or_protocol, str) \
+        else protocol_of(scenario_or_protocol)
+    return PROTOCOLS[protocol].get("tls", False)
 
 
 def runners(scenario, keys):
@@ -231,6 +270,13 @@ def greeter_message():
     return proto_field(1, 2, hello)
 
 
+def expand_request(body_size):
+    """The h2load request body of the TLS table's stream: the gRPC prefix, then
+    EchoRequest{response_size=body, response_count=STREAM_MESSAGES}."""
+    message = proto_field(2, 0, varint(body_size)) + proto_field(3, 0, varint(STREAM_MESSAGES))
+    return b"\x00" + struct.pack(">I", len(message)) + message
+
+
 def greeter_request(_body_size):
     """The h2load request body of the complex_proto table: the gRPC prefix, then the request."""
     message = greeter_message()
@@ -287,7 +333,7 @@ def decode_message(data, schema):
 def request_body(protocol, body_size):
     """What h2load sends for the protocol: gRPC's framed message, Connect's bare one."""
     return {"grpc": grpc_request, "proto": proto_message, "json": json_request,
-            "greeter": greeter_request}[PROTOCOLS[protocol]["encoding"]](body_size)
+            "greeter": greeter_request, "expand": expand_request}[PROTOCOLS[protocol]["encoding"]](body_size)
 
 
 def decode_proto_payload(data):
@@ -347,12 +393,14 @@ def children_cpu():
 
 
 class Server:
-    """One server process, pinned to the server core, on a port it picked."""
+    """One server process, pinned to the server core, on a port it picked; over TLS with the
+    test PKI's server certificate (test/certs) when tls is set."""
 
-    def __init__(self, key, label, binary, pin, priority, env=None):
-        self.key, self.label = key, label
-        command = priority + ([binary, "0"] if not pin else
-                              ["taskset", "-c", SERVER_CORE, binary, "0"])
+    def __init__(self, key, label, binary, pin, priority, env=None, tls=False):
+        self.key, self.label, self.tls = key, label, tls
+        arguments = [binary, "0"] + ([os.path.join(CERTS_DIR, "server.pem"),
+                                      os.path.join(CERTS_DIR, "server.key")] if tls else [])
+        command = priority + (arguments if not pin else ["taskset", "-c", SERVER_CORE] + arguments)
         # taskset execs the server, so the child's pid is the server's.
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True,
                                         env=dict(os.environ, **(env or {})))
@@ -365,8 +413,9 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}{METHOD_PATH}"
 
     def url_for(self, protocol):
-        """The URL h2load calls for the protocol: the echo's, or the greeter's."""
-        return f"http://127.0.0.1:{self.port}{PROTOCOLS[protocol].get('path', METHOD_PATH)}"
+        """The URL h2load calls for the protocol: the echo's, the greeter's or the stream's."""
+        scheme = "https" if uses_tls(protocol) else "http"
+        return f"{scheme}://127.0.0.1:{self.port}{PROTOCOLS[protocol].get('path', METHOD_PATH)}"
 
     def allocations(self):
         """The allocations the server has made since it started, which ferry's server prints on
@@ -401,7 +450,7 @@ def check_echo(server, request_file, expected, protocol="grpc"):
     statuses = [s.decode() for s in
                 re.findall(rb"recv \(stream_id=\d+\) grpc-status: (\d+)", verbose.stdout)]
     problems = []
-    if protocol == "greeter":
+    if PROTOCOLS[protocol]["encoding"] == "greeter":
         body = plain.stdout
         try:
             if len(body) < 5 or body[0] != 0 or struct.unpack(">I", body[1:5])[0] != len(body) - 5:
@@ -415,6 +464,34 @@ def check_echo(server, request_file, expected, protocol="grpc"):
     elif plain.returncode != 0 or plain.stdout != expected:
         problems.append(f"response body differs from the request ({len(plain.stdout)} bytes "
                         f"for {len(expected)})")
+    if statuses != ["0"]:
+        problems.append(f"grpc-status {statuses or 'missing'}")
+    return problems
+
+
+def check_expand(server, request_file, body_size, protocol):
+    """One streaming call through nghttp: STREAM_MESSAGES uncompressed gRPC messages, the i-th an
+    EchoResponse{payload = body_size bytes, index = i}, and grpc-status 0."""
+    base = ["nghttp", "-d", request_file] + GRPC_HEADERS + [server.url_for(protocol)]
+    body = subprocess.run(base, capture_output=True, timeout=30).stdout
+    verbose = subprocess.run(base[:1] + ["-v"] + base[1:], capture_output=True, timeout=30)
+    statuses = [s.decode() for s in
+                re.findall(rb"recv \(stream_id=\d+\) grpc-status: (\d+)", verbose.stdout)]
+    problems, position, index = [], 0, 0
+    try:
+        while position < len(body):
+            if body[position] != 0 or position + 5 > len(body):
+                raise ValueError("not an uncompressed gRPC message")
+            length = struct.unpack(">I", body[position + 1:position + 5])[0]
+            fields = dict(decode_message(body[position + 5:position + 5 + length], {}))
+            position += 5 + length
+            if fields.get(1) != payload_of(body_size) or fields.get(2, 0) != index:
+                raise ValueError(f"message {index} is not {body_size} B with index {index}")
+            index += 1
+        if index != STREAM_MESSAGES:
+            problems.append(f"{index} messages, not {STREAM_MESSAGES}")
+    except ValueError as error:
+        problems.append(f"undecodable stream ({error})")
     if statuses != ["0"]:
         problems.append(f"grpc-status {statuses or 'missing'}")
     return problems
@@ -491,6 +568,7 @@ def run_h2load(server, scenario, count, request_file, pin, run_timeout, priority
     protocol = PROTOCOLS[protocol_of(scenario)]
     command = ["h2load", "-n", str(count), "-c", str(conns), "-m", str(streams), "-t", "1",
                "-d", request_file] + (["--h1"] if protocol["h1"] else []) + \
+        ([f"--tls13-ciphers={TLS_CIPHER}"] if protocol.get("tls") else []) + \
         protocol["headers"] + [server.url_for(protocol_of(scenario))]
     if pin:
         command = ["taskset", "-c", CLIENT_CORE] + command
@@ -523,8 +601,16 @@ def run_h2load(server, scenario, count, request_file, pin, run_timeout, priority
         statuses = re.search(r"status codes: .*", out)
         return (f"{succeeded} of {total} calls succeeded, {ok_codes} with HTTP 2xx "
                 f"({statuses.group(0) if statuses else 'no status line'})")
+    if protocol.get("tls") and not re.search(
+            rf"^TLS Protocol: TLSv1\.3$\s+^Cipher: {TLS_CIPHER}$", out, re.M):
+        return f"not TLS 1.3 with {TLS_CIPHER}:\n" + out
+    traffic = re.search(r"traffic: \S+ \((\d+)\) total", out)
     seconds = float(finished.group(1)) / (1000 if finished.group(2) == "ms" else 1)
     return {
+        # What h2load received (HTTP/2 frames: what the server encrypted, over TLS) per second
+        # of the server's CPU.
+        "bytes_per_cpu_s": int(traffic.group(1)) / cpu if traffic and cpu > 0 else None,
+        "bytes_s": int(traffic.group(1)) / seconds if traffic and seconds > 0 else None,
         "calls_s": float(finished.group(3)),
         "cpu_us": cpu * 1e6 / total,
         "faults": (faults1 - faults0) / total,
@@ -653,6 +739,73 @@ def complex_summary(rows, keys, results, floor):
         "in a tight loop on the server core" + ("" if floor else " (not built: no floor)") + ".")
 
 
+def measure_cipher(pin, priority):
+    """Bytes per second `openssl speed` encrypts with AES-128-GCM in 16 KiB blocks (TLS's largest
+    record) on the server core, or None where openssl is missing or says nothing readable."""
+    if shutil.which("openssl") is None:
+        return None
+    command = priority + (["taskset", "-c", SERVER_CORE] if pin else []) + [
+        "openssl", "speed", "-evp", "aes-128-gcm", "-bytes", "16384", "-seconds", "2", "-mr"]
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, timeout=60).stdout
+    except subprocess.TimeoutExpired:
+        return None
+    match = re.search(r"^\+F:\d+:AES-128-GCM:([\d.]+)$", out, re.M)
+    return float(match.group(1)) if match else None
+
+
+def tls_summary(rows, keys, labels, results, ceilings):
+    """The TLS table's second part: ferry's CPU per small call against the best peer's (per
+    round, the peer that spent least), what TLS adds to ferry's cleartext complex_proto when that
+    table ran too, and for the stream, each server's bytes per CPU-second against the cipher's."""
+    def figures(label, key):
+        return results.get((label, key), [])
+
+    peers = [k for k in keys if k != "ferry"]
+    head = ["load", "ferry CPU µs/call", "best peer CPU µs/call",
+            "ferry / best peer CPU (goal ≤ 0.5)", "ferry TLS / cleartext CPU"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    stream = None
+    for scenario in rows:
+        label = scenario[0]
+        if PROTOCOLS[protocol_of(scenario)]["encoding"] == "expand":
+            stream = label
+            continue
+        rounds = list(zip(figures(label, "ferry"), *(figures(label, k) for k in peers)))
+        best = [min(p["cpu_us"] for p in others if p) for _, *others in rounds
+                if any(others)]
+        ratios = [f["cpu_us"] / min(p["cpu_us"] for p in others if p)
+                  for f, *others in rounds if f and any(others)]
+        clear = label.removeprefix("TLS ")
+        over_clear = [a["cpu_us"] / b["cpu_us"]
+                      for a, b in zip(figures(label, "ferry"), figures(clear, "ferry")) if a and b]
+        lines.append("| " + " | ".join([
+            label.split(", ", 1)[1], fmt(median([f["cpu_us"] for f in figures(label, "ferry")
+                                                 if f]), 2),
+            fmt(median(best), 2), fmt(median(ratios), 2), fmt(median(over_clear), 2)]) + " |")
+    text = "\n".join(lines)
+    if stream is not None:
+        ceiling = median([c for c in ceilings if c])
+        head = ["server", "MB/s (wall)", "server busy %", "MB per server CPU-second",
+                "openssl speed AES-128-GCM MB/s (16 KiB blocks, same core)",
+                "fraction of the cipher's ceiling (goal ≥ 0.85 for ferry)"]
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for key in keys:
+            runs = [f for f in figures(stream, key) if f]
+            per_cpu = median([f["bytes_per_cpu_s"] for f in runs if f["bytes_per_cpu_s"]])
+            lines.append("| " + " | ".join([
+                labels[key], fmt(median([f["bytes_s"] / 1e6 for f in runs if f["bytes_s"]]), 0),
+                fmt(median([f["busy"] for f in runs]), 0),
+                fmt(per_cpu / 1e6 if per_cpu else None, 0),
+                fmt(ceiling / 1e6 if ceiling else None, 0),
+                fmt(per_cpu / ceiling if per_cpu and ceiling else None, 2)]) + " |")
+        text += f"\n\n{stream}:\n\n" + "\n".join(lines) + (
+            "\n\nMB: 10^6 bytes of HTTP/2 frames h2load received (what the server encrypted); "
+            "the ceiling is openssl's AES-128-GCM alone, median of one measurement per round"
+            + ("" if ceiling else " (openssl not found: no ceiling)") + ".")
+    return text
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--build-dir", default="build")
@@ -687,6 +840,10 @@ def main():
               for name, keys, scenarios in SUITES if args.suite in ("all", name)]
     if args.smoke:
         suites = [("grpc++", ["ferry", "async"], [("16 B x 8, 1 conn", 16, 1, 8, 300)], {16}),
+                  ("tls", ["ferry", "async"],
+                   [("TLS complex_proto, 1 conn x 8", 78, 1, 8, 300, "greeter-tls"),
+                    ("TLS 64 KiB x 64 streamed, 1 conn x 1", 64 << 10, 1, 1, 4, "expand-tls")],
+                   {78, 64 << 10}),
                   ("connect", ["ferry", "connect-go"],
                    [("Connect proto, HTTP/2, 16 B x 8, 1 conn", 16, 1, 8, 300, "connect-proto"),
                     ("Connect JSON, HTTP/1.1, 16 B x 1, 4 conns", 16, 4, 1, 300,
@@ -731,9 +888,13 @@ def main():
     servers, failures = {}, []
     tmp = tempfile.TemporaryDirectory(prefix="ferry_h2h_")
     try:
+        # A server per key and transport (cleartext, TLS), for the tables that need it.
         for key, label, _, _ in SERVERS:
-            if any(key in suite[1] for suite in suites):
-                servers[key] = Server(key, label, where[key], pin, priority, SERVER_ENV.get(key))
+            for tls in (False, True):
+                if any(key in keys and any(uses_tls(s) == tls for s in scenarios)
+                       for _, keys, scenarios, _ in suites):
+                    servers[(key, tls)] = Server(key, label, where[key], pin, priority,
+                                                 SERVER_ENV.get(key), tls)
         request_files = {}
 
         def request_file(protocol, size):
@@ -749,21 +910,24 @@ def main():
         # (see the module comment), so a scenario's figures must not depend on which others ran.
         checked = set()
         for name, keys, scenarios, sizes in suites:
-            if name == "complex_proto":  # its peers serve the greeter only
+            if name in CHECKED_AS_LOADED:
                 wanted = {(k, protocol_of(s), s[1]) for s in scenarios for k in runners(s, keys)}
             else:  # every body size, and the echo over gRPC too beside Connect
                 protocols = {protocol_of(s) for s in scenarios} | {"grpc"}
                 wanted = {(k, p, size) for size in sizes for k in keys for p in protocols}
             for key, protocol, size in sorted(wanted - checked):
                 checked.add((key, protocol, size))
-                if protocol in ("grpc", "greeter"):
-                    problems = check_echo(servers[key], request_file(protocol, size),
+                server = servers[(key, uses_tls(protocol))]
+                encoding = PROTOCOLS[protocol]["encoding"]
+                if encoding == "expand":
+                    problems = check_expand(server, request_file(protocol, size), size, protocol)
+                elif encoding in ("grpc", "greeter"):
+                    problems = check_echo(server, request_file(protocol, size),
                                           request_body(protocol, size), protocol)
                 else:
-                    problems = check_connect(servers[key], protocol, size)
+                    problems = check_connect(server, protocol, size)
                 for problem in problems:
-                    failures.append(f"{servers[key].label}, {protocol} {size} B check: "
-                                    f"{problem}")
+                    failures.append(f"{server.label}, {protocol} {size} B check: {problem}")
         if failures:
             print("\n".join("head_to_head: FAILED " + f for f in failures))
             return 1
@@ -772,7 +936,7 @@ def main():
             return scenario[2] * scenario[3]
 
         def run(key, scenario, count):
-            return run_h2load(servers[key], scenario, count,
+            return run_h2load(servers[(key, uses_tls(scenario))], scenario, count,
                               request_file(protocol_of(scenario), scenario[1]), pin,
                               args.run_timeout, priority)
 
@@ -794,18 +958,23 @@ def main():
                     counts[(scenario[0], key)] = max(in_flight(scenario) * 4, min(most, fit))
         results = {(s[0], key): [] for _, keys, scenarios, _ in suites
                    for s in scenarios for key in runners(s, keys)}
+        ceilings = []  # bytes/s AES-128-GCM encrypts on the server core, per round
         for round_index in range(rounds):
             for name, keys, scenarios, _ in suites:
                 for scenario in scenarios:
                     for key in runners(scenario, keys):
                         figures = run(key, scenario, counts[(scenario[0], key)])
                         if isinstance(figures, str):
-                            failures.append(f"{servers[key].label}, {scenario[0]}, round "
+                            failures.append(f"{servers[(key, uses_tls(scenario))].label}, "
+                                            f"{scenario[0]}, round "
                                             f"{round_index + 1}: {figures}")
                             figures = None
                         results[(scenario[0], key)].append(figures)
+                if name == "tls":  # the cipher's ceiling, in every round beside the servers'
+                    ceilings.append(measure_cipher(pin, priority))
         elapsed = time.monotonic() - started
-        threads = ", ".join(f"{s.label} {s.threads()}" for s in servers.values())
+        threads = ", ".join(f"{s.label}{' TLS' if s.tls else ''} {s.threads()}"
+                            for s in servers.values())
         floor = measure_floor(args.build_dir, tmp.name, pin, priority) \
             if any(name == "complex_proto" for name, _, _, _ in suites) else None
     finally:
@@ -815,7 +984,7 @@ def main():
 
     texts = []
     for name, keys, scenarios, _ in suites:
-        columns = [servers[k] for k in keys]
+        columns = [servers[(k, uses_tls(scenarios[0]))] for k in keys]
         rows = [sc for sc in scenarios if sc[0] not in TWIN_LABELS]
         notes = "Calls per run (" + " / ".join(s.label for s in columns) + "): " + "; ".join(
             sc[0] + " " + " / ".join(str(counts[(sc[0], s.key)]) for s in columns)
@@ -823,6 +992,9 @@ def main():
         text = table(rows, columns, results) + "\n\n" + notes
         if name == "complex_proto":
             text += "\n\n" + complex_summary(rows, keys, results, floor)
+        if name == "tls":
+            text += "\n\n" + tls_summary(rows, keys, {c.key: c.label for c in columns}, results,
+                                           ceilings)
         texts.append(text)
     notes = (f"Medians of {rounds} round(s), servers interleaved per round; count scale "
              f"{scale:g}; {elapsed:.0f} s of load. Server on core {SERVER_CORE}, h2load on core "
