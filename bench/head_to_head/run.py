@@ -146,7 +146,6 @@ COMPLEX_SCENARIOS = [
 # realistic message adds to ferry's CPU per call is the difference.
 ECHO_TWINS = {s[0]: (f"ferry's 16 B echo, {s[2]} conn{'s' if s[2] > 1 else ''} x {s[3]}", 16,
                      s[2], s[3], s[4], "grpc") for s in COMPLEX_SCENARIOS}
-TWIN_LABELS = {t[0] for t in ECHO_TWINS.values()}
 
 # The TLS table: complex_proto's two loads over TLS 1.3 with AES-128-GCM (h2load offers no other
 # cipher suite), each server with its own TLS stack (ferry: OpenSSL through its own BIO; grpc++:
@@ -160,9 +159,15 @@ TLS_SCENARIOS = [
     ("TLS complex_proto, 1 conn x 64", 78, 1, 64, 40000, "greeter-tls"),
     (f"TLS 64 KiB x {STREAM_MESSAGES} streamed, 1 conn x 2", 64 << 10, 1, 2, 600, "expand-tls"),
 ]
+# ferry's cleartext stream at the same load, run by ferry alone in the same rounds: a server's
+# cost per byte over TLS is at least its cleartext cost plus the cipher's, the tighter ceiling.
+STREAM_TWIN = (f"ferry's cleartext 64 KiB x {STREAM_MESSAGES} stream, 1 conn x 2", 64 << 10, 1, 2,
+               600, "expand")
 TLS_CIPHER = "TLS_AES_128_GCM_SHA256"
 CERTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "test", "certs")
+# The scenarios run by ferry alone, beside another row of their table.
+TWIN_LABELS = {t[0] for t in ECHO_TWINS.values()} | {STREAM_TWIN[0]}
 
 # (name, server keys, scenarios): the tables, each ferry (first) against the others.
 SUITES = [
@@ -170,7 +175,7 @@ SUITES = [
     ("connect", ["ferry", "connect-go"], CONNECT_SCENARIOS),
     ("complex_proto", ["ferry", "tonic", "grpc-go", "async"],
      COMPLEX_SCENARIOS + list(ECHO_TWINS.values())),
-    ("tls", ["ferry", "grpc-go", "async"], TLS_SCENARIOS),
+    ("tls", ["ferry", "grpc-go", "async"], TLS_SCENARIOS + [STREAM_TWIN]),
 ]
 # The tables whose peers serve only some methods: each server is checked on what it is loaded with.
 CHECKED_AS_LOADED = ("complex_proto", "tls")
@@ -190,6 +195,8 @@ PROTOCOLS = {
                 "h1": False, "encoding": "greeter", "path": GREETER_PATH},
     "greeter-tls": {"headers": ["-H", "content-type: application/grpc", "-H", "te: trailers"],
                     "h1": False, "encoding": "greeter", "path": GREETER_PATH, "tls": True},
+    "expand": {"headers": ["-H", "content-type: application/grpc", "-H", "te: trailers"],
+               "h1": False, "encoding": "expand", "path": "/ferry.testing.Echo/Expand"},
     "expand-tls": {"headers": ["-H", "content-type: application/grpc", "-H", "te: trailers"],
                    "h1": False, "encoding": "expand", "path": "/ferry.testing.Echo/Expand",
                    "tls": True},
@@ -786,23 +793,36 @@ def tls_summary(rows, keys, labels, results, ceilings):
     text = "\n".join(lines)
     if stream is not None:
         ceiling = median([c for c in ceilings if c])
+
+        def per_cpu(label, key):
+            return median([f["bytes_per_cpu_s"] for f in figures(label, key)
+                           if f and f["bytes_per_cpu_s"]])
+
         head = ["server", "MB/s (wall)", "server busy %", "MB per server CPU-second",
-                "openssl speed AES-128-GCM MB/s (16 KiB blocks, same core)",
                 "fraction of the cipher's ceiling (goal ≥ 0.85 for ferry)"]
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for key in keys:
             runs = [f for f in figures(stream, key) if f]
-            per_cpu = median([f["bytes_per_cpu_s"] for f in runs if f["bytes_per_cpu_s"]])
             lines.append("| " + " | ".join([
                 labels[key], fmt(median([f["bytes_s"] / 1e6 for f in runs if f["bytes_s"]]), 0),
                 fmt(median([f["busy"] for f in runs]), 0),
-                fmt(per_cpu / 1e6 if per_cpu else None, 0),
-                fmt(ceiling / 1e6 if ceiling else None, 0),
-                fmt(per_cpu / ceiling if per_cpu and ceiling else None, 2)]) + " |")
+                fmt(per_cpu(stream, key) / 1e6 if per_cpu(stream, key) else None, 0),
+                fmt(per_cpu(stream, key) / ceiling if per_cpu(stream, key) and ceiling else None,
+                    2)]) + " |")
+        # A server that spends c ns per byte in cleartext spends at least c + the cipher's ns
+        # per byte over TLS.
+        clear = per_cpu(STREAM_TWIN[0], "ferry")
+        both = 1 / (1 / clear + 1 / ceiling) if clear and ceiling else None
+        ferry = per_cpu(stream, "ferry")
         text += f"\n\n{stream}:\n\n" + "\n".join(lines) + (
-            "\n\nMB: 10^6 bytes of HTTP/2 frames h2load received (what the server encrypted); "
-            "the ceiling is openssl's AES-128-GCM alone, median of one measurement per round"
-            + ("" if ceiling else " (openssl not found: no ceiling)") + ".")
+            "\n\nMB: 10^6 bytes of HTTP/2 frames h2load received (what the server encrypted) "
+            f"per second. The cipher's ceiling: `openssl speed -evp aes-128-gcm`, 16 KiB blocks, "
+            f"on the server core: {fmt(ceiling / 1e6 if ceiling else None, 0)} MB/s (median of "
+            "one measurement per round" + ("" if ceiling else "; openssl not found") + "). "
+            f"ferry's own cleartext stream at the same load: {fmt(clear / 1e6 if clear else None, 0)}"
+            " MB per CPU-second; with the cipher's cost per byte added, at most "
+            f"{fmt(both / 1e6 if both else None, 0)}, of which ferry's TLS stream reaches "
+            f"{fmt(ferry / both if ferry and both else None, 2)}.")
     return text
 
 
@@ -826,6 +846,8 @@ def main():
                              "still cover every body size)")
     args = parser.parse_args()
     missing_code = 77 if args.smoke else 0
+    # A SIGTERM (a timeout, a kill) unwinds like an exception, so that the servers are stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     for tool in ("h2load", "nghttp"):
         if shutil.which(tool) is None:
@@ -891,8 +913,8 @@ def main():
         # A server per key and transport (cleartext, TLS), for the tables that need it.
         for key, label, _, _ in SERVERS:
             for tls in (False, True):
-                if any(key in keys and any(uses_tls(s) == tls for s in scenarios)
-                       for _, keys, scenarios, _ in suites):
+                if any(key in runners(s, keys) and uses_tls(s) == tls
+                       for _, keys, scenarios, _ in suites for s in scenarios):
                     servers[(key, tls)] = Server(key, label, where[key], pin, priority,
                                                  SERVER_ENV.get(key), tls)
         request_files = {}
