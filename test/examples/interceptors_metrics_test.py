@@ -27,10 +27,11 @@ CALLS = [("client-1", SAY_HELLO, "OK", 1, 1), ("client-2", SAY_HELLO, "OK", 1, 1
          ("client-5", SAY_HELLO, "INVALID_ARGUMENT: name is empty", 1, 0)]
 
 
-def logged(program, pattern):
-    """Whether some line of program's output matches pattern as a whole."""
-    regex = re.compile(pattern)
-    return any(regex.fullmatch(line) for line in program.lines())
+def logged(program, pattern, timeout=0):
+    """Whether some line of program's output matches pattern as a whole, within timeout seconds:
+    a line the server printed before the client's call ended may still be on its way through the
+    pipe to the thread that collects it."""
+    return program.wait_for(r"^(?:%s)$" % pattern, timeout) is not None
 
 
 def main():
@@ -65,10 +66,10 @@ def main():
                      "the client's interceptor logged %s %s: %s, %d sent, %d received, the id "
                      "echoed" % (rid, method, status, sent, received))
         checks.check(logged(server, r"\[server\] %s from ipv4:127\.0\.0\.1:\d+: started "
-                            r"\(request %s\)" % (m, rid)),
+                            r"\(request %s\)" % (m, rid), 10),
                      "the server's interceptor logged %s's start with its id" % rid)
         checks.check(logged(server, r"\[server\] %s: %s in %s, %d received, %d sent \(request "
-                            r"%s\)" % (m, s, ms, sent, received, rid)),
+                            r"%s\)" % (m, s, ms, sent, received, rid), 10),
                      "the server's interceptor logged %s's end: %s" % (rid, status))
 
     if metrics_url:
