@@ -14,8 +14,8 @@
 #   PREFIX/bin/connect_echo_server_go  bench/head_to_head/connect_go: connect-go serving the
 #                        head-to-head's echo service   go build (pinned; code from protoc plugins)
 #   PREFIX/bin/grpc_go_greeter_server, PREFIX/bin/tonic_greeter_server  the head-to-head's
-#                        complex_proto peers (bench/head_to_head/grpc_go, tonic): go build and
-#                        cargo build (pinned), when named only
+#                        complex_proto peers, grpc-go's also its TLS table's (bench/head_to_head/
+#                        grpc_go, tonic): go build and cargo build (pinned), when named only
 #   PREFIX/java/lib       grpc-java interop-testing jars + runtime deps   mvn
 #   PREFIX/npm/node_modules  test/browser's page and driver: connect-web, protobuf-es and its
 #                        protoc plugin, esbuild, puppeteer-core (npm; no browser download: the
@@ -27,8 +27,8 @@
 #
 # Usage: scripts/install_peers.sh [PREFIX [PEER...]]  (PYTHON=... picks the venv's interpreter)
 # PEER names the steps to run, by their log's name (the list `peers` below); none: all but the
-# head-to-head's complex_proto peers (grpc_go_greeter, tonic_greeter), which only scripts/main.sh
-# names.
+# head-to-head's complex_proto and TLS peers (grpc_go_greeter, tonic_greeter), which only
+# scripts/main.sh names.
 set -uo pipefail
 
 GRPCIO_VERSION=1.85.1

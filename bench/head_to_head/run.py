@@ -449,14 +449,21 @@ class Server:
                 self.process.wait()
 
 
-def check_echo(server, request_file, expected, protocol="grpc"):
-    """One call through nghttp: the body must come back unchanged and grpc-status must be 0; for
-    the greeter, the response's Hello must decode to the request's (decode_message)."""
+def grpc_call(server, request_file, protocol):
+    """One gRPC call through nghttp, made twice: plainly for the body, verbosely for the
+    trailers. Returns (the finished process, with the body as stdout; the grpc-status values)."""
     base = ["nghttp", "-d", request_file] + GRPC_HEADERS + [server.url_for(protocol)]
     plain = subprocess.run(base, capture_output=True, timeout=30)
     verbose = subprocess.run(base[:1] + ["-v"] + base[1:], capture_output=True, timeout=30)
     statuses = [s.decode() for s in
                 re.findall(rb"recv \(stream_id=\d+\) grpc-status: (\d+)", verbose.stdout)]
+    return plain, statuses
+
+
+def check_echo(server, request_file, expected, protocol="grpc"):
+    """One call through nghttp: the body must come back unchanged and grpc-status must be 0; for
+    the greeter, the response's Hello must decode to the request's (decode_message)."""
+    plain, statuses = grpc_call(server, request_file, protocol)
     problems = []
     if PROTOCOLS[protocol]["encoding"] == "greeter":
         body = plain.stdout
@@ -480,11 +487,8 @@ def check_echo(server, request_file, expected, protocol="grpc"):
 def check_expand(server, request_file, body_size, protocol):
     """One streaming call through nghttp: STREAM_MESSAGES uncompressed gRPC messages, the i-th an
     EchoResponse{payload = body_size bytes, index = i}, and grpc-status 0."""
-    base = ["nghttp", "-d", request_file] + GRPC_HEADERS + [server.url_for(protocol)]
-    body = subprocess.run(base, capture_output=True, timeout=30).stdout
-    verbose = subprocess.run(base[:1] + ["-v"] + base[1:], capture_output=True, timeout=30)
-    statuses = [s.decode() for s in
-                re.findall(rb"recv \(stream_id=\d+\) grpc-status: (\d+)", verbose.stdout)]
+    plain, statuses = grpc_call(server, request_file, protocol)
+    body = plain.stdout
     problems, position, index = [], 0, 0
     try:
         while position < len(body):
@@ -779,11 +783,12 @@ def tls_summary(rows, keys, labels, results, ceilings):
         if PROTOCOLS[protocol_of(scenario)]["encoding"] == "expand":
             stream = label
             continue
-        rounds = list(zip(figures(label, "ferry"), *(figures(label, k) for k in peers)))
-        best = [min(p["cpu_us"] for p in others if p) for _, *others in rounds
-                if any(others)]
-        ratios = [f["cpu_us"] / min(p["cpu_us"] for p in others if p)
-                  for f, *others in rounds if f and any(others)]
+        # Per round: ferry's figures, and the least CPU per call of the peers that ran.
+        rounds = [(f, min(p["cpu_us"] for p in others if p))
+                  for f, *others in zip(figures(label, "ferry"), *(figures(label, k) for k in peers))
+                  if any(others)]
+        best = [b for _, b in rounds]
+        ratios = [f["cpu_us"] / b for f, b in rounds if f]
         clear = label.removeprefix("TLS ")
         over_clear = [a["cpu_us"] / b["cpu_us"]
                       for a, b in zip(figures(label, "ferry"), figures(clear, "ferry")) if a and b]
@@ -804,12 +809,11 @@ def tls_summary(rows, keys, labels, results, ceilings):
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for key in keys:
             runs = [f for f in figures(stream, key) if f]
+            sent = per_cpu(stream, key)
             lines.append("| " + " | ".join([
                 labels[key], fmt(median([f["bytes_s"] / 1e6 for f in runs if f["bytes_s"]]), 0),
-                fmt(median([f["busy"] for f in runs]), 0),
-                fmt(per_cpu(stream, key) / 1e6 if per_cpu(stream, key) else None, 0),
-                fmt(per_cpu(stream, key) / ceiling if per_cpu(stream, key) and ceiling else None,
-                    2)]) + " |")
+                fmt(median([f["busy"] for f in runs]), 0), fmt(sent / 1e6 if sent else None, 0),
+                fmt(sent / ceiling if sent and ceiling else None, 2)]) + " |")
         # A server that spends c ns per byte in cleartext spends at least c + the cipher's ns
         # per byte over TLS.
         clear = per_cpu(STREAM_TWIN[0], "ferry")

@@ -202,7 +202,6 @@ class RawConnections {
 
   // Connects and sends conduct's bytes.
   void open(Conduct conduct) {
-    ++opened_;
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
     sockaddr_in addr{};
@@ -251,13 +250,13 @@ class RawConnections {
     talking_.clear();
   }
 
-  long opened() const { return opened_; }
+  // Connections open (none once closed).
+  long opened() const { return static_cast<long>(fds_.size()); }
 
  private:
   int port_;
   std::vector<int> fds_;
   std::vector<int> talking_;  // those that sent bytes (not Conduct::kSilent)
-  long opened_ = 0;
 };
 
 // Opens n connections in batches of at most max_batch that fit the descriptor limit (both
