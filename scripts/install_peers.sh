@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Installs the real gRPC peers ferry's interop tests talk to, into PREFIX (default build/peers):
 #   PREFIX/venv           Python venv with grpcio + grpcio-tools and h2 (pip)
-#   PREFIX/bin/server     grpc-go interop server  } go install
-#   PREFIX/bin/client     grpc-go interop client  }
-#   PREFIX/bin/grpcurl, PREFIX/bin/ghz             go install
-#   PREFIX/bin/grpc-health-probe                   go install
-#   PREFIX/bin/h2spec     HTTP/2 conformance tester  go build (pinned go.mod, see below)
-#   PREFIX/bin/rich_status_peer_go  test/peers/rich_status_go against grpc-go  go build (pinned)
-#   PREFIX/bin/toxiproxy-server  Shopify's fault proxy (test/faults)   go install, renamed: its
-#                        command is `server`, which grpc-go's interop server already is
-#   PREFIX/bin/connectconformance    connectrpc's conformance suite      go install; its .proto
-#                        files stay in the module cache, PREFIX/go/pkg/mod/connectrpc.com/conformance@V
+#   PREFIX/bin/server, PREFIX/bin/client   grpc-go's interop server and client  }
+#   PREFIX/bin/grpcurl, PREFIX/bin/grpc-health-probe                             }
+#   PREFIX/bin/toxiproxy-server  Shopify's fault proxy (test/faults), renamed:   } go build, one
+#                        its command is `server`, like grpc-go's interop server } module:
+#   PREFIX/bin/connectconformance  connectrpc's conformance suite; its .proto    } test/peers/
+#                        files stay in the module cache,                         } go.mod pins
+#                        PREFIX/go/pkg/mod/connectrpc.com/conformance@V          } every version
+#   PREFIX/bin/h2spec     HTTP/2 conformance tester                              }
+#   PREFIX/bin/rich_status_peer_go  test/peers/rich_status_go against grpc-go    }
+#   PREFIX/bin/ghz                                 go install (its own go.mod's versions)
 #   PREFIX/bin/connect_echo_server_go  bench/head_to_head/connect_go: connect-go serving the
 #                        head-to-head's echo service   go build (pinned; code from protoc plugins)
 #   PREFIX/bin/grpc_go_greeter_server, PREFIX/bin/tonic_greeter_server  the head-to-head's
@@ -35,15 +35,14 @@ GRPCIO_VERSION=1.85.1
 H2_VERSION=4.4.1              # with its dependencies pinned too
 HPACK_VERSION=4.2.0
 HYPERFRAME_VERSION=6.1.0
+# The Go peers' versions: test/peers/go.mod requires these (the one-module step checks each
+# binary against them); ghz's is installed as named here.
 GRPC_GO_VERSION=v1.85.0
 GRPCURL_VERSION=v1.9.4
 GHZ_VERSION=v0.93.0
 GRPC_HEALTH_PROBE_VERSION=v0.4.61   # the newest the Go proxy serves
 TOXIPROXY_VERSION=v2.5.0
-# h2spec's newest release on the Go proxy; it has no go.mod, so its dependencies are pinned here.
-H2SPEC_VERSION=v2.2.1+incompatible
-H2SPEC_DEPS=(github.com/fatih/color@v1.19.0 github.com/spf13/cobra@v1.10.2
-             golang.org/x/net@v0.62.0)
+H2SPEC_VERSION=v2.2.1+incompatible  # h2spec's newest on the Go proxy; no go.mod of its own
 CONNECT_CONFORMANCE_VERSION=v1.0.7  # test/conformance's CMakeLists names the same version
 CONNECT_GO_VERSION=v1.21.1          # connect-go, the newest v1 the Go proxy serves
 PROTOBUF_GO_VERSION=v1.36.12        # protoc-gen-go and its runtime: what grpc-go's go.mod requires
@@ -59,7 +58,7 @@ NPM_PACKAGES=(@connectrpc/connect-web@2.2.0 @connectrpc/connect@2.2.0 @bufbuild/
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd) || exit 1  # before any cd
 prefix=${1:-build/peers}
 only=("${@:2}")
-peers=(venv npm grpc-go grpcurl ghz grpc-health-probe toxiproxy connectconformance h2spec rich_status_go connect_echo_go
+peers=(venv npm go_module ghz connect_echo_go
        grpc-java grpc_go_greeter tonic_greeter)
 for peer in "${only[@]}"; do
   [[ " ${peers[*]} " == *" $peer "* ]] || { echo "install_peers.sh: no peer $peer" >&2; exit 2; }
@@ -231,78 +230,48 @@ if ! command -v go >/dev/null 2>&1; then
   exit 1
 fi
 
-# --- (b) grpc-go interop server and client
-step "grpc-go interop server+client $GRPC_GO_VERSION" "$prefix/logs/grpc-go.log" \
-  "go_has server google.golang.org/grpc $GRPC_GO_VERSION && go_has client google.golang.org/grpc $GRPC_GO_VERSION" \
-  "go install google.golang.org/grpc/interop/server@$GRPC_GO_VERSION google.golang.org/grpc/interop/client@$GRPC_GO_VERSION"
+# --- (b) The Go peers but ghz, built from one module (test/peers/go.mod), so the dependencies
+# they share are compiled once: grpc-go's interop server and client, grpcurl, grpc-health-probe,
+# toxiproxy (the fault proxy test/faults drives through its HTTP API), connectrpc's conformance
+# runner (its .proto files, which test/conformance generates its server and client from, stay in
+# the module cache: PREFIX/go/pkg/mod/connectrpc.com/conformance@V), h2spec (the HTTP/2
+# conformance tester), and grpc-go's side of the rich error details test (test/peers/
+# rich_status_go). go.mod and go.sum pin every version, read only (-mod=readonly): a build that
+# would need another version fails. toxiproxy's command is `server`, like grpc-go's interop
+# server: built apart under its own name. A stamp holding the module's and rich_status_go's hash
+# rebuilds them all when either changes (cheaply: Go's build cache has the rest).
+go_module="$repo/test/peers"
+go_module_stamp() { cat "$go_module/go.mod" "$go_module/go.sum" "$go_module/rich_status_go/main.go" | sha256sum | cut -c1-16; }
+go_module_check() {
+  go_has server google.golang.org/grpc "$GRPC_GO_VERSION" &&
+    go_has client google.golang.org/grpc "$GRPC_GO_VERSION" &&
+    go_has grpcurl github.com/fullstorydev/grpcurl "$GRPCURL_VERSION" &&
+    go_has grpc-health-probe github.com/grpc-ecosystem/grpc-health-probe "$GRPC_HEALTH_PROBE_VERSION" &&
+    go_has toxiproxy-server github.com/Shopify/toxiproxy/v2 "$TOXIPROXY_VERSION" &&
+    go_has connectconformance connectrpc.com/conformance "$CONNECT_CONFORMANCE_VERSION" &&
+    [ -f "$prefix/go/pkg/mod/connectrpc.com/conformance@$CONNECT_CONFORMANCE_VERSION/proto/connectrpc/conformance/v1/service.proto" ] &&
+    go_has h2spec github.com/summerwind/h2spec "${H2SPEC_VERSION//+/\\+}" &&
+    go_has rich_status_peer_go google.golang.org/grpc "$GRPC_GO_VERSION" &&
+    [ "$(cat "$GOBIN/.go_module.stamp" 2>/dev/null)" = "$(go_module_stamp)" ]
+}
+go_module_install() {
+  cd "$go_module" || return 1
+  go build -mod=readonly -o "$GOBIN/" google.golang.org/grpc/interop/server \
+    google.golang.org/grpc/interop/client github.com/fullstorydev/grpcurl/cmd/grpcurl \
+    github.com/grpc-ecosystem/grpc-health-probe connectrpc.com/conformance/cmd/connectconformance \
+    github.com/summerwind/h2spec/cmd/h2spec &&
+    go build -mod=readonly -o "$GOBIN/toxiproxy-server" github.com/Shopify/toxiproxy/v2/cmd/server &&
+    go build -mod=readonly -o "$GOBIN/rich_status_peer_go" ./rich_status_go &&
+    go_module_stamp >"$GOBIN/.go_module.stamp"
+}
+step "grpc-go interop $GRPC_GO_VERSION, grpcurl $GRPCURL_VERSION, grpc-health-probe $GRPC_HEALTH_PROBE_VERSION, toxiproxy $TOXIPROXY_VERSION, connectconformance $CONNECT_CONFORMANCE_VERSION, h2spec $H2SPEC_VERSION, rich_status_peer_go (test/peers/go.mod)" \
+  "$prefix/logs/go_module.log" go_module_check go_module_install
+cd "$prefix" || exit 1
 
-# --- (c) grpcurl and ghz
-step "grpcurl $GRPCURL_VERSION" "$prefix/logs/grpcurl.log" \
-  "go_has grpcurl github.com/fullstorydev/grpcurl $GRPCURL_VERSION" \
-  "go install github.com/fullstorydev/grpcurl/cmd/grpcurl@$GRPCURL_VERSION"
+# --- (c) ghz, with the versions its own go.mod asks for (grpc-go 1.34: see test/peers/go.mod).
 step "ghz $GHZ_VERSION" "$prefix/logs/ghz.log" \
   "go_has ghz github.com/bojand/ghz $GHZ_VERSION" \
   "go install github.com/bojand/ghz/cmd/ghz@$GHZ_VERSION"
-step "grpc-health-probe $GRPC_HEALTH_PROBE_VERSION" "$prefix/logs/grpc-health-probe.log" \
-  "go_has grpc-health-probe github.com/grpc-ecosystem/grpc-health-probe $GRPC_HEALTH_PROBE_VERSION" \
-  "go install github.com/grpc-ecosystem/grpc-health-probe@$GRPC_HEALTH_PROBE_VERSION"
-
-# --- (c0) toxiproxy, the fault proxy test/faults drives through its HTTP API. Its command is
-# named `server` like grpc-go's interop server: installed into a GOBIN of its own, then copied.
-toxiproxy_install() {
-  local dir="$prefix/go/toxiproxy-bin"
-  mkdir -p "$dir" &&
-    GOBIN="$dir" go install "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION" &&
-    cp "$dir/server" "$GOBIN/toxiproxy-server"
-}
-step "toxiproxy $TOXIPROXY_VERSION" "$prefix/logs/toxiproxy.log" \
-  "go_has toxiproxy-server github.com/Shopify/toxiproxy/v2 $TOXIPROXY_VERSION" toxiproxy_install
-
-# --- (c1) connectrpc's conformance suite: the runner, and (in the module cache) the .proto files
-# test/conformance generates its server and client from.
-step "connectconformance $CONNECT_CONFORMANCE_VERSION" "$prefix/logs/connectconformance.log" \
-  "go_has connectconformance connectrpc.com/conformance $CONNECT_CONFORMANCE_VERSION && [ -f '$prefix/go/pkg/mod/connectrpc.com/conformance@$CONNECT_CONFORMANCE_VERSION/proto/connectrpc/conformance/v1/service.proto' ]" \
-  "go install connectrpc.com/conformance/cmd/connectconformance@$CONNECT_CONFORMANCE_VERSION"
-
-# --- (c2) h2spec, the HTTP/2 conformance tester. `go install h2spec@v2.2.1+incompatible` would
-# take the newest version of each dependency (h2spec has no go.mod): build it from a scratch
-# module whose go.mod pins them instead (their own dependencies follow from their go.mod files).
-h2spec_install() {
-  local dir="$prefix/go/h2spec-build" dep
-  rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || return 1
-  printf 'module ferry.peers/h2spec\n\ngo 1.21\n' >go.mod
-  go mod edit -require="github.com/summerwind/h2spec@$H2SPEC_VERSION" || return 1
-  for dep in "${H2SPEC_DEPS[@]}"; do go mod edit -require="$dep" || return 1; done
-  printf '//go:build tools\n\npackage tools\n\nimport _ "github.com/summerwind/h2spec/cmd/h2spec"\n' \
-    >tools.go
-  go mod tidy && go build -o "$GOBIN/h2spec" github.com/summerwind/h2spec/cmd/h2spec
-}
-step "h2spec $H2SPEC_VERSION" "$prefix/logs/h2spec.log" \
-  "go_has h2spec github.com/summerwind/h2spec '${H2SPEC_VERSION//+/\\+}'" h2spec_install
-cd "$prefix" || exit 1
-
-# --- (c3) grpc-go's side of the rich error details test: test/peers/rich_status_go built in a
-# scratch module that requires grpc-go at the interop version (its dependencies follow from its
-# go.mod). A stamp holding the source's hash rebuilds it when the source changes.
-rich_status_src="$repo/test/peers/rich_status_go"
-rich_status_stamp() { echo "$GRPC_GO_VERSION $(sha256sum <"$rich_status_src/main.go" | cut -c1-16)"; }
-rich_status_check() {
-  go_has rich_status_peer_go google.golang.org/grpc "$GRPC_GO_VERSION" &&
-    [ "$(cat "$GOBIN/.rich_status_peer_go.stamp" 2>/dev/null)" = "$(rich_status_stamp)" ]
-}
-rich_status_install() {
-  local dir="$prefix/go/rich-status-build"
-  rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || return 1
-  cp "$rich_status_src/main.go" . || return 1
-  printf 'module ferry.peers/richstatus\n\ngo 1.21\n' >go.mod
-  # go get, not go mod tidy: tidy would fetch the test dependencies of every package too.
-  go get "google.golang.org/grpc@$GRPC_GO_VERSION" &&
-    go build -o "$GOBIN/rich_status_peer_go" . &&
-    rich_status_stamp >"$GOBIN/.rich_status_peer_go.stamp"
-}
-step "rich_status_peer_go (grpc-go $GRPC_GO_VERSION)" "$prefix/logs/rich_status_go.log" \
-  rich_status_check rich_status_install
-cd "$prefix" || exit 1
 
 # --- (c4) connect-go serving the head-to-head's echo service (bench/head_to_head/connect_go), built
 # in a scratch module that requires connect-go and protobuf-go at the pinned versions. Its messages
