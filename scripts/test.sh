@@ -11,7 +11,8 @@
 # scripts/test.sh           everything (what CI runs): installs missing Debian packages and the
 #   peers, checks the formatting, builds in Release and runs every tier; builds again under
 #   AddressSanitizer + UndefinedBehaviorSanitizer and runs every tier again but grpc-java's cases
-#   (any report aborts its test, so it fails); then runs each libFuzzer target for a bounded time
+#   and the four feature examples, whose calls the googletest programs make there too (any report
+#   aborts its test, so it fails); then runs each libFuzzer target for a bounded time
 #   (scripts/fuzz.sh; FERRY_FUZZ_SECONDS per target, default 30 here). The builds that the next
 #   phase needs run at the lowest priority beside the current one. Prints each phase's time.
 # Exits non-zero on any failure.
