@@ -9,9 +9,12 @@
 # Usage: scripts/fuzz.sh [--build-only] [TARGET...]     (default: every target)
 #   --build-only         configure and build the targets, run none (test.sh builds them while the
 #                        sanitizer tests run)
-#   FERRY_FUZZ_SECONDS   seconds per target (default 60)
-#   FERRY_FUZZ_JOBS      targets fuzzed at once (default: the number of cores; each fuzzer is one
-#                        process on one core, so each still gets its seconds of a whole core)
+#   FERRY_FUZZ_SECONDS   seconds of a core per target (default 60)
+#   FERRY_FUZZ_JOBS      cores to share (default: all of them). Every target runs at once, for
+#                        FERRY_FUZZ_SECONDS x targets / cores of wall time when there are more
+#                        targets than cores: each fuzzer is one process, so each still gets its
+#                        seconds of a core, and no core idles while the last ones finish (7
+#                        targets in rounds of 2 left one core idle for the whole last round).
 #   FERRY_FUZZ_BUILD     build directory (default build-fuzz)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,39 +42,35 @@ CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithD
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
 [ "$build_only" -eq 0 ] || exit 0
 
+# Wall seconds per target: all run at once, sharing the cores equally.
+jobs=${FERRY_FUZZ_JOBS:-$(nproc)}
+wall=$seconds
+[ ${#targets[@]} -le "$jobs" ] || wall=$(( (seconds * ${#targets[@]} + jobs - 1) / jobs ))
 # fuzz_one TARGET: one target's run; prints its line, exits non-zero if it found a failure.
 fuzz_one() {
   local t=$1 work="$build/corpus/$1" log="$build/logs/$1.log" rc=0 runs units
   mkdir -p "$work" "$build/artifacts" "$build/logs"
   # -max_total_time bounds the run; timeout guards against a hang the fuzzer cannot interrupt.
-  timeout -k 10 $((seconds + 120)) "$build/fuzz/$t" -max_total_time="$seconds" \
+  timeout -k 10 $((wall + 120)) "$build/fuzz/$t" -max_total_time="$wall" \
     -print_final_stats=1 -artifact_prefix="$build/artifacts/$t-" "$work" "fuzz/corpus/$t" \
     >"$log" 2>&1 || rc=$?
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
   units=$(find "$work" -type f | wc -l)
   if [ "$rc" -eq 0 ]; then
-    echo "fuzz $t: ok, ${runs:-?} runs in ${seconds}s, corpus $units kept + $(ls "fuzz/corpus/$t" | wc -l) committed"
+    echo "fuzz $t: ok, ${runs:-?} runs in ${wall}s (${#targets[@]} at once on $jobs cores), corpus $units kept + $(ls "fuzz/corpus/$t" | wc -l) committed"
   else
     echo "fuzz $t: FAILED (exit $rc) after ${runs:-?} runs; log $log" >&2
     grep -E "FUZZ_CHECK|ERROR:|runtime error|SUMMARY|Test unit written" "$log" | head -n 20 >&2 || true
     return 1
   fi
 }
-
-# Up to FERRY_FUZZ_JOBS targets at once; a new one starts as soon as one ends.
-jobs=${FERRY_FUZZ_JOBS:-$(nproc)}
 status=0
-running=0
+pids=()
 for t in "${targets[@]}"; do
-  if [ "$running" -ge "$jobs" ]; then
-    wait -n || status=1
-    running=$((running - 1))
-  fi
   fuzz_one "$t" &
-  running=$((running + 1))
+  pids+=($!)
 done
-while [ "$running" -gt 0 ]; do
-  wait -n || status=1
-  running=$((running - 1))
+for pid in "${pids[@]}"; do
+  wait "$pid" || status=1
 done
 exit $status

@@ -167,7 +167,7 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 lap "sanitizer tests"
 
 fuzz_seconds=${FERRY_FUZZ_SECONDS:-30}
-echo "== Fuzzing (libFuzzer + ASan + UBSan, $fuzz_seconds s per target, $jobs at once)"
+echo "== Fuzzing (libFuzzer + ASan + UBSan, $fuzz_seconds s of a core per target, all at once)"
 fuzz_build_status=0
 wait "$fuzz_build_pid" || fuzz_build_status=$?
 trap - EXIT
