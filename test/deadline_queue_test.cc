@@ -1,6 +1,7 @@
 // DeadlineQueue: one timer for many deadlines. Expiry in deadline order whatever the order of
 // arrival, nothing for a removed deadline, an earlier deadline re-arming the timer, a handler
-// that removes others or destroys itself, and stop().
+// that removes others or destroys itself, stop(), and a queue destroyed after its timer fired
+// but before the timer's handler ran.
 #include "call/deadline_queue.h"
 
 #include <gtest/gtest.h>
@@ -97,6 +98,31 @@ TEST(DeadlineQueue, StopLetsTheLoopRunOutOfWork) {
   EXPECT_LT(Clock::now() - start, 1s);
   EXPECT_TRUE(log.empty());
   queue.remove(&t);
+}
+
+// A client connection owns its queue, and goes with its last call. When the timer's wait
+// completes in the same pass of the loop as the handler that destroys the connection, the wait's
+// handler is already queued: destroying the timer cannot cancel it, and it runs after the queue
+// is gone (the sanitizers saw it in a fault test: a keepalive-detected black hole failing the
+// connection's calls as their deadline passed). Two queues here, each with a deadline already
+// passed: whichever handler runs first destroys the other queue, whose handler must then do
+// nothing (under ASan, a heap-use-after-free otherwise).
+TEST(DeadlineQueue, AQueueDestroyedAfterItsTimerFiredIsNotTouched) {
+  asio::io_context io;
+  std::vector<int> log;
+  auto a = std::make_unique<DeadlineQueue>(io.get_executor());
+  auto b = std::make_unique<DeadlineQueue>(io.get_executor());
+  Timed in_a(1, &log), in_b(2, &log);
+  in_a.then = [&] { b.reset(); };
+  in_b.then = [&] { a.reset(); };
+  const auto passed = Clock::now() - 1ms;
+  a->add(&in_a, passed);
+  b->add(&in_b, passed);
+  // Both waits complete in the loop's first look at its timers, before either handler runs.
+  io.run_for(200ms);
+  ASSERT_EQ(log.size(), 1u);  // the first handler's deadline only: the other queue went with it
+  EXPECT_EQ(a == nullptr, log[0] == 2);
+  EXPECT_EQ(b == nullptr, log[0] == 1);
 }
 
 }  // namespace

@@ -41,8 +41,8 @@ void DeadlineQueue::arm() {
   armed_for_ = heap_[0]->when_;
   // Replaces a wait for a later deadline, whose handler then runs with operation_aborted.
   timer_.expires_at(armed_for_);
-  timer_.async_wait([this](const asio::error_code& ec) {
-    if (ec) return;  // replaced by an earlier deadline, or stopped
+  timer_.async_wait([this, alive = alive_](const asio::error_code& ec) {
+    if (ec || !*alive) return;  // replaced by an earlier deadline, stopped, or destroyed
     armed_for_ = TimePoint::max();
     on_timer();
   });

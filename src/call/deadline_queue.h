@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "asio/any_io_executor.hpp"
@@ -49,6 +50,7 @@ class DeadlineQueue {
   using TimePoint = std::chrono::steady_clock::time_point;
 
   explicit DeadlineQueue(const asio::any_io_executor& executor) : timer_(executor) {}
+  ~DeadlineQueue() { *alive_ = false; }
   DeadlineQueue(const DeadlineQueue&) = delete;
   DeadlineQueue& operator=(const DeadlineQueue&) = delete;
 
@@ -77,6 +79,12 @@ class DeadlineQueue {
   asio::steady_timer timer_;
   TimePoint armed_for_ = TimePoint::max();  // what the pending wait is for; max when none
   bool stopped_ = false;
+  // False once the queue is destroyed; the timer's handler holds it. A wait that has completed
+  // has its handler queued already, and destroying the timer does not cancel that: a client
+  // connection owns its queue and goes with its last call, which an earlier handler of the same
+  // pass of the loop may end (a lost connection failing its calls as their deadline passes).
+  // One allocation per queue; copied into the handler only when the timer is re-armed.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 }  // namespace ferry::detail

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <string_view>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "asio/associated_cancellation_slot.hpp"
@@ -65,7 +66,10 @@ ServerHandshake::ServerHandshake(std::unique_ptr<http2::ByteStream> stream,
   tls_ = std::make_unique<http2::TlsStream>(std::move(stream), ssl);
   timer_.expires_after(state->handshake_timeout);
   timer_.async_wait([this](const asio::error_code& ec) {
-    if (ec) return;  // cancelled: this may be gone
+    // Cancelled (this may be gone), or the handshake ended in the loop pass where the wait
+    // completed: on_handshake's cancel comes too late for a handler already queued, and the
+    // stream may have been handed on. This object is deleted only by a post, after this runs.
+    if (ec || !done_) return;
     timed_out_ = true;
     tls_->close();
   });
@@ -89,7 +93,7 @@ void ServerHandshake::on_handshake(const asio::error_code& ec) {
   } else if (negotiated(tls_->ssl()).empty()) {
     why = "TLS handshake refused: the client did not negotiate ALPN \"h2\" or \"http/1.1\"";
   }
-  Done done = std::move(done_);
+  Done done = std::exchange(done_, nullptr);  // empty: the timer's handler looks
   if (!why.empty()) {
     std::fprintf(stderr, "ferry: connection from %s closed: %s\n", peer.c_str(), why.c_str());
     tls_->close();
