@@ -66,17 +66,26 @@ if [ "$quick" -eq 1 ]; then
   exit 0
 fi
 
-# For the sanitizer build and scripts/fuzz.sh: clang, and libclang-rt-14-dev, its sanitizer
+# The Debian packages the Release build needs (install_deps.sh's own list) come first; the ones
+# only later phases need install beside that build (apt's downloads and unpacking are mostly
+# waiting), and test.sh waits for them after it:
+# for the sanitizer build and scripts/fuzz.sh, clang, and libclang-rt-14-dev, its sanitizer
 # headers and runtimes (libFuzzer among them), which clang only recommends (install_deps.sh
-# installs no recommends), and lld-14, the sanitizer tree's linker. For the head_to_head_smoke test: nghttp2-client (h2load and nghttp;
-# without them the test is skipped). For the format check: clang-format-14. For the browser test
-# (test/browser): chromium, which runs headless without any of its recommends (its npm packages
-# come with the peers, through the machine's own Node.js and npm).
-bash scripts/install_deps.sh clang libclang-rt-14-dev lld-14 nghttp2-client clang-format-14 chromium
-command -v clang++ >/dev/null 2>&1 || { echo "clang++ not found" >&2; exit 1; }
-lap "Debian packages"
-bash scripts/check_format.sh
-lap "format check"
+# installs no recommends), and lld-14, the sanitizer tree's linker; for the head_to_head_smoke
+# test, nghttp2-client (h2load and nghttp; without them the test is skipped); for the format
+# check, clang-format-14; for the browser test (test/browser), chromium, which runs headless
+# without any of its recommends (its npm packages come with the peers, through the machine's own
+# Node.js and npm). The sanitizer build, which starts beside the Release build too, waits for
+# them first (their exit status lands in $extras_status).
+bash scripts/install_deps.sh
+lap "Debian packages for the build"
+mkdir -p build
+extras_log="$PWD/build/install_extras.log"
+extras_status="$PWD/build/install_extras.status"
+rm -f "$extras_status"
+setsid bash -c 'bash scripts/install_deps.sh "${@:2}"; echo $? >"$1"' - "$extras_status" \
+  clang libclang-rt-14-dev lld-14 nghttp2-client clang-format-14 chromium >"$extras_log" 2>&1 &
+extras_pid=$!
 
 # Real gRPC peers for the interop tests (grpcio + h2, grpc-go's and grpc-java's interop programs,
 # grpcurl, ghz, h2spec, connectconformance, the browser test's npm packages): pinned versions,
@@ -85,7 +94,6 @@ lap "format check"
 # so that a failing build can stop it).
 # cmake runs again after it: each interop test is added when its peer is there.
 peers="$PWD/build/peers"
-mkdir -p build
 peers_log="$PWD/build/install_peers.log"
 setsid bash scripts/install_peers.sh "$peers" >"$peers_log" 2>&1 &
 peers_pid=$!
@@ -113,6 +121,8 @@ at_lowest_priority() {
 }
 sanitize_log="$PWD/build/sanitize_build.log"
 at_lowest_priority bash -c "$(declare -f configure_sanitize); peers='$peers'
+  until [ -s '$extras_status' ]; do sleep 1; done
+  [ \"\$(cat '$extras_status')\" = 0 ] || { echo 'the Debian packages failed to install'; exit 1; }
   configure_sanitize && cmake --build build-sanitize -j $jobs" >"$sanitize_log" 2>&1 &
 sanitize_pid=$!
 trap 'kill -- -$peers_pid -$sanitize_pid 2>/dev/null || true' EXIT
@@ -121,6 +131,13 @@ echo "== Release build (the peers install meanwhile: $peers_log)"
 configure_release -DFERRY_PEERS_DIR="$peers"
 cmake --build build -j "$jobs"
 lap "Release build"
+wait "$extras_pid"
+cat "$extras_log"
+[ "$(cat "$extras_status" 2>/dev/null)" = 0 ] || { echo "the Debian packages failed to install" >&2; exit 1; }
+command -v clang++ >/dev/null 2>&1 || { echo "clang++ not found" >&2; exit 1; }
+lap "Debian packages, once the build was done"
+bash scripts/check_format.sh
+lap "format check"
 echo "== Peers"
 peers_status=0
 wait "$peers_pid" || peers_status=$?
