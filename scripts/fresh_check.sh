@@ -32,7 +32,7 @@
 #   --rebuild-base     build the cached base again even if it is there
 #   FRESH_ROOT_CACHE   where the base and the run copy live (default /var/tmp/ferry-fresh-root)
 #   FRESH_PACKAGES     the env's package list (default /work/.library/env/packages/installed-go.txt)
-#   FERRY_FUZZ_SECONDS passed to test.sh (seconds per fuzz target; default there 60)
+#   FERRY_FUZZ_SECONDS passed to test.sh (seconds per fuzz target; default there 20)
 # Logs: FRESH_ROOT_CACHE/logs/<UTC time>/{base,main,test}.log; a summary line per command. The
 # run copy (its build trees, FRESH_ROOT_CACHE/run/root/ferry) stays until the next run starts.
 # Exits non-zero when a command failed.

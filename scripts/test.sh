@@ -13,7 +13,7 @@
 #   AddressSanitizer + UndefinedBehaviorSanitizer and runs every tier again but grpc-java's cases
 #   and the four feature examples, whose calls the googletest programs make there too (any report
 #   aborts its test, so it fails); then runs each libFuzzer target for a bounded time
-#   (scripts/fuzz.sh; FERRY_FUZZ_SECONDS per target, default 30 here). The builds that the next
+#   (scripts/fuzz.sh; FERRY_FUZZ_SECONDS per target, default 20 here). The builds that the next
 #   phase needs run at the lowest priority beside the current one. Prints each phase's time.
 # Exits non-zero on any failure.
 set -euo pipefail
@@ -183,7 +183,11 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 (cd build-sanitize && ctest -j "$test_jobs" --output-on-failure -E '^interop_(tls_)?java_')
 lap "sanitizer tests"
 
-fuzz_seconds=${FERRY_FUZZ_SECONDS:-30}
+# 20 s of a core per target, after each has replayed its committed corpus (fuzz/corpus: the seeds
+# and every input that found a bug): regressions fail at once, and each run explores a little,
+# within the command's 20 minutes on 2 cores. Deeper runs are scripts/fuzz.sh's own (60 s a
+# target by default, or FERRY_FUZZ_SECONDS).
+fuzz_seconds=${FERRY_FUZZ_SECONDS:-20}
 echo "== Fuzzing (libFuzzer + ASan + UBSan, $fuzz_seconds s of a core per target, all at once)"
 fuzz_build_status=0
 wait "$fuzz_build_pid" || fuzz_build_status=$?
