@@ -43,8 +43,9 @@ print_times() {
 }
 
 # The Release tree. No benchmarks: only the head-to-head's servers, which a test runs.
-# The googletest programs at -O0 (FERRY_TEST_CXX_FLAGS, test/CMakeLists.txt): the library under
-# test stays at -O3, and the test code compiles in about half the time. Linked by gold (binutils,
+# What only the tests build and run at -O0 (FERRY_TEST_CXX_FLAGS, CMakeLists.txt: the googletest
+# programs, the programs and protos they start, the examples): the library under test stays at
+# -O3, and the test code compiles in about half the time. Linked by gold (binutils,
 # which g++ depends on): a third of the default linker's time per program.
 configure_release() {
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFERRY_BUILD_BENCHMARKS=OFF \
