@@ -79,9 +79,8 @@ export GOMODCACHE="$prefix/go/pkg/mod"
 # -modcacherw: so `rm -rf PREFIX` works without chmod. No VCS stamping (no repo involved anyway).
 # No DWARF, compiled or linked (-dwarf=false, -s -w): nobody debugs the peers, and it is an eighth
 # to a fifth of their build's CPU (the module's, cold, two pairs of runs: 243 -> 191 and
-# 202 -> 177 CPU-s). A panic's trace keeps its file:line
-# (those come from the symbol table Go always keeps), and `go version -m`, which the checks below
-# read, the build info.
+# 202 -> 177 CPU-s). A panic's trace keeps its file:line (from the pclntab, which -s does not
+# strip), and `go version -m`, which the checks below read, keeps the build info.
 export GOFLAGS='-modcacherw -buildvcs=false "-ldflags=-s -w" -gcflags=all=-dwarf=false'
 export GOTOOLCHAIN=local
 export GOENV=off          # ignore a user go.env that could point elsewhere
