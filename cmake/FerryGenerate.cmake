@@ -10,6 +10,15 @@
 # holds it, so `IMPORT_DIRS proto` and `proto/foo/bar.proto` give `foo/bar.pb.h` and
 # `foo/bar.ferry.h`. The first import directory that contains a proto is its root; a proto under
 # none of them is rooted at its own directory.
+#
+# Each proto's outputs depend on the files it imports, as protoc lists them (--dependency_out,
+# read through add_custom_command's DEPFILE): editing an imported proto regenerates them.
+
+# The policies in effect where the function is defined are those it runs with: CMP0116 (3.20)
+# takes the depfile's paths (absolute here) as they are, and quiets the warning in projects
+# whose cmake_minimum_required predates it.
+cmake_policy(PUSH)
+cmake_policy(SET CMP0116 NEW)
 function(ferry_generate)
   cmake_parse_arguments(FG "MESSAGES_ONLY" "TARGET;OUT_DIR" "PROTOS;IMPORT_DIRS" ${ARGN})
   if(NOT FG_TARGET OR NOT FG_PROTOS)
@@ -54,12 +63,19 @@ function(ferry_generate)
     endforeach()
     list(REMOVE_DUPLICATES include_args)
 
+    # protoc's depfile names the outputs in sorted order, and Ninja takes it for this command's
+    # only if its first output is the command's first.
+    list(SORT outputs)
+    # protoc writes the depfile but does not make its directory.
+    set(depfile ${FG_OUT_DIR}/${stem}.proto.d)
+    get_filename_component(depfile_dir ${depfile} DIRECTORY)
     add_custom_command(
       OUTPUT ${outputs}
-      COMMAND ${CMAKE_COMMAND} -E make_directory ${FG_OUT_DIR}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${FG_OUT_DIR} ${depfile_dir}
       COMMAND protobuf::protoc ${include_args} --cpp_out=${FG_OUT_DIR} ${plugin_args}
-              ${abs_proto}
+              --dependency_out=${depfile} ${abs_proto}
       DEPENDS ${abs_proto} protobuf::protoc ${plugin_depends}
+      DEPFILE ${depfile}
       COMMENT "ferry_generate: ${rel}"
       VERBATIM)
     list(APPEND generated ${outputs})
@@ -73,3 +89,4 @@ function(ferry_generate)
     target_link_libraries(${FG_TARGET} PUBLIC ferry::ferry protobuf::libprotobuf)
   endif()
 endfunction()
+cmake_policy(POP)
