@@ -1,15 +1,17 @@
 # ferry_generate(TARGET <target> PROTOS <files...> [IMPORT_DIRS <dirs...>] [OUT_DIR <dir>]
-#                [MESSAGES_ONLY])
+#                [MESSAGES_ONLY] [LITE])
 #
 # Runs protoc on PROTOS with its C++ generator (<stem>.pb.h/.cc: the messages) and with
 # protoc-gen-ferry (<stem>.ferry.h/.cc: a service base class and client stubs per service), adds
 # the generated sources to TARGET, links TARGET with ferry::ferry, and makes OUT_DIR (default:
 # <binary dir>/ferry_generated) a public include directory. MESSAGES_ONLY skips protoc-gen-ferry.
+# LITE generates for protobuf's lite runtime whatever the files' optimize_for says
+# (--cpp_out=lite: and --ferry_out=lite:; link protobuf::libprotobuf-lite yourself if you want it).
 #
 # Outputs are named as protoc names them: the proto's path relative to the import directory that
 # holds it, so `IMPORT_DIRS proto` and `proto/foo/bar.proto` give `foo/bar.pb.h` and
 # `foo/bar.ferry.h`. The first import directory that contains a proto is its root; a proto under
-# none of them is rooted at its own directory.
+# none of them is rooted at its own directory. A .protodevel file is named as a .proto is.
 #
 # Each proto's outputs depend on the files it imports, as protoc lists them (--dependency_out,
 # read through add_custom_command's DEPFILE): editing an imported proto regenerates them.
@@ -20,7 +22,7 @@
 cmake_policy(PUSH)
 cmake_policy(SET CMP0116 NEW)
 function(ferry_generate)
-  cmake_parse_arguments(FG "MESSAGES_ONLY" "TARGET;OUT_DIR" "PROTOS;IMPORT_DIRS" ${ARGN})
+  cmake_parse_arguments(FG "MESSAGES_ONLY;LITE" "TARGET;OUT_DIR" "PROTOS;IMPORT_DIRS" ${ARGN})
   if(NOT FG_TARGET OR NOT FG_PROTOS)
     message(FATAL_ERROR "ferry_generate: TARGET and PROTOS are required")
   endif()
@@ -46,14 +48,19 @@ function(ferry_generate)
       endif()
     endforeach()
     file(RELATIVE_PATH rel ${root} ${abs_proto})
-    string(REGEX REPLACE "\\.proto$" "" stem ${rel})
+    # protoc's StripProto: both suffixes.
+    string(REGEX REPLACE "\\.(proto|protodevel)$" "" stem ${rel})
     set(outputs ${FG_OUT_DIR}/${stem}.pb.h ${FG_OUT_DIR}/${stem}.pb.cc)
+    set(lite)
+    if(FG_LITE)
+      set(lite lite:)
+    endif()
     set(plugin_args)
     set(plugin_depends)
     if(NOT FG_MESSAGES_ONLY)
       list(APPEND outputs ${FG_OUT_DIR}/${stem}.ferry.h ${FG_OUT_DIR}/${stem}.ferry.cc)
       set(plugin_args --plugin=protoc-gen-ferry=$<TARGET_FILE:ferry::protoc-gen-ferry>
-                      --ferry_out=${FG_OUT_DIR})
+                      --ferry_out=${lite}${FG_OUT_DIR})
       set(plugin_depends ferry::protoc-gen-ferry)
     endif()
 
@@ -72,7 +79,7 @@ function(ferry_generate)
     add_custom_command(
       OUTPUT ${outputs}
       COMMAND ${CMAKE_COMMAND} -E make_directory ${FG_OUT_DIR} ${depfile_dir}
-      COMMAND protobuf::protoc ${include_args} --cpp_out=${FG_OUT_DIR} ${plugin_args}
+      COMMAND protobuf::protoc ${include_args} --cpp_out=${lite}${FG_OUT_DIR} ${plugin_args}
               --dependency_out=${depfile} ${abs_proto}
       DEPENDS ${abs_proto} protobuf::protoc ${plugin_depends}
       DEPFILE ${depfile}

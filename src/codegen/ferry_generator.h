@@ -5,7 +5,9 @@
 //   <Service>::Stub          awaitable client methods over a ferry::Channel;
 //   <Service>::BlockingStub  the same calls, blocking.
 // Everything type-dependent forwards to the library's type-erased calls; the generated .cc holds
-// the method bodies, so including a .ferry.h instantiates nothing.
+// the method bodies, so including a .ferry.h instantiates nothing. Its one parameter is `lite`
+// (as protoc's --cpp_out=lite:); names C++ cannot take get a trailing _, and names that would
+// clash with the generated code are refused with the reason (docs/cmake.md, "protoc-gen-ferry").
 #pragma once
 
 #include <string>
