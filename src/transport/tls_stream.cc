@@ -65,7 +65,11 @@ struct TlsBio {
     // As bytes (not chars): the same type both sides, so that the copy is a memmove rather than
     // a converting loop.
     const auto* p = reinterpret_cast<const std::uint8_t*>(data);
-    s->out_.insert(s->out_.end(), p, p + len);
+    // While out_ is being sent (an inner async_write points into it), records OpenSSL makes
+    // (while reading: a TLS 1.3 KeyUpdate's answer, a refusal to renegotiate) queue apart: an
+    // append could move out_'s bytes from under the write, and they must leave after it.
+    std::vector<std::uint8_t>& to = s->inner_writing_ ? s->queued_ : s->out_;
+    to.insert(to.end(), p, p + len);
     return len;
   }
 
@@ -329,20 +333,35 @@ std::size_t TlsStream::decrypt(asio::error_code& ec) {
     }
     break;
   }
-  // Reading may have produced records of our own (a TLS 1.3 key update's answer): they leave
-  // with the next write, or now when none is in progress.
-  if (out_sent_ < out_.size() && !inner_writing_ && write_client_ == nullptr) {
-    asio::error_code ignored;
-    const iovec rest{out_.data() + out_sent_, out_.size() - out_sent_};
-    out_sent_ += inner_->write_some_now(std::span<const iovec>(&rest, 1), ignored);
-    if (out_sent_ == out_.size()) out_sent_ = 0, out_.clear();
-  }
+  // Reading may have produced records of our own (a TLS 1.3 key update's answer, a refusal to
+  // renegotiate): they leave with the write in progress (queued_ behind it while it is being
+  // sent), or now when there is none.
+  if (out_sent_ < out_.size() && !inner_writing_ && write_client_ == nullptr) send_records_now();
   return total;
+}
+
+void TlsStream::send_records_now() {
+  asio::error_code ec;
+  const iovec rest{out_.data() + out_sent_, out_.size() - out_sent_};
+  out_sent_ += inner_->write_some_now(std::span<const iovec>(&rest, 1), ec);
+  if (out_sent_ == out_.size()) {
+    out_.clear();
+    out_sent_ = 0;
+    return;
+  }
+  if (ec && ec != asio::error::would_block && ec != asio::error::try_again) return;
+  // The socket is full: the rest goes in the background. A write of the caller's started
+  // meanwhile waits for it (async_write), and write_some_now takes nothing until it is done.
+  relay_->out_buffer = asio::buffer(out_.data() + out_sent_, out_.size() - out_sent_);
+  inner_writing_ = true;
+  inner_->async_write({&relay_->out_buffer, 1}, relay_);
 }
 
 bool TlsStream::cancel_read() {
   // Only a read waiting for the socket, with no part of a record in OpenSSL's buffer.
-  if (!direct_ || read_client_ == nullptr || !inner_reading_ || SSL_has_pending(ssl_)) {
+  // Not while records of our own are being sent: the socket's cancel would end that write too.
+  if (!direct_ || read_client_ == nullptr || !inner_reading_ || inner_writing_ ||
+      SSL_has_pending(ssl_)) {
     return false;
   }
   return inner_->cancel_read();
@@ -427,6 +446,10 @@ std::size_t TlsStream::write_some_now(std::span<const iovec> slices, asio::error
     ec = asio::error::not_connected;
     return 0;
   }
+  if (inner_writing_) {  // records of our own are being sent (send_records_now): after them
+    ec = asio::error::would_block;
+    return 0;
+  }
   std::size_t total = 0;
   for (const iovec& s : slices) total += s.iov_len;
   std::size_t done = 0;  // plaintext whose records the inner stream has taken
@@ -469,6 +492,7 @@ void TlsStream::async_write(std::span<const asio::const_buffer> buffers,
     });
     return;
   }
+  if (inner_writing_) return;  // records of our own are being sent: on_inner_written goes on
   pump_write();
 }
 
@@ -500,6 +524,9 @@ void TlsStream::on_inner_written(const asio::error_code& ec) {
   inner_writing_ = false;
   out_.clear();
   out_sent_ = 0;
+  // Records made while out_ was being sent go next, before anything encrypted after them (a
+  // KeyUpdate's answer comes before the records under the new key).
+  if (!queued_.empty()) out_.swap(queued_);
   if (handshaking_) {
     if (ec) {
       asio::error_code e = ec;
@@ -508,9 +535,12 @@ void TlsStream::on_inner_written(const asio::error_code& ec) {
     }
     return handshake_step();
   }
-  if (write_client_ == nullptr) return;  // a handshake alert, or a close
+  if (write_client_ == nullptr) {  // a handshake alert, a close, or records made while reading
+    if (!ec && out_sent_ < out_.size() && handshake_done_) send_records_now();
+    return;
+  }
   if (ec) return complete_write(ec);
-  if (write_done_ < write_total_) return pump_write();
+  if (write_done_ < write_total_ || out_sent_ < out_.size()) return pump_write();
   complete_write({});
 }
 

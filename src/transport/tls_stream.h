@@ -89,6 +89,9 @@ class TlsStream final : public ByteStream {
   // slices' worth or a record's boundary): the plaintext bytes taken.
   std::size_t encrypt(std::span<const iovec> slices, std::size_t from, asio::error_code& ec);
   void pump_write();
+  // Sends out_ (records OpenSSL made while reading) with no write of the caller's in progress:
+  // what the socket takes now, the rest with an inner async_write.
+  void send_records_now();
   void complete_write(const asio::error_code& ec);
   void fail(const char* what, asio::error_code& ec);
 
@@ -121,7 +124,9 @@ class TlsStream final : public ByteStream {
   std::vector<std::uint8_t> out_;
   std::size_t out_sent_ = 0;
   std::size_t out_plain_ = 0;
-  bool inner_writing_ = false;
+  bool inner_writing_ = false;  // an inner async_write is sending out_[out_sent_..)
+  // Records OpenSSL made while out_ was being sent (while reading): they go right after it.
+  std::vector<std::uint8_t> queued_;
   // A small-slice record being filled.
   std::array<std::uint8_t, 16384> record_;
   std::size_t record_size_ = 0;

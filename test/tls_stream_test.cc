@@ -1,0 +1,222 @@
+// The TLS byte stream alone (src/transport/tls_stream.h), its server end over a loopback TCP
+// socket against a peer of the test's own (OpenSSL over a blocking socket, in a thread): records
+// OpenSSL makes while reading (a TLS 1.3 KeyUpdate's answer, a refusal to renegotiate) during a
+// large write must leave in order and intact.
+#include "transport/tls_stream.h"
+
+#include <gtest/gtest.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include <array>
+#include <chrono>
+#include <csignal>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "asio/io_context.hpp"
+#include "asio/ip/tcp.hpp"
+#include "transport/socket_stream.h"
+
+namespace ferry::http2 {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string openssl_errors() {
+  std::string out;
+  while (unsigned long e = ERR_get_error()) {
+    const char* reason = ERR_reason_error_string(e);
+    if (!out.empty()) out += "; ";
+    out += reason != nullptr ? reason : "unknown";
+  }
+  return out;
+}
+
+std::uint8_t pattern(std::size_t i) { return static_cast<std::uint8_t>((i * 131) >> 7); }
+
+// The server end: a TlsStream over an accepted loopback socket, on io. The client end is a
+// connected blocking socket descriptor, for the peer's own OpenSSL.
+struct Loopback {
+  asio::io_context io;
+  asio::ip::tcp::socket client{io};
+  std::unique_ptr<TlsStream> server;
+  SSL_CTX* server_ctx;
+
+  Loopback() {
+    std::signal(SIGPIPE, SIG_IGN);
+    server_ctx = SSL_CTX_new(TLS_server_method());
+    SSL_CTX_use_certificate_chain_file(server_ctx, FERRY_TEST_CERTS "/server.pem");
+    SSL_CTX_use_PrivateKey_file(server_ctx, FERRY_TEST_CERTS "/server.key", SSL_FILETYPE_PEM);
+    SSL_CTX_set_options(server_ctx, SSL_OP_NO_RENEGOTIATION);
+    asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
+    client.connect(acceptor.local_endpoint());
+    asio::ip::tcp::socket accepted(io);
+    acceptor.accept(accepted);
+    SSL* ssl = SSL_new(server_ctx);
+    SSL_set_accept_state(ssl);
+    server = std::make_unique<TlsStream>(make_tcp_stream(std::move(accepted)), ssl);
+  }
+  ~Loopback() {
+    server.reset();
+    SSL_CTX_free(server_ctx);
+  }
+};
+
+// The peer: a client over the blocking socket fd, at TLS version `version` only.
+struct Peer {
+  SSL_CTX* ctx;
+  SSL* ssl;
+  explicit Peer(int fd, int version) {
+    ctx = SSL_CTX_new(TLS_client_method());
+    SSL_CTX_set_min_proto_version(ctx, version);
+    SSL_CTX_set_max_proto_version(ctx, version);
+    SSL_CTX_load_verify_locations(ctx, FERRY_TEST_CERTS "/ca.pem", nullptr);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+    ssl = SSL_new(ctx);
+    SSL_set_fd(ssl, fd);
+    SSL_set1_host(ssl, "localhost");
+  }
+  ~Peer() {
+    SSL_free(ssl);
+    SSL_CTX_free(ctx);
+  }
+};
+
+// Writes `total` bytes of pattern with async_write, 1 MiB at a time, while a read is pending
+// (the reads find no data, only the peer's handshake messages): done(error) at the end.
+class Writer final : public ByteStreamClient, public std::enable_shared_from_this<Writer> {
+ public:
+  Writer(TlsStream& stream, std::size_t total) : stream_(stream), total_(total) {
+    data_.resize(total);
+    for (std::size_t i = 0; i < total; ++i) data_[i] = pattern(i);
+  }
+  void start() {
+    stream_.async_read_some(asio::buffer(read_buf_), shared_from_this());
+    next();
+  }
+  void on_read(const asio::error_code& ec, std::size_t) override {
+    read_end = ec;
+    if (!ec) stream_.async_read_some(asio::buffer(read_buf_), shared_from_this());
+  }
+  void on_written(const asio::error_code& ec) override {
+    if (ec) {
+      write_error = ec;
+      return;
+    }
+    sent_ += chunk_;
+    next();
+  }
+  asio::error_code write_error;
+  asio::error_code read_end;
+  bool written_all() const { return sent_ == total_; }
+
+ private:
+  void next() {
+    if (sent_ == total_) return;
+    chunk_ = std::min<std::size_t>(1 << 20, total_ - sent_);
+    buffer_ = asio::buffer(data_.data() + sent_, chunk_);
+    stream_.async_write({&buffer_, 1}, shared_from_this());
+  }
+  TlsStream& stream_;
+  std::size_t total_;
+  std::size_t sent_ = 0;
+  std::size_t chunk_ = 0;
+  std::vector<std::uint8_t> data_;
+  asio::const_buffer buffer_;
+  std::array<std::uint8_t, 4096> read_buf_{};
+};
+
+struct PeerResult {
+  std::size_t received = 0;
+  bool intact = true;
+  std::string error;
+};
+
+// The peer reads `total` bytes, checking each, and every `every` bytes calls poke (a KeyUpdate,
+// a renegotiation); it stops at the first failure.
+template <typename Poke>
+PeerResult read_all(Peer& peer, std::size_t total, std::size_t every, Poke poke) {
+  PeerResult r;
+  ERR_clear_error();
+  if (SSL_connect(peer.ssl) != 1) {
+    r.error = "handshake: " + openssl_errors();
+    return r;
+  }
+  std::vector<std::uint8_t> buf(16384);
+  std::size_t next_poke = every;
+  while (r.received < total) {
+    const int n = SSL_read(peer.ssl, buf.data(), static_cast<int>(buf.size()));
+    if (n <= 0) {
+      r.error = "read after " + std::to_string(r.received) + " bytes: " + openssl_errors();
+      return r;
+    }
+    for (int i = 0; i < n; ++i) {
+      if (buf[i] != pattern(r.received + i)) r.intact = false;
+    }
+    r.received += static_cast<std::size_t>(n);
+    if (!r.intact) return r;
+    if (r.received >= next_poke) {
+      next_poke += every;
+      if (!poke()) {
+        r.error = "poke after " + std::to_string(r.received) + " bytes: " + openssl_errors();
+        return r;
+      }
+    }
+  }
+  return r;
+}
+
+// Runs the server's handshake, then writer, until the peer's result is in.
+PeerResult run(Loopback& lb, std::shared_ptr<Writer> writer, std::future<PeerResult>& result) {
+  lb.server->async_handshake([&lb, writer](const asio::error_code& ec) {
+    EXPECT_FALSE(ec) << ec.message() << " " << lb.server->error();
+    if (!ec) writer->start();
+  });
+  while (result.wait_for(0s) != std::future_status::ready) lb.io.run_for(10ms);
+  return result.get();
+}
+
+// TLS 1.3: the peer asks for a key update every 64 KiB of a 24 MiB write. The server's answer
+// (its own KeyUpdate, made while reading, while a write is being sent) must leave after the
+// records being sent and before any under its new key: dropped or misplaced, the peer fails
+// with "bad record mac"/"decryption failed" at its next record.
+TEST(TlsStream, KeyUpdatesDuringALargeWriteKeepTheStreamIntact) {
+  Loopback lb;
+  constexpr std::size_t kTotal = 24 << 20;
+  Peer peer(lb.client.native_handle(), TLS1_3_VERSION);
+  auto result = std::async(std::launch::async, [&] {
+    return read_all(peer, kTotal, 64 * 1024, [&] {
+      return SSL_key_update(peer.ssl, SSL_KEY_UPDATE_REQUESTED) == 1 &&
+             SSL_do_handshake(peer.ssl) == 1;  // sends it now
+    });
+  });
+  const PeerResult r = run(lb, std::make_shared<Writer>(*lb.server, kTotal), result);
+  EXPECT_TRUE(r.error.empty()) << r.error;
+  EXPECT_TRUE(r.intact);
+  EXPECT_EQ(r.received, kTotal);
+}
+
+// TLS 1.2: the peer tries to renegotiate during the write. The server refuses (its
+// no_renegotiation alert, made while reading); the peer then fails the connection itself, with
+// that reason, but nothing it received before was corrupt.
+TEST(TlsStream, RenegotiationDuringALargeWriteIsRefusedCleanly) {
+  Loopback lb;
+  constexpr std::size_t kTotal = 24 << 20;
+  Peer peer(lb.client.native_handle(), TLS1_2_VERSION);
+  auto result = std::async(std::launch::async, [&] {
+    return read_all(peer, kTotal, 1 << 20, [&] { return SSL_renegotiate(peer.ssl) == 1; });
+  });
+  const PeerResult r = run(lb, std::make_shared<Writer>(*lb.server, kTotal), result);
+  EXPECT_TRUE(r.intact);
+  EXPECT_GE(r.received, std::size_t{1} << 20);
+  EXPECT_NE(r.error.find("no renegotiation"), std::string::npos) << r.error;
+  EXPECT_EQ(r.error.find("bad record mac"), std::string::npos) << r.error;
+  EXPECT_EQ(r.error.find("decryption failed"), std::string::npos) << r.error;
+}
+
+}  // namespace
+}  // namespace ferry::http2
