@@ -1,12 +1,14 @@
 // The TLS byte stream alone (src/transport/tls_stream.h), its server end over a loopback TCP
 // socket against a peer of the test's own (OpenSSL over a blocking socket, in a thread): records
 // OpenSSL makes while reading (a TLS 1.3 KeyUpdate's answer, a refusal to renegotiate) during a
-// large write must leave in order and intact.
+// large write must leave in order and intact, and how the peer's end reads: close_notify as a
+// clean end, a bare TCP close as a truncation.
 #include "transport/tls_stream.h"
 
 #include <gtest/gtest.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <sys/socket.h>
 
 #include <array>
 #include <chrono>
@@ -19,6 +21,7 @@
 
 #include "asio/io_context.hpp"
 #include "asio/ip/tcp.hpp"
+#include "asio/ssl/error.hpp"
 #include "transport/socket_stream.h"
 
 namespace ferry::http2 {
@@ -216,6 +219,84 @@ TEST(TlsStream, RenegotiationDuringALargeWriteIsRefusedCleanly) {
   EXPECT_NE(r.error.find("no renegotiation"), std::string::npos) << r.error;
   EXPECT_EQ(r.error.find("bad record mac"), std::string::npos) << r.error;
   EXPECT_EQ(r.error.find("decryption failed"), std::string::npos) << r.error;
+}
+
+// Reads until the stream ends: the bytes and the error it ended with.
+class Reader final : public ByteStreamClient, public std::enable_shared_from_this<Reader> {
+ public:
+  explicit Reader(TlsStream& stream) : stream_(stream) {}
+  void start() { stream_.async_read_some(asio::buffer(buf_), shared_from_this()); }
+  void on_read(const asio::error_code& ec, std::size_t n) override {
+    if (ec) {
+      end = ec;
+      done = true;
+      return;
+    }
+    data.append(reinterpret_cast<const char*>(buf_.data()), n);
+    start();
+  }
+  void on_written(const asio::error_code&) override {}
+  std::string data;
+  asio::error_code end;
+  bool done = false;
+
+ private:
+  TlsStream& stream_;
+  std::array<std::uint8_t, 4096> buf_{};
+};
+
+// How the peer's end reads: after its close_notify, eof; a bare TCP close (no close_notify, as
+// an attacker cutting the connection would make it) is a truncation, not a clean end.
+TEST(TlsStream, PeersEndReadsAsEofOnlyAfterItsCloseNotify) {
+  for (const bool close_notify : {true, false}) {
+    SCOPED_TRACE(close_notify ? "close_notify" : "bare close");
+    Loopback lb;
+    Peer peer(lb.client.native_handle(), TLS1_3_VERSION);
+    auto peer_done = std::async(std::launch::async, [&] {
+      if (SSL_connect(peer.ssl) != 1) return "handshake: " + openssl_errors();
+      if (SSL_write(peer.ssl, "hello", 5) != 5) return "write: " + openssl_errors();
+      if (close_notify) SSL_shutdown(peer.ssl);
+      ::shutdown(lb.client.native_handle(), SHUT_WR);
+      return std::string();
+    });
+    auto reader = std::make_shared<Reader>(*lb.server);
+    lb.server->async_handshake([&](const asio::error_code& ec) {
+      EXPECT_FALSE(ec) << lb.server->error();
+      if (!ec) reader->start();
+    });
+    for (auto until = std::chrono::steady_clock::now() + 10s;
+         !reader->done && std::chrono::steady_clock::now() < until;) {
+      lb.io.run_for(10ms);
+    }
+    EXPECT_EQ(peer_done.get(), "");
+    EXPECT_EQ(reader->data, "hello");
+    if (close_notify) {
+      EXPECT_EQ(reader->end, asio::error::eof) << reader->end.message();
+    } else {
+      EXPECT_EQ(reader->end, asio::ssl::error::stream_truncated) << reader->end.message();
+    }
+  }
+}
+
+// close_gracefully() ends with a close_notify: the peer reads a clean end (SSL_ERROR_ZERO_RETURN).
+TEST(TlsStream, GracefulCloseSendsCloseNotify) {
+  Loopback lb;
+  Peer peer(lb.client.native_handle(), TLS1_3_VERSION);
+  auto peer_end = std::async(std::launch::async, [&] {
+    if (SSL_connect(peer.ssl) != 1) return -1;
+    char byte;
+    const int n = SSL_read(peer.ssl, &byte, 1);
+    return n > 0 ? -2 : SSL_get_error(peer.ssl, n);
+  });
+  bool closed = false;
+  lb.server->async_handshake([&](const asio::error_code& ec) {
+    EXPECT_FALSE(ec) << lb.server->error();
+    lb.server->close_gracefully();
+    closed = true;
+  });
+  while (peer_end.wait_for(0s) != std::future_status::ready) lb.io.run_for(10ms);
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(peer_end.get(), SSL_ERROR_ZERO_RETURN);
 }
 
 }  // namespace

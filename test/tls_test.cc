@@ -2,8 +2,8 @@
 // verified identity as a handler sees it, each way a handshake must fail (wrong CA, expired
 // certificate, wrong host name, missing client certificate, cleartext against TLS both ways)
 // failing with UNAVAILABLE before any handler runs, a client that offers no ALPN "h2" refused
-// (and the server saying why), an idle connection's buffers given back, and certificate rotation
-// under load. The certificates are test/certs' (generate.sh).
+// (and the server saying why), a truncated HTTP/1.1 body refused, an idle connection's buffers
+// given back, and certificate rotation under load. The certificates are test/certs' (generate.sh).
 #include "ferry/tls.h"
 
 #include <arpa/inet.h>
@@ -269,6 +269,7 @@ struct RawClientResult {
   bool handshake_ok = false;
   std::string error;         // OpenSSL's reason when the handshake failed
   std::size_t answered = 0;  // bytes of application data the server sent back
+  bool clean_end = false;    // the server's last word was a close_notify
 };
 
 RawClientResult raw_tls_client(const std::string& target, std::string_view alpn) {
@@ -313,7 +314,9 @@ RawClientResult raw_tls_client(const std::string& target, std::string_view alpn)
     request += std::string("\x00\x00\x08\x07\x00\x00\x00\x00\x00", 9) + std::string(8, '\0');
     SSL_write(ssl, request.data(), static_cast<int>(request.size()));
     char buf[4096];
-    for (int n; (n = SSL_read(ssl, buf, sizeof(buf))) > 0;) result.answered += n;
+    int n;
+    while ((n = SSL_read(ssl, buf, sizeof(buf))) > 0) result.answered += n;
+    result.clean_end = SSL_get_error(ssl, n) == SSL_ERROR_ZERO_RETURN;
   } else if (unsigned long e = ERR_get_error(); e != 0) {
     const char* reason = ERR_reason_error_string(e);
     result.error = reason != nullptr ? reason : "unknown";
@@ -366,6 +369,93 @@ TEST(TlsAlpn, ClientOfferingNoAlpnIsRefused) {
   EXPECT_EQ(r.answered, 0u);
   EXPECT_NE(log.find("did not negotiate ALPN \"h2\" or \"http/1.1\""), std::string::npos) << log;
   EXPECT_EQ(server.handlers_run(), 0);
+}
+
+// A TLS server of the test's own (OpenSSL over a blocking socket, one connection) that answers
+// one HTTP/1.1 request with a Connect unary response delimited by the connection's end (no
+// content-length, not chunked), then closes: after a close_notify, or with a bare TCP close
+// (what a cut connection looks like).
+std::string close_delimited_answer(bool close_notify, std::string payload) {
+  std::signal(SIGPIPE, SIG_IGN);
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  SSL_CTX_use_certificate_chain_file(ctx, FERRY_TEST_CERTS "/server.pem");
+  SSL_CTX_use_PrivateKey_file(ctx, FERRY_TEST_CERTS "/server.key", SSL_FILETYPE_PEM);
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  ::listen(listener, 1);
+  socklen_t len = sizeof(addr);
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  std::thread server([&] {
+    const int fd = ::accept(listener, nullptr, nullptr);
+    SSL* ssl = SSL_new(ctx);
+    SSL_set_fd(ssl, fd);
+    if (SSL_accept(ssl) == 1) {
+      std::string request;
+      char buf[4096];
+      while (request.find("\r\n\r\n") == std::string::npos) {
+        const int n = SSL_read(ssl, buf, sizeof(buf));
+        if (n <= 0) break;
+        request.append(buf, static_cast<std::size_t>(n));
+      }
+      // The request's body is small and came with its head (or does not matter: the answer is
+      // canned).
+      EchoResponse response;
+      response.set_payload(payload);
+      const std::string answer =
+          "HTTP/1.1 200 OK\r\ncontent-type: application/proto\r\nconnection: close\r\n\r\n" +
+          response.SerializeAsString();
+      SSL_write(ssl, answer.data(), static_cast<int>(answer.size()));
+      if (close_notify) SSL_shutdown(ssl);
+    }
+    ::shutdown(fd, SHUT_WR);
+    char drain[256];
+    while (::read(fd, drain, sizeof(drain)) > 0) {
+    }
+    SSL_free(ssl);
+    ::close(fd);
+  });
+  ChannelOptions options = with(channel_creds());
+  options.http_version = ChannelHttpVersion::kHttp1;
+  options.protocol = ChannelProtocol::kConnect;
+  std::string out;
+  {
+    Channel channel("127.0.0.1:" + std::to_string(ntohs(addr.sin_port)), options);
+    EchoRequest request;
+    EchoResponse response;
+    ClientContext ctx;
+    ctx.set_timeout(std::chrono::seconds(10));
+    const absl::Status s =
+        channel.call_blocking("/ferry.testing.Echo/Echo", ctx, request, response);
+    out = s.ok() ? "ok: " + response.payload() : s.ToString();
+  }
+  server.join();
+  ::close(listener);
+  SSL_CTX_free(ctx);
+  return out;
+}
+
+// A response body delimited by the connection's end is whole only if the server's close_notify
+// says so: a bare close may be a cut (an attacker's, a middlebox's), and the call fails rather
+// than take a truncated body as complete.
+TEST(TlsTruncation, CloseDelimitedHttp1BodyNeedsTheServersCloseNotify) {
+  EXPECT_EQ(close_delimited_answer(/*close_notify=*/true, "whole"), "ok: whole");
+  const std::string cut = close_delimited_answer(/*close_notify=*/false, "cut");
+  EXPECT_EQ(cut.find("ok:"), std::string::npos) << cut;
+  EXPECT_NE(cut.find("UNAVAILABLE"), std::string::npos) << cut;
+}
+
+// ferry's own server ends its connections with a close_notify: an HTTP/1.1 client over TLS that
+// waits for the end reads a clean one. (Here: a raw client's last read is SSL_ERROR_ZERO_RETURN
+// after the server's answer to its request and GOAWAY.)
+TEST(TlsTruncation, ServerClosesWithCloseNotify) {
+  TlsServer server(server_creds());
+  const RawClientResult r = raw_tls_client(server.target(), std::string_view("\x02h2", 3));
+  EXPECT_TRUE(r.handshake_ok) << r.error;
+  EXPECT_GT(r.answered, 0u);
+  EXPECT_TRUE(r.clean_end) << r.error;
 }
 
 TEST(TlsCredentials, BadInputIsRefusedWithTheReason) {

@@ -191,7 +191,8 @@ void ClientConnection::on_read(const asio::error_code& ec, std::size_t n) {
       close();  // the server closed an idle connection (its keep-alive timeout)
       return;
     }
-    // A response delimited by the end of the connection ends here.
+    // A response delimited by the end of the connection ends here: a clean end only (over TLS,
+    // one the server's close_notify announced; a truncated stream fails the call below).
     if (ec == asio::error::eof && response_began_ && !response_done_) {
       http_parser_execute(&parser_, &Callbacks::settings(), nullptr, 0);
       if (response_done_) {

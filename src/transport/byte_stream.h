@@ -26,7 +26,8 @@ namespace ferry::http2 {
 class ByteStreamClient {
  public:
   virtual ~ByteStreamClient() = default;
-  // A read completed: n bytes arrived, or ec (eof when the peer closed).
+  // A read completed: n bytes arrived, or ec (eof when the peer closed; over TLS, only when it
+  // closed with a close_notify, else asio::ssl::error::stream_truncated).
   virtual void on_read(const asio::error_code& ec, std::size_t n) = 0;
   // A write started with async_write has finished: all of it was written, or ec.
   virtual void on_written(const asio::error_code& ec) = 0;

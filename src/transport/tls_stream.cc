@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "asio/post.hpp"
+#include "asio/ssl/error.hpp"
 
 namespace ferry::http2 {
 namespace {
@@ -23,6 +24,16 @@ constexpr std::size_t kReadAhead = 5 * (kRecord + 256) + 1024;
 constexpr std::size_t kBatch = 256 * 1024;  // plaintext encrypted per send at most
 
 asio::error_code protocol_error() { return asio::error_code(EPROTO, asio::system_category()); }
+
+// The connection's end as the reader must take it: eof only after the peer's close_notify;
+// without one the end may be an attacker's (or a middlebox's) cut, and a body that ends with
+// the connection would pass as whole (RFC 8446 §6.1, RFC 5246 §7.2.1).
+asio::error_code end_of(const asio::error_code& inner, SSL* ssl) {
+  if (inner != asio::error::eof || (SSL_get_shutdown(ssl) & SSL_RECEIVED_SHUTDOWN) != 0) {
+    return inner;
+  }
+  return asio::ssl::error::stream_truncated;
+}
 
 }  // namespace
 
@@ -296,7 +307,7 @@ void TlsStream::on_inner_read(const asio::error_code& ec, std::size_t n) {
     return client->on_readable(ec);
   }
   if (read_client_ == nullptr) return;
-  if (ec) return complete_read(ec, 0);
+  if (ec) return complete_read(end_of(ec, ssl_), 0);
   in_end_ += n;
   asio::error_code dec;
   const std::size_t got = decrypt(dec);
@@ -325,7 +336,7 @@ std::size_t TlsStream::decrypt(asio::error_code& ec) {
       if (err == SSL_ERROR_ZERO_RETURN) {
         ec = asio::error::eof;  // close_notify
       } else if (inner_error_) {
-        ec = inner_error_;  // the socket's own end or error
+        ec = end_of(inner_error_, ssl_);  // the socket's own end (with no close_notify), or error
         ERR_clear_error();
       } else {
         fail("TLS read failed", ec);
@@ -556,7 +567,19 @@ void TlsStream::close() {
 }
 
 void TlsStream::close_gracefully() {
-  // Still no close_notify (see close()); the socket under it lingers as a plain one would.
+  // The connection has said all it had to: a close_notify tells the peer its end is not a cut
+  // (a peer reading a body delimited by the connection's end needs it), best effort; then the
+  // socket under it lingers as a plain one would.
+  if (handshake_done_ && !inner_writing_ && error_.empty()) {  // not after a fatal error
+    ERR_clear_error();
+    SSL_shutdown(ssl_);
+    ERR_clear_error();
+    if (out_sent_ < out_.size()) {
+      asio::error_code ignored;
+      const iovec rest{out_.data() + out_sent_, out_.size() - out_sent_};
+      out_sent_ += inner_->write_some_now(std::span<const iovec>(&rest, 1), ignored);
+    }
+  }
   inner_->close_gracefully();
 }
 

@@ -50,7 +50,11 @@ class TlsStream final : public ByteStream {
   const std::string& error() const { return error_; }
   SSL* ssl() const { return ssl_; }
 
-  // ByteStream. write_some_now encrypts everything it is given (256 KiB at most per batch) and
+  // ByteStream. A read ends with eof only after the peer's close_notify; a connection that
+  // ends without one (a bare TCP FIN) reads as asio::ssl::error::stream_truncated, which a
+  // reader must take as an error wherever the end delimits what it reads (an HTTP/1.1 body
+  // without a length). close_gracefully() sends a close_notify first; close() does not.
+  // write_some_now encrypts everything it is given (256 KiB at most per batch) and
   // returns the plaintext bytes whose records the inner stream took in full. What it encrypted
   // but could not send stays here, and the async_write that must follow, with the slices from
   // the returned offset on, sends it first instead of encrypting those bytes again.
