@@ -1,9 +1,10 @@
 // TLS and mutual TLS end to end (ferry/tls.h): calls of every kind over TLS, the client's
 // verified identity as a handler sees it, each way a handshake must fail (wrong CA, expired
-// certificate, wrong host name, missing client certificate, cleartext against TLS both ways)
-// failing with UNAVAILABLE before any handler runs, a client that offers no ALPN "h2" refused
-// (and the server saying why), a truncated HTTP/1.1 body refused, an idle connection's buffers
-// given back, and certificate rotation under load. The certificates are test/certs' (generate.sh).
+// certificate, wrong host name, a host named in the CN only, an IPv6 zone, missing client
+// certificate, cleartext against TLS both ways) failing with UNAVAILABLE before any handler runs, a
+// client that offers no ALPN "h2" refused (and the server saying why), a truncated HTTP/1.1 body
+// refused, an idle connection's buffers given back, and certificate rotation under load. The
+// certificates are test/certs' (generate.sh).
 #include "ferry/tls.h"
 
 #include <arpa/inet.h>
@@ -11,6 +12,7 @@
 #include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -23,6 +25,7 @@
 #include "ferry/server.h"
 #include "support/echo_service.h"
 #include "support/wait.h"
+#include "tls/handshake.h"
 
 namespace ferry {
 namespace {
@@ -68,8 +71,8 @@ ServerOptions two_threads() {
 class TlsServer {
  public:
   explicit TlsServer(std::shared_ptr<ServerCredentials> creds,
-                     ServerOptions options = two_threads())
-      : service_(&probe_), who_("tls.Who") {
+                     ServerOptions options = two_threads(), std::string host = "127.0.0.1")
+      : service_(&probe_), who_("tls.Who"), host_(std::move(host)) {
     who_.add_unary<EchoRequest, EchoResponse>(
         "Who",
         [this](ServerContext& ctx, const EchoRequest&,
@@ -88,13 +91,14 @@ class TlsServer {
     server_ = std::make_unique<Server>(options);
     server_->add_service(service_);
     server_->add_service(who_);
-    absl::StatusOr<int> port = server_->start("127.0.0.1", 0);
+    absl::StatusOr<int> port = server_->start(host_, 0);
     EXPECT_TRUE(port.ok()) << port.status();
     port_ = port.ok() ? *port : 0;
   }
   ~TlsServer() { server_->shutdown(std::chrono::milliseconds(100)); }
 
   std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
+  int port() const { return port_; }
   int handlers_run() const { return probe_.started.load() + who_calls_.load(); }
 
  private:
@@ -102,6 +106,7 @@ class TlsServer {
   testing::EchoService service_;
   Service who_;
   std::atomic<int> who_calls_{0};
+  std::string host_;
   std::unique_ptr<Server> server_;
   int port_ = 0;
 };
@@ -221,6 +226,65 @@ TEST(TlsRefused, HostNameOverrideMatchingTheCertificateIsAccepted) {
   TlsServer server(server_creds());
   Channel channel(server.target(), with(channel_creds("ca.pem", false, "foo.test.google.fr")));
   EXPECT_TRUE(echo(channel, "override").ok());
+}
+
+// A certificate that names the host in its subject's CN only, with no subjectAltName, matches
+// no host name (as Go since 1.15 and browsers): it chains to the CA and would pass otherwise.
+TEST(TlsRefused, CertificateNamingTheHostInItsCnOnly) {
+  TlsServer server(server_creds("cn_only"));
+  Channel channel(server.target(), with(channel_creds("ca.pem", false, "localhost")));
+  absl::Status s = echo(channel, "cn");
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_NE(s.message().find("hostname mismatch"), std::string_view::npos) << s;
+  EXPECT_EQ(server.handlers_run(), 0);
+}
+
+// An IPv6 target with a zone ("[::1%1]", "[::1%lo]"): the zone is left out of the name checked,
+// and the address still is checked against the certificate's IP SANs. (OpenSSL takes no zone:
+// when its refusal was ignored, any certificate chaining to the CA passed.)
+TEST(TlsRefused, Ipv6TargetWithAZoneIsStillVerified) {
+  for (const char* zone : {"%1", "%lo"}) {
+    SCOPED_TRACE(zone);
+    TlsServer wrong(server_creds("wrong_name"), two_threads(), "::1");
+    Channel refused("ipv6:[::1" + std::string(zone) + "]:" + std::to_string(wrong.port()),
+                    with(channel_creds()));
+    absl::Status s = echo(refused, "zone");
+    EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+    EXPECT_NE(s.message().find("certificate verify failed"), std::string_view::npos) << s;
+    EXPECT_EQ(wrong.handlers_run(), 0);
+    // The right certificate (IP SAN ::1) passes through the same zone.
+    TlsServer right(server_creds(), two_threads(), "::1");
+    Channel accepted("ipv6:[::1" + std::string(zone) + "]:" + std::to_string(right.port()),
+                     with(channel_creds()));
+    EXPECT_TRUE(echo(accepted, "zone").ok());
+  }
+}
+
+// What the client checks the server's certificate against, for each form of name: an IPv6
+// zone is left out of the address, and a name OpenSSL cannot take is refused (never left
+// unchecked).
+TEST(TlsNames, ZoneLeftOutAndEveryFailureRefuses) {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  auto expect = [ctx](const std::string& name) {
+    SSL* ssl = SSL_new(ctx);
+    const absl::Status s = tls::expect_name(ssl, name);
+    char* ip = X509_VERIFY_PARAM_get1_ip_asc(SSL_get0_param(ssl));
+    std::string out = s.ok() ? (ip != nullptr ? std::string("ip ") + ip : "host") : s.ToString();
+    OPENSSL_free(ip);
+    SSL_free(ssl);
+    return out;
+  };
+  EXPECT_EQ(expect("fe80::1%eth0"), "ip FE80:0:0:0:0:0:0:1");
+  EXPECT_EQ(expect("::1%1"), "ip 0:0:0:0:0:0:0:1");
+  EXPECT_EQ(expect("::1"), "ip 0:0:0:0:0:0:0:1");
+  EXPECT_EQ(expect("127.0.0.1"), "ip 127.0.0.1");
+  EXPECT_EQ(expect("localhost"), "host");
+  for (const std::string& bad :
+       std::vector<std::string>{"", "127.0.0.1%1", "localhost%eth0", std::string(300, 'a')}) {
+    const std::string got = expect(bad);
+    EXPECT_NE(got.find("UNAVAILABLE: TLS: cannot verify the server"), std::string::npos) << got;
+  }
+  SSL_CTX_free(ctx);
 }
 
 TEST(TlsRefused, ClientWithoutCertificateWhenOneIsRequired) {

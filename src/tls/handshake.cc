@@ -57,6 +57,30 @@ std::shared_ptr<const PeerIdentity> peer_identity(SSL* ssl) {
 
 }  // namespace
 
+absl::Status expect_name(SSL* ssl, const std::string& name) {
+  auto refuse = [&name](const char* why) {
+    return absl::UnavailableError(
+        absl::StrCat("TLS: cannot verify the server as \"", name, "\": ", why));
+  };
+  if (name.empty()) return refuse("no name to check its certificate against");
+  // An IPv6 literal may carry a zone ("fe80::1%eth0", "::1%1"): it says which interface
+  // reaches the address, and is no part of what a certificate names.
+  const std::string address = name.substr(0, name.find('%'));
+  asio::error_code ec;
+  const asio::ip::address ip = asio::ip::make_address(address, ec);
+  if (!ec) {  // an address: matched against IP SANs; SNI carries host names only (RFC 6066 §3)
+    if (address.size() != name.size() && !ip.is_v6()) return refuse("a zone on an IPv4 address");
+    if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), address.c_str()) != 1) {
+      return refuse("not an IP address OpenSSL can match");
+    }
+    return absl::OkStatus();
+  }
+  if (address.size() != name.size()) return refuse("a zone ('%') outside an IPv6 address");
+  if (SSL_set_tlsext_host_name(ssl, name.c_str()) != 1) return refuse("not a valid SNI name");
+  if (SSL_set1_host(ssl, name.c_str()) != 1) return refuse("not a host name OpenSSL can match");
+  return absl::OkStatus();
+}
+
 ServerHandshake::ServerHandshake(std::unique_ptr<http2::ByteStream> stream,
                                  const ServerCredentials& creds, Done done)
     : timer_(stream->executor()), done_(std::move(done)) {
@@ -121,14 +145,13 @@ asio::awaitable<absl::StatusOr<std::unique_ptr<http2::ByteStream>>> client_hands
   auto negotiated_ours = [http1](SSL* s) {
     return http1 ? negotiated(s) == "http/1.1" || negotiated(s).empty() : negotiated_h2(s);
   };
-  asio::error_code ec;
-  asio::ip::make_address(name, ec);
-  if (!ec) {  // an address: matched against IP SANs; SNI carries host names only
-    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name.c_str());
-  } else {
-    SSL_set_tlsext_host_name(ssl, name.c_str());
-    SSL_set1_host(ssl, name.c_str());
+  // What the server's certificate must match. Every setting is checked: one that failed would
+  // leave the name unchecked, and any certificate chaining to the roots would pass.
+  if (absl::Status s = expect_name(ssl, name); !s.ok()) {
+    SSL_free(ssl);
+    co_return s;
   }
+  asio::error_code ec;
   auto tls = std::make_unique<http2::TlsStream>(std::move(stream), ssl);
 
   asio::steady_timer timer(tls->executor(), deadline);

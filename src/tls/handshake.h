@@ -50,6 +50,12 @@ class ServerHandshake {
   Done done_;
 };
 
+// Sets what the server's certificate must name: an IP address (an IPv6 one's zone, "%eth0",
+// left out) in its IP SANs, else a host name in its DNS SANs (never its subject's CN: the
+// credentials set X509_CHECK_FLAG_NEVER_CHECK_SUBJECT), also sent as SNI. UNAVAILABLE saying
+// why when OpenSSL takes none of it: the handshake must not go on without a name to check.
+absl::Status expect_name(SSL* ssl, const std::string& name);
+
 // The client's handshake over stream: verifies the server's certificate for host (or the
 // credentials' server_name_override, also sent as SNI) and requires ALPN h2 (http1: offers and
 // accepts http/1.1 instead); gives up at deadline. UNAVAILABLE saying why on failure.
