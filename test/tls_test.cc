@@ -1,10 +1,12 @@
 // TLS and mutual TLS end to end (ferry/tls.h): calls of every kind over TLS, the client's
 // verified identity as a handler sees it, each way a handshake must fail (wrong CA, expired
 // certificate, wrong host name, a host named in the CN only, an IPv6 zone, missing client
-// certificate, cleartext against TLS both ways) failing with UNAVAILABLE before any handler runs, a
-// client that offers no ALPN "h2" refused (and the server saying why), a truncated HTTP/1.1 body
-// refused, an idle connection's buffers given back, and certificate rotation under load. The
-// certificates are test/certs' (generate.sh).
+// certificate, cleartext against TLS both ways) failing with UNAVAILABLE before any handler
+// runs, ALPN (a client that offers no "h2" refused, and the server saying why; HTTP/1.1 turned
+// off), the server's suite order, session resumption with mutual TLS, a scan with
+// `openssl s_client` (protocols, suites, groups, renegotiation, resumption), a truncated
+// HTTP/1.1 body refused, an idle connection's buffers given back, and certificate rotation
+// under load. The certificates are test/certs' (generate.sh).
 #include "ferry/tls.h"
 
 #include <arpa/inet.h>
@@ -18,6 +20,8 @@
 
 #include <atomic>
 #include <csignal>
+#include <cstdio>
+#include <cstring>
 #include <thread>
 
 #include "ferry/buffer_pool.h"
@@ -36,11 +40,13 @@ using testing::EchoResponse;
 Pem cert(const std::string& name) { return Pem::file(FERRY_TEST_CERTS "/" + name); }
 
 std::shared_ptr<ServerCredentials> server_creds(const std::string& name = "server",
-                                                bool mutual = false, bool require = true) {
+                                                bool mutual = false, bool require = true,
+                                                bool http1 = true) {
   ServerTlsConfig config{.certificate_chain = cert(name + ".pem"),
                          .private_key = cert(name + ".key")};
   if (mutual) config.client_ca = cert("ca.pem");
   config.require_client_certificate = require;
+  config.http1 = http1;
   auto creds = ServerCredentials::create(std::move(config));
   EXPECT_TRUE(creds.ok()) << creds.status();
   return creds.ok() ? *creds : nullptr;
@@ -331,20 +337,49 @@ TEST(TlsRefused, TlsClientAgainstCleartextServer) {
 // sends an HTTP/2 request for Echo/Echo and a GOAWAY, and reads until the server closes.
 struct RawClientResult {
   bool handshake_ok = false;
-  std::string error;         // OpenSSL's reason when the handshake failed
-  std::size_t answered = 0;  // bytes of application data the server sent back
-  bool clean_end = false;    // the server's last word was a close_notify
+  std::string error;               // OpenSSL's reason when the handshake failed
+  std::size_t answered = 0;        // bytes of application data the server sent back
+  std::string answer;              // those bytes
+  std::string cipher;              // the suite negotiated
+  bool resumed = false;            // the session was resumed
+  bool clean_end = false;          // the server's last word was a close_notify
+  SSL_SESSION* session = nullptr;  // the session at the end (the caller frees it)
 };
 
-RawClientResult raw_tls_client(const std::string& target, std::string_view alpn) {
+struct RawClientOptions {
+  std::string_view alpn = std::string_view("\x02h2", 3);
+  int version = 0;                // the only TLS version offered; 0: 1.2 and 1.3
+  const char* ciphers = nullptr;  // TLS 1.2 suites offered, in the client's order
+  const char* suites = nullptr;   // TLS 1.3 suites offered, in the client's order
+  bool client_cert = false;       // presents client.pem
+  SSL_SESSION* resume = nullptr;  // a session to resume
+  std::string path = "/ferry.testing.Echo/Echo";
+};
+
+RawClientResult raw_tls_client(const std::string& target, const RawClientOptions& o) {
   RawClientResult result;
   std::signal(SIGPIPE, SIG_IGN);  // the server may close before the request is written
   SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
   SSL_CTX_load_verify_locations(ctx, FERRY_TEST_CERTS "/ca.pem", nullptr);
   SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
-  if (!alpn.empty()) {
-    SSL_CTX_set_alpn_protos(ctx, reinterpret_cast<const unsigned char*>(alpn.data()),
-                            static_cast<unsigned>(alpn.size()));
+  if (!o.alpn.empty()) {
+    SSL_CTX_set_alpn_protos(ctx, reinterpret_cast<const unsigned char*>(o.alpn.data()),
+                            static_cast<unsigned>(o.alpn.size()));
+  }
+  if (o.version != 0) {
+    SSL_CTX_set_min_proto_version(ctx, o.version);
+    SSL_CTX_set_max_proto_version(ctx, o.version);
+  }
+  if (o.ciphers != nullptr) {
+    EXPECT_EQ(SSL_CTX_set_cipher_list(ctx, o.ciphers), 1);
+  }
+  if (o.suites != nullptr) {
+    EXPECT_EQ(SSL_CTX_set_ciphersuites(ctx, o.suites), 1);
+  }
+  if (o.client_cert) {
+    EXPECT_EQ(SSL_CTX_use_certificate_chain_file(ctx, FERRY_TEST_CERTS "/client.pem"), 1);
+    EXPECT_EQ(SSL_CTX_use_PrivateKey_file(ctx, FERRY_TEST_CERTS "/client.key", SSL_FILETYPE_PEM),
+              1);
   }
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   timeval timeout{5, 0};
@@ -357,13 +392,15 @@ RawClientResult raw_tls_client(const std::string& target, std::string_view alpn)
   SSL* ssl = SSL_new(ctx);
   SSL_set_fd(ssl, fd);
   SSL_set1_host(ssl, "localhost");
+  if (o.resume != nullptr) SSL_set_session(ssl, o.resume);
   ERR_clear_error();
   if (SSL_connect(ssl) == 1) {
     result.handshake_ok = true;
-    // Preface, empty SETTINGS, HEADERS (POST https /ferry.testing.Echo/Echo, content-type
-    // application/grpc, te trailers; HPACK literals without indexing), DATA with an empty
-    // message and END_STREAM.
-    const std::string path = "/ferry.testing.Echo/Echo";
+    result.cipher = SSL_get_cipher_name(ssl);
+    result.resumed = SSL_session_reused(ssl) == 1;
+    // Preface, empty SETTINGS, HEADERS (POST https PATH, content-type application/grpc, te
+    // trailers; HPACK literals without indexing), DATA with an empty message and END_STREAM.
+    const std::string& path = o.path;
     std::string block = "\x83\x87";
     block += '\x04' + std::string(1, static_cast<char>(path.size())) + path;
     block += std::string("\x01\x09localhost", 11);
@@ -379,8 +416,14 @@ RawClientResult raw_tls_client(const std::string& target, std::string_view alpn)
     SSL_write(ssl, request.data(), static_cast<int>(request.size()));
     char buf[4096];
     int n;
-    while ((n = SSL_read(ssl, buf, sizeof(buf))) > 0) result.answered += n;
+    while ((n = SSL_read(ssl, buf, sizeof(buf))) > 0) {
+      result.answered += n;
+      result.answer.append(buf, static_cast<std::size_t>(n));
+    }
     result.clean_end = SSL_get_error(ssl, n) == SSL_ERROR_ZERO_RETURN;
+    // Our close_notify too: OpenSSL marks a session freed without one not resumable.
+    SSL_shutdown(ssl);
+    result.session = SSL_get1_session(ssl);  // with TLS 1.3, once its tickets were read
   } else if (unsigned long e = ERR_get_error(); e != 0) {
     const char* reason = ERR_reason_error_string(e);
     result.error = reason != nullptr ? reason : "unknown";
@@ -395,7 +438,7 @@ RawClientResult raw_tls_client(const std::string& target, std::string_view alpn)
 // below are the ALPN's doing, not the raw client's).
 TEST(TlsAlpn, RawClientOfferingH2IsServed) {
   TlsServer server(server_creds());
-  const RawClientResult r = raw_tls_client(server.target(), std::string_view("\x02h2", 3));
+  const RawClientResult r = raw_tls_client(server.target(), {});
   EXPECT_TRUE(r.handshake_ok) << r.error;
   EXPECT_GT(r.answered, 0u);
   EXPECT_EQ(server.handlers_run(), 1);
@@ -405,7 +448,7 @@ TEST(TlsAlpn, ClientOfferingOnlyHttp11IsServedHttp11) {
   // gRPC-Web and Connect clients may speak HTTP/1.1 over TLS: the handshake passes, and the
   // raw client's HTTP/2 bytes get an HTTP/1.1 answer (400), not a handler.
   TlsServer server(server_creds());
-  const RawClientResult r = raw_tls_client(server.target(), "\x08http/1.1");
+  const RawClientResult r = raw_tls_client(server.target(), {.alpn = "\x08http/1.1"});
   EXPECT_TRUE(r.handshake_ok) << r.error;
   EXPECT_GT(r.answered, 0u);
   EXPECT_EQ(server.handlers_run(), 0);
@@ -414,7 +457,7 @@ TEST(TlsAlpn, ClientOfferingOnlyHttp11IsServedHttp11) {
 TEST(TlsAlpn, ClientOfferingNeitherH2NorHttp11IsRefused) {
   TlsServer server(server_creds());
   ::testing::internal::CaptureStderr();
-  const RawClientResult r = raw_tls_client(server.target(), "\x08spdy/3.1");
+  const RawClientResult r = raw_tls_client(server.target(), {.alpn = "\x08spdy/3.1"});
   const std::string log = ::testing::internal::GetCapturedStderr();
   EXPECT_FALSE(r.handshake_ok);
   EXPECT_NE(r.error.find("no application protocol"), std::string::npos) << r.error;
@@ -426,13 +469,211 @@ TEST(TlsAlpn, ClientOfferingNeitherH2NorHttp11IsRefused) {
 TEST(TlsAlpn, ClientOfferingNoAlpnIsRefused) {
   TlsServer server(server_creds());
   ::testing::internal::CaptureStderr();
-  const RawClientResult r = raw_tls_client(server.target(), "");
+  const RawClientResult r = raw_tls_client(server.target(), {.alpn = ""});
   const std::string log = ::testing::internal::GetCapturedStderr();
   // The handshake itself passes (the server learns only at its end that nothing was chosen);
   // then the server closes without a byte of HTTP/2, and logs why.
   EXPECT_EQ(r.answered, 0u);
   EXPECT_NE(log.find("did not negotiate ALPN \"h2\" or \"http/1.1\""), std::string::npos) << log;
   EXPECT_EQ(server.handlers_run(), 0);
+}
+
+TEST(TlsAlpn, Http1OffRefusesAClientOfferingOnlyHttp11) {
+  TlsServer server(server_creds("server", false, true, /*http1=*/false));
+  ::testing::internal::CaptureStderr();
+  const RawClientResult r = raw_tls_client(server.target(), {.alpn = "\x08http/1.1"});
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(r.handshake_ok);
+  EXPECT_NE(r.error.find("no application protocol"), std::string::npos) << r.error;
+  EXPECT_NE(log.find("HTTP/1.1 is off"), std::string::npos) << log;
+  EXPECT_EQ(server.handlers_run(), 0);
+  // h2 still is served, also to a client that offers both.
+  const RawClientResult both = raw_tls_client(server.target(), {.alpn = "\x08http/1.1\x02h2"});
+  EXPECT_TRUE(both.handshake_ok) << both.error;
+  EXPECT_EQ(server.handlers_run(), 1);
+}
+
+// The server's order of suites wins over the client's (it prefers AES-128-GCM), except for a
+// client that puts ChaCha20 first (no AES in its hardware), as grpc-go's server does.
+TEST(TlsPolicy, ServerChoosesTheSuiteByItsOwnOrder) {
+  TlsServer server(server_creds());
+  RawClientResult r = raw_tls_client(
+      server.target(), {.version = TLS1_2_VERSION,
+                        .ciphers = "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-ECDSA-AES128-GCM-SHA256"});
+  EXPECT_EQ(r.cipher, "ECDHE-ECDSA-AES128-GCM-SHA256") << r.error;
+  r = raw_tls_client(server.target(), {.version = TLS1_3_VERSION,
+                                       .suites = "TLS_AES_256_GCM_SHA384:TLS_AES_128_GCM_SHA256"});
+  EXPECT_EQ(r.cipher, "TLS_AES_128_GCM_SHA256") << r.error;
+  r = raw_tls_client(
+      server.target(),
+      {.version = TLS1_3_VERSION, .suites = "TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256"});
+  EXPECT_EQ(r.cipher, "TLS_CHACHA20_POLY1305_SHA256") << r.error;
+  r = raw_tls_client(server.target(),
+                     {.version = TLS1_2_VERSION,
+                      .ciphers = "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-ECDSA-AES128-GCM-SHA256"});
+  EXPECT_EQ(r.cipher, "ECDHE-ECDSA-CHACHA20-POLY1305") << r.error;
+}
+
+// A client that resumes its session (as Go, Java, curl and browsers do on every reconnect) with
+// a server that verifies client certificates: the resumption succeeds, and the handler still
+// sees the identity of the certificate the full handshake verified. (Without a session id
+// context OpenSSL fails every such resumption with a fatal alert.)
+TEST(TlsSessions, ResumptionWithMutualTlsKeepsThePeerIdentity) {
+  TlsServer server(server_creds("server", /*mutual=*/true));
+  for (const int version : {TLS1_2_VERSION, TLS1_3_VERSION}) {
+    SCOPED_TRACE(version == TLS1_2_VERSION ? "TLS 1.2" : "TLS 1.3");
+    RawClientOptions options{.version = version, .client_cert = true, .path = "/tls.Who/Who"};
+    const RawClientResult first = raw_tls_client(server.target(), options);
+    ASSERT_TRUE(first.handshake_ok) << first.error;
+    EXPECT_FALSE(first.resumed);
+    EXPECT_NE(first.answer.find("CN=ferry test client"), std::string::npos);
+    ASSERT_NE(first.session, nullptr);
+    options.resume = first.session;
+    const RawClientResult again = raw_tls_client(server.target(), options);
+    SSL_SESSION_free(first.session);
+    EXPECT_TRUE(again.handshake_ok) << again.error;
+    EXPECT_TRUE(again.resumed);
+    EXPECT_NE(again.answer.find("CN=ferry test client"), std::string::npos);
+    EXPECT_NE(again.answer.find("spiffe://ferry.test/ns/default/sa/client"), std::string::npos);
+    if (again.session != nullptr) SSL_SESSION_free(again.session);
+  }
+}
+
+// A scan of a ferry server with OpenSSL's own client (`openssl s_client`, the openssl package),
+// as testssl.sh makes one: protocols, TLS 1.2 suites, TLS 1.3 suites and groups, each offered
+// alone, accepted or refused as docs/tls_and_unix_sockets.md lists them; renegotiation refused.
+// Without the system's openssl.cnf (its floor would refuse the old protocols on the client's
+// side), and at security level 0, so that each refusal is the server's.
+struct SClient {
+  std::string output;
+  // "TLSv1.3, Cipher is TLS_AES_128_GCM_SHA256" after "New, " or "Reused, "; "(NONE)..." when
+  // the handshake failed.
+  std::string outcome() const {
+    for (const char* tag : {"\nNew, ", "\nReused, "}) {
+      const std::size_t at = output.find(tag);
+      if (at != std::string::npos) {
+        const std::size_t from = at + std::strlen(tag);
+        return output.substr(from, output.find('\n', from) - from);
+      }
+    }
+    return "no summary";
+  }
+  bool reused() const { return output.find("\nReused, ") != std::string::npos; }
+};
+
+SClient s_client(int port, const std::string& args, const std::string& input = "",
+                 const char* linger = "0") {
+#ifndef FERRY_OPENSSL_CLI
+  ADD_FAILURE() << "the openssl command was not found at configure time";
+  return {};
+#else
+  const std::string command =
+      "(printf '" + input + "'; sleep " + linger + ") | OPENSSL_CONF=/dev/null timeout 20 " +
+      FERRY_OPENSSL_CLI + " s_client -connect 127.0.0.1:" + std::to_string(port) +
+      " -servername localhost -CAfile " FERRY_TEST_CERTS "/ca.pem -verify_return_error " +
+      "-alpn h2 " + args + " 2>&1";
+  SClient out;
+  FILE* p = ::popen(command.c_str(), "r");
+  char buf[4096];
+  for (std::size_t n; p != nullptr && (n = std::fread(buf, 1, sizeof(buf), p)) > 0;) {
+    out.output.append(buf, n);
+  }
+  if (p != nullptr) ::pclose(p);
+  return out;
+#endif
+}
+
+TEST(TlsScan, ProtocolsSuitesAndGroupsOfferedAndRefused) {
+  TlsServer server(server_creds());
+  const int port = server.port();
+  ::testing::internal::CaptureStderr();  // the server's log lines for the refused handshakes
+  // Protocols: TLS 1.0 and 1.1 refused (protocol_version alert), 1.2 and 1.3 accepted.
+  for (const char* old : {"-tls1", "-tls1_1"}) {
+    const SClient r = s_client(port, std::string(old) + " -cipher DEFAULT@SECLEVEL=0");
+    EXPECT_EQ(r.outcome(), "(NONE), Cipher is (NONE)") << old << "\n" << r.output;
+    EXPECT_NE(r.output.find("alert protocol version"), std::string::npos) << r.output;
+  }
+  EXPECT_EQ(s_client(port, "-tls1_2").outcome(),
+            "TLSv1.2, Cipher is ECDHE-ECDSA-AES128-GCM-SHA256");
+  EXPECT_EQ(s_client(port, "-tls1_3").outcome(), "TLSv1.3, Cipher is TLS_AES_128_GCM_SHA256");
+  // TLS 1.2: the AEAD suites with ECDHE only (the server's key is ECDSA).
+  for (const char* suite : {"ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-ECDSA-AES256-GCM-SHA384",
+                            "ECDHE-ECDSA-CHACHA20-POLY1305"}) {
+    EXPECT_EQ(s_client(port, std::string("-tls1_2 -cipher ") + suite).outcome(),
+              std::string("TLSv1.2, Cipher is ") + suite);
+  }
+  for (const char* weak :
+       {"ECDHE-ECDSA-AES128-SHA", "ECDHE-ECDSA-AES256-SHA", "ECDHE-ECDSA-AES128-SHA256",
+        "ECDHE-ECDSA-AES256-SHA384", "ECDHE-ECDSA-AES128-CCM", "ECDHE-ECDSA-ARIA128-GCM-SHA256",
+        "ECDHE-ECDSA-CAMELLIA128-SHA256", "ECDHE-ECDSA-NULL-SHA", "AES128-GCM-SHA256", "AES128-SHA",
+        "DHE-RSA-AES128-GCM-SHA256", "PSK-AES128-GCM-SHA256"}) {
+    const SClient r = s_client(port, std::string("-tls1_2 -cipher ") + weak + "@SECLEVEL=0");
+    EXPECT_EQ(r.outcome(), "(NONE), Cipher is (NONE)") << weak << "\n" << r.output;
+  }
+  // TLS 1.3: the three suites, not the CCM ones.
+  for (const char* suite :
+       {"TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256"}) {
+    EXPECT_EQ(s_client(port, std::string("-tls1_3 -ciphersuites ") + suite).outcome(),
+              std::string("TLSv1.3, Cipher is ") + suite);
+  }
+  for (const char* suite : {"TLS_AES_128_CCM_SHA256", "TLS_AES_128_CCM_8_SHA256"}) {
+    const SClient r = s_client(port, std::string("-tls1_3 -ciphersuites ") + suite);
+    EXPECT_EQ(r.outcome(), "(NONE), Cipher is (NONE)") << suite << "\n" << r.output;
+  }
+  // Groups: X25519 and the NIST curves; no X448, no finite-field groups. (Each accepted one
+  // with TLS 1.3 only: a TLS 1.2 client's groups also name the curves an ECDSA certificate may
+  // use, and the server's is P-256.)
+  const std::pair<const char*, const char*> groups[] = {{"X25519", "X25519"},
+                                                        {"P-256", "ECDH, prime256v1"},
+                                                        {"P-384", "ECDH, secp384r1"},
+                                                        {"P-521", "ECDH, secp521r1"}};
+  for (const auto& [group, shown] : groups) {
+    const SClient r = s_client(port, std::string("-tls1_3 -groups ") + group);
+    EXPECT_EQ(r.outcome(), "TLSv1.3, Cipher is TLS_AES_128_GCM_SHA256") << group << "\n"
+                                                                        << r.output;
+    EXPECT_NE(r.output.find(std::string("Server Temp Key: ") + shown), std::string::npos)
+        << group << "\n"
+        << r.output;
+  }
+  for (const char* version : {"-tls1_2", "-tls1_3"}) {
+    for (const char* group : {"ffdhe2048", "X448"}) {
+      const SClient r = s_client(port, std::string(version) + " -groups " + group);
+      EXPECT_EQ(r.outcome(), "(NONE), Cipher is (NONE)") << group << "\n" << r.output;
+    }
+  }
+  ::testing::internal::GetCapturedStderr();
+}
+
+TEST(TlsScan, RenegotiationIsRefused) {
+  TlsServer server(server_creds());
+  // s_client renegotiates when a line of its input is "R" (TLS 1.2).
+  const SClient r = s_client(server.port(), "-tls1_2", "R\n", "1");
+  EXPECT_EQ(r.outcome(), "TLSv1.2, Cipher is ECDHE-ECDSA-AES128-GCM-SHA256") << r.output;
+  EXPECT_NE(r.output.find("RENEGOTIATING"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("no renegotiation"), std::string::npos) << r.output;
+}
+
+// Session resumption with a server that verifies client certificates, through s_client's
+// saved sessions (-sess_out, then -sess_in), both versions.
+TEST(TlsScan, SessionsResumeWithMutualTls) {
+  TlsServer server(server_creds("server", /*mutual=*/true));
+  char dir[] = "/tmp/ferry_tls_sessXXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string client =
+      " -cert " FERRY_TEST_CERTS "/client.pem -key " FERRY_TEST_CERTS "/client.key";
+  for (const char* version : {"-tls1_2", "-tls1_3"}) {
+    const std::string session = std::string(dir) + "/session" + version;
+    // TLS 1.3 sends its tickets after the handshake: s_client waits a moment for them.
+    const SClient first =
+        s_client(server.port(), version + client + " -sess_out " + session, "", "0.3");
+    EXPECT_FALSE(first.reused()) << first.output;
+    EXPECT_EQ(first.outcome().find("(NONE)"), std::string::npos) << first.output;
+    const SClient again = s_client(server.port(), version + client + " -sess_in " + session);
+    EXPECT_TRUE(again.reused()) << version << "\n" << again.output;
+    EXPECT_EQ(again.output.find("alert"), std::string::npos) << again.output;
+    std::remove(session.c_str());
+  }
+  ::rmdir(dir);
 }
 
 // A TLS server of the test's own (OpenSSL over a blocking socket, one connection) that answers
@@ -516,7 +757,7 @@ TEST(TlsTruncation, CloseDelimitedHttp1BodyNeedsTheServersCloseNotify) {
 // after the server's answer to its request and GOAWAY.)
 TEST(TlsTruncation, ServerClosesWithCloseNotify) {
   TlsServer server(server_creds());
-  const RawClientResult r = raw_tls_client(server.target(), std::string_view("\x02h2", 3));
+  const RawClientResult r = raw_tls_client(server.target(), {});
   EXPECT_TRUE(r.handshake_ok) << r.error;
   EXPECT_GT(r.answered, 0u);
   EXPECT_TRUE(r.clean_end) << r.error;

@@ -1,7 +1,10 @@
 // ferry/tls.h: TLS for servers and channels (public): certificates and keys, client
-// certificates (mutual TLS), and the verified identity a handler sees. TLS 1.2 and 1.3 only,
-// ALPN "h2" required both ways, ECDHE with AES-GCM or ChaCha20 for TLS 1.2 (TLS 1.3: OpenSSL's
-// defaults). Implemented over OpenSSL (src/tls/).
+// certificates (mutual TLS), and the verified identity a handler sees. TLS 1.2 and 1.3 only, no
+// renegotiation, ECDHE with AES-GCM or ChaCha20 for TLS 1.2 (TLS 1.3: its three suites), host
+// names matched against subjectAltNames only. ALPN: a channel offers and requires "h2"; a server
+// selects "h2", else "http/1.1" (gRPC-Web and Connect over HTTP/1.1; ServerTlsConfig::http1 turns
+// that off), and refuses a client that negotiates neither. Implemented over OpenSSL (src/tls/);
+// docs/tls_and_unix_sockets.md lists the suites and groups beside grpc-go's.
 //
 //   auto creds = ferry::ServerCredentials::create({
 //       .certificate_chain = ferry::Pem::file("server.pem"),
@@ -48,6 +51,10 @@ struct ServerTlsConfig {
   bool require_client_certificate = true;
   // A connection whose handshake has not completed by then is closed.
   std::chrono::milliseconds handshake_timeout = std::chrono::seconds(10);
+  // ALPN "http/1.1" accepted from a client that does not offer "h2" (gRPC-Web and the Connect
+  // protocol over HTTP/1.1). False: "h2" only, as grpc-go; a client offering only "http/1.1"
+  // gets a no_application_protocol alert.
+  bool http1 = true;
 };
 
 // A server's TLS configuration, shared by its connections. Thread-safe: update() may be called

@@ -1,6 +1,7 @@
 // Implementation of ferry/tls.h's credentials: PEM loading (files or text, through asio's
-// OpenSSL context), the protocol policy both ends share (TLS 1.2+, modern ciphers, ALPN h2),
-// and rotation as an atomic swap of the server's state.
+// OpenSSL context), the protocol policy both ends share (TLS 1.2+, AEAD suites with forward
+// secrecy, no renegotiation, SAN-only names), ALPN, and rotation as an atomic swap of the
+// server's state.
 #include "tls/credentials.h"
 
 #include <openssl/ssl.h>
@@ -20,8 +21,24 @@ constexpr unsigned char kAlpnH2[] = {2, 'h', '2'};
 // Connect protocol from browsers and HTTP/1.1 clients).
 constexpr unsigned char kAlpnServer[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
 
-// TLS 1.2 suites with forward secrecy and AEAD only; TLS 1.3's are all of that already.
-constexpr char kCiphers[] = "ECDHE+AESGCM:ECDHE+CHACHA20";
+// TLS 1.2 suites with forward secrecy and AEAD only, in grpc-go's (Go's crypto/tls) order on a
+// machine with AES in hardware: AES-128-GCM, AES-256-GCM, ChaCha20-Poly1305; ECDSA before RSA.
+constexpr char kCiphers[] =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+// TLS 1.3: all three suites, AES-128-GCM first (with AES-NI the cheapest per byte; OpenSSL's
+// default puts AES-256 first).
+constexpr char kCipherSuites[] =
+    "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
+// Key exchange groups, as Go's default (less its post-quantum hybrid, which OpenSSL 3.0 lacks):
+// no finite-field groups.
+constexpr char kGroups[] = "X25519:P-256:P-384:P-521";
+// Sessions resumed on a server that verifies clients must have been made under the same
+// verification (OpenSSL refuses to resume without a context when it verifies peers: a fatal
+// "session id context uninitialized"). Each credentials' state has its own SSL_CTX, hence its
+// own session cache and ticket keys: one context name does for all.
+constexpr unsigned char kSessionContext[] = "ferry";
 
 absl::Status bad(const char* what, const Pem& pem, const asio::error_code& ec) {
   return absl::InvalidArgumentError(
@@ -29,18 +46,22 @@ absl::Status bad(const char* what, const Pem& pem, const asio::error_code& ec) {
                    pem.path.empty() ? "" : absl::StrCat(" from ", pem.path), ": ", ec.message()));
 }
 
-void apply_policy(SSL_CTX* ctx) {
-  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+// The protocol policy both ends share (docs/tls_and_unix_sockets.md lists it beside grpc-go's).
+// Fixed strings: a failure here is a bug, reported as INTERNAL rather than left half-applied.
+absl::Status apply_policy(SSL_CTX* ctx) {
+  // Renegotiation (TLS 1.2) is refused: a peer's ClientHello mid-connection gets a
+  // no_renegotiation alert (CVE-2009-3555, and a CPU cost the peer chooses).
   SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
-  SSL_CTX_set_cipher_list(ctx, kCiphers);
-  // TLS 1.3: AES-128-GCM first (with AES-NI the cheapest per byte; OpenSSL's default puts
-  // AES-256 first).
-  SSL_CTX_set_ciphersuites(ctx,
-                           "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:"
-                           "TLS_CHACHA20_POLY1305_SHA256");
+  if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
+      SSL_CTX_set_cipher_list(ctx, kCiphers) != 1 ||
+      SSL_CTX_set_ciphersuites(ctx, kCipherSuites) != 1 ||
+      SSL_CTX_set1_groups_list(ctx, kGroups) != 1) {
+    return absl::InternalError("TLS: OpenSSL refused ferry's protocol policy");
+  }
   // A certificate names its host in its subjectAltName only (RFC 6125 §6.4.4, as browsers and
   // Go since 1.15): a certificate with a CN and no DNS SAN matches no host name.
   X509_VERIFY_PARAM_set_hostflags(SSL_CTX_get0_param(ctx), X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
+  return absl::OkStatus();
 }
 
 absl::Status load_identity(asio::ssl::context& context, const Pem& chain, const Pem& key) {
@@ -74,19 +95,23 @@ absl::Status load_cas(asio::ssl::context& context, const Pem& cas) {
   return absl::OkStatus();
 }
 
-// ALPN on the server: h2 when the client offers it, else http/1.1, else nothing. (A client that
-// sends no ALPN at all is refused after the handshake, src/tls/handshake.cc.)
+// ALPN on the server: h2 when the client offers it, else http/1.1 (unless the server turned
+// HTTP/1.1 off: arg is non-null), else nothing. (A client that sends no ALPN at all is refused
+// after the handshake, src/tls/handshake.cc.)
 int select_protocol(SSL*, const unsigned char** out, unsigned char* out_len,
-                    const unsigned char* in, unsigned in_len, void*) {
+                    const unsigned char* in, unsigned in_len, void* h2_only) {
   unsigned char* selected = nullptr;
-  if (SSL_select_next_proto(&selected, out_len, kAlpnServer, sizeof(kAlpnServer), in, in_len) ==
+  const unsigned server_len = h2_only != nullptr ? sizeof(kAlpnH2) : sizeof(kAlpnServer);
+  if (SSL_select_next_proto(&selected, out_len, kAlpnServer, server_len, in, in_len) ==
       OPENSSL_NPN_NEGOTIATED) {
     *out = selected;
     return SSL_TLSEXT_ERR_OK;
   }
-  std::fprintf(stderr,
-               "ferry: TLS handshake refused: the client offered neither ALPN \"h2\" nor "
-               "\"http/1.1\"\n");
+  std::fprintf(stderr, h2_only != nullptr
+                           ? "ferry: TLS handshake refused: the client did not offer ALPN "
+                             "\"h2\" (HTTP/1.1 is off)\n"
+                           : "ferry: TLS handshake refused: the client offered neither ALPN "
+                             "\"h2\" nor \"http/1.1\"\n");
   return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
 
@@ -98,8 +123,16 @@ absl::StatusOr<std::shared_ptr<const ServerCredentials::State>> build(
   auto state = std::make_shared<ServerCredentials::State>();
   state->handshake_timeout = config.handshake_timeout;
   SSL_CTX* ctx = state->context.native_handle();
-  apply_policy(ctx);
-  SSL_CTX_set_alpn_select_cb(ctx, select_protocol, nullptr);
+  if (absl::Status s = apply_policy(ctx); !s.ok()) return s;
+  // The server's order of suites, not the client's (as grpc-go), except that a client that puts
+  // ChaCha20 first (no AES in its hardware) gets it.
+  SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_PRIORITIZE_CHACHA);
+  // Any non-null argument means h2 only.
+  SSL_CTX_set_alpn_select_cb(ctx, select_protocol,
+                             config.http1 ? nullptr : const_cast<unsigned char*>(kAlpnH2));
+  if (SSL_CTX_set_session_id_context(ctx, kSessionContext, sizeof(kSessionContext) - 1) != 1) {
+    return absl::InternalError("TLS: cannot set the session id context");
+  }
   if (absl::Status s = load_identity(state->context, config.certificate_chain, config.private_key);
       !s.ok()) {
     return s;
@@ -156,7 +189,7 @@ absl::StatusOr<std::shared_ptr<ChannelCredentials>> ChannelCredentials::create(
     ChannelTlsConfig config) {
   auto state = std::make_shared<State>();
   SSL_CTX* ctx = state->context.native_handle();
-  apply_policy(ctx);
+  if (absl::Status s = apply_policy(ctx); !s.ok()) return s;
   SSL_CTX_set_alpn_protos(ctx, kAlpnH2, sizeof(kAlpnH2));  // 0 is success
   SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
   if (config.root_certificates.empty()) {
