@@ -21,7 +21,9 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <thread>
 
 #include "ferry/buffer_pool.h"
@@ -761,6 +763,204 @@ TEST(TlsTruncation, ServerClosesWithCloseNotify) {
   EXPECT_TRUE(r.handshake_ok) << r.error;
   EXPECT_GT(r.answered, 0u);
   EXPECT_TRUE(r.clean_end) << r.error;
+}
+
+// Certificate revocation lists made by the openssl command (`openssl ca -revoke`, then
+// `-gencrl`) into a directory of their own, as an operator would: write(certs...) replaces the
+// test CA's CRL with one that revokes those certificates (none: a CRL that revokes nothing).
+class CrlDir {
+ public:
+  CrlDir() {
+    char dir[] = "/tmp/ferry_crlXXXXXX";
+    EXPECT_NE(::mkdtemp(dir), nullptr);
+    root_ = dir;
+    std::filesystem::create_directories(root_ + "/crls");
+  }
+  ~CrlDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(root_, ignored);
+  }
+  std::string path() const { return root_ + "/crls"; }
+
+  void write(std::vector<std::string> revoked, const std::string& name = "ca.crl") {
+#ifndef FERRY_OPENSSL_CLI
+    ADD_FAILURE() << "the openssl command was not found at configure time";
+#else
+    const std::string work = root_ + "/ca" + std::to_string(++round_);
+    std::filesystem::create_directories(work);
+    std::FILE* cnf = std::fopen((work + "/ca.cnf").c_str(), "w");
+    std::fprintf(cnf,
+                 "[ca]\ndefault_ca = test\n[test]\ndatabase = %s/index.txt\n"
+                 "default_md = sha256\ndefault_crl_days = 1\n",
+                 work.c_str());
+    std::fclose(cnf);
+    std::fclose(std::fopen((work + "/index.txt").c_str(), "w"));
+    const std::string ca = std::string(FERRY_OPENSSL_CLI) + " ca -config " + work +
+                           "/ca.cnf -keyfile " FERRY_TEST_CERTS "/ca.key -cert " FERRY_TEST_CERTS
+                           "/ca.pem";
+    for (const std::string& cert : revoked) {
+      ASSERT_EQ(
+          std::system((ca + " -revoke " FERRY_TEST_CERTS "/" + cert + " 2>/dev/null").c_str()), 0);
+    }
+    // Written beside, then renamed in: a reload never reads half a file.
+    const std::string out = work + "/" + name;
+    ASSERT_EQ(std::system((ca + " -gencrl -out " + out + " 2>/dev/null").c_str()), 0);
+    std::filesystem::rename(out, path() + "/" + name);
+#endif
+  }
+
+ private:
+  std::string root_;
+  int round_ = 0;
+};
+
+std::shared_ptr<ServerCredentials> crl_server_creds(const std::string& crls,
+                                                    std::chrono::milliseconds refresh) {
+  auto creds = ServerCredentials::create({.certificate_chain = cert("server.pem"),
+                                          .private_key = cert("server.key"),
+                                          .client_ca = cert("ca.pem"),
+                                          .crl_directory = crls,
+                                          .crl_refresh_interval = refresh});
+  EXPECT_TRUE(creds.ok()) << creds.status();
+  return creds.ok() ? *creds : nullptr;
+}
+
+std::shared_ptr<ChannelCredentials> crl_channel_creds(const std::string& crls) {
+  auto creds = ChannelCredentials::create({.root_certificates = cert("ca.pem"),
+                                           .certificate_chain = cert("client.pem"),
+                                           .private_key = cert("client.key"),
+                                           .crl_directory = crls});
+  EXPECT_TRUE(creds.ok()) << creds.status();
+  return creds.ok() ? *creds : nullptr;
+}
+
+// The server checks the client's chain: a revoked client certificate fails the handshake, with
+// the reason in the server's log and in the client's status; one the CRL does not list passes.
+TEST(TlsRevocation, ServerRefusesARevokedClientCertificate) {
+  CrlDir crls;
+  crls.write({"client.pem"});
+  TlsServer server(crl_server_creds(crls.path(), std::chrono::seconds(60)));
+  ::testing::internal::CaptureStderr();
+  Channel channel(server.target(), with(channel_creds("ca.pem", /*with_client_cert=*/true)));
+  const absl::Status s = echo(channel, "revoked");
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_NE(s.message().find("certificate revoked"), std::string_view::npos) << s;
+  EXPECT_NE(log.find("certificate revoked"), std::string::npos) << log;
+  EXPECT_EQ(server.handlers_run(), 0);
+
+  CrlDir none;
+  none.write({});
+  TlsServer open(crl_server_creds(none.path(), std::chrono::seconds(60)));
+  Channel ok(open.target(), with(channel_creds("ca.pem", /*with_client_cert=*/true)));
+  EXPECT_TRUE(echo(ok, "not revoked").ok());
+}
+
+// The client checks the server's chain the same way.
+TEST(TlsRevocation, ClientRefusesARevokedServerCertificate) {
+  TlsServer server(server_creds("server", /*mutual=*/true));
+  CrlDir crls;
+  crls.write({"server.pem"});
+  Channel channel(server.target(), with(crl_channel_creds(crls.path())));
+  const absl::Status s = echo(channel, "revoked");
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_NE(s.message().find("certificate revoked"), std::string_view::npos) << s;
+  EXPECT_EQ(server.handlers_run(), 0);
+
+  CrlDir none;
+  none.write({"client.pem"});  // another certificate's revocation does not matter here
+  Channel ok(server.target(), with(crl_channel_creds(none.path())));
+  EXPECT_TRUE(echo(ok, "not revoked").ok());
+}
+
+// No CRL for the issuer (an empty directory): revocation is undetermined, which passes (A69).
+TEST(TlsRevocation, NoCrlForTheIssuerPasses) {
+  CrlDir empty;
+  TlsServer server(crl_server_creds(empty.path(), std::chrono::seconds(60)));
+  Channel channel(server.target(), with(crl_channel_creds(empty.path())));
+  EXPECT_TRUE(echo(channel, "undetermined").ok());
+}
+
+// The directory is read again when it changes: a revocation written while the server runs
+// refuses the next connection, its withdrawal lets the one after in, and a file that is no CRL
+// keeps the CRLs in force (said on stderr).
+TEST(TlsRevocation, DirectoryChangesAreReloaded) {
+  using namespace std::chrono_literals;
+  CrlDir crls;
+  crls.write({});
+  TlsServer server(crl_server_creds(crls.path(), 50ms));
+  auto call = [&] {
+    Channel channel(server.target(), with(channel_creds("ca.pem", /*with_client_cert=*/true)));
+    return echo(channel, "reload");
+  };
+  ASSERT_TRUE(call().ok());
+  ::testing::internal::CaptureStderr();
+  crls.write({"client.pem"});
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(call().code(), absl::StatusCode::kUnavailable);
+  {
+    std::FILE* junk = std::fopen((crls.path() + "/junk.crl").c_str(), "w");
+    std::fputs("not a CRL\n", junk);
+    std::fclose(junk);
+  }
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(call().code(), absl::StatusCode::kUnavailable);  // the revocation stays in force
+  std::remove((crls.path() + "/junk.crl").c_str());
+  crls.write({});
+  std::this_thread::sleep_for(100ms);
+  EXPECT_TRUE(call().ok());
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("CRLs not reloaded"), std::string::npos) << log;
+  EXPECT_NE(log.find("no PEM CRL in " + crls.path() + "/junk.crl"), std::string::npos) << log;
+}
+
+// A session made before a revocation cannot be resumed past the refresh interval: resumption
+// skips verification, so the server's sessions last no longer than a revocation takes to be
+// read.
+TEST(TlsRevocation, SessionsOutliveNoRevocation) {
+  using namespace std::chrono_literals;
+  CrlDir crls;
+  crls.write({});
+  TlsServer server(crl_server_creds(crls.path(), 1s));
+  RawClientOptions options{.client_cert = true, .path = "/tls.Who/Who"};
+  const RawClientResult first = raw_tls_client(server.target(), options);
+  ASSERT_TRUE(first.handshake_ok) << first.error;
+  ASSERT_NE(first.session, nullptr);
+  options.resume = first.session;
+  const RawClientResult soon = raw_tls_client(server.target(), options);
+  EXPECT_TRUE(soon.resumed);  // resumption works with CRLs too
+  if (soon.session != nullptr) SSL_SESSION_free(soon.session);
+  crls.write({"client.pem"});
+  std::this_thread::sleep_for(2100ms);  // past the session's lifetime, counted in whole seconds
+  ::testing::internal::CaptureStderr();
+  const RawClientResult later = raw_tls_client(server.target(), options);
+  ::testing::internal::GetCapturedStderr();
+  SSL_SESSION_free(first.session);
+  if (later.session != nullptr) SSL_SESSION_free(later.session);
+  EXPECT_FALSE(later.resumed);
+  EXPECT_EQ(later.answer.find("CN=ferry test client"), std::string::npos);
+}
+
+TEST(TlsRevocation, BadDirectoryIsRefusedAtCreation) {
+  CrlDir crls;
+  auto missing = ServerCredentials::create({.certificate_chain = cert("server.pem"),
+                                            .private_key = cert("server.key"),
+                                            .client_ca = cert("ca.pem"),
+                                            .crl_directory = crls.path() + "/none"});
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(missing.status().message().find("CRL directory"), std::string_view::npos)
+      << missing.status();
+  std::FILE* junk = std::fopen((crls.path() + "/junk").c_str(), "w");
+  std::fputs("not a CRL\n", junk);
+  std::fclose(junk);
+  auto bad = ChannelCredentials::create(
+      {.root_certificates = cert("ca.pem"), .crl_directory = crls.path()});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("junk"), std::string_view::npos) << bad.status();
+  auto without_ca = ServerCredentials::create({.certificate_chain = cert("server.pem"),
+                                               .private_key = cert("server.key"),
+                                               .crl_directory = crls.path()});
+  EXPECT_EQ(without_ca.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(TlsCredentials, BadInputIsRefusedWithTheReason) {

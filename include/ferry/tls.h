@@ -55,6 +55,18 @@ struct ServerTlsConfig {
   // protocol over HTTP/1.1). False: "h2" only, as grpc-go; a client offering only "http/1.1"
   // gets a no_application_protocol alert.
   bool http1 = true;
+  // Certificate revocation (gRFC A69), with client_ca: a directory of PEM CRLs (every regular
+  // file in it; each may hold several) that every certificate of a client's chain but the
+  // trust anchor is checked against. A revoked one fails the handshake ("certificate
+  // revoked", logged). No CRL for an issuer, or one past its next update, leaves revocation
+  // undetermined, which passes (A69's default), though a certificate such a CRL lists is
+  // refused. The directory is looked at again at most once per crl_refresh_interval, by a
+  // handshake, and reloaded when its files changed; a reload that fails keeps the CRLs in force
+  // and says why on stderr. A resumed session is not checked again: with CRLs, sessions last
+  // crl_refresh_interval (a second at least), so that a revocation reaches resumptions as soon
+  // as new handshakes. Empty: no revocation check.
+  std::string crl_directory{};
+  std::chrono::milliseconds crl_refresh_interval = std::chrono::seconds(60);
 };
 
 // A server's TLS configuration, shared by its connections. Thread-safe: update() may be called
@@ -92,6 +104,9 @@ struct ChannelTlsConfig {
   // The name the server's certificate must match and the SNI sent; empty: the target's host.
   // (gRPC's ssl_target_name_override.) An IP address is matched against IP SANs, without SNI.
   std::string server_name_override{};
+  // Certificate revocation for the server's chain: as ServerTlsConfig::crl_directory.
+  std::string crl_directory{};
+  std::chrono::milliseconds crl_refresh_interval = std::chrono::seconds(60);
 };
 
 class ChannelCredentials {

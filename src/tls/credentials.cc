@@ -8,10 +8,13 @@
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "tls/crl.h"
 
 namespace ferry {
 namespace {
@@ -115,6 +118,21 @@ int select_protocol(SSL*, const unsigned char** out, unsigned char* out_len,
   return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
 
+// With a CRL directory: loads it (INVALID_ARGUMENT if it cannot be read) and makes ctx check
+// peers' chains against it.
+absl::Status revocation(SSL_CTX* ctx, int verify_mode, const std::string& directory,
+                        std::chrono::milliseconds refresh) {
+  if (directory.empty()) return absl::OkStatus();
+  auto crls = std::make_shared<tls::CrlDirectory>(directory, refresh);
+  if (absl::Status s = crls->load(); !s.ok()) return s;
+  tls::check_revocation(ctx, verify_mode, std::move(crls));
+  // A resumed session is not verified again: sessions last no longer than a revocation takes
+  // to be read (the refresh interval, a second at least), rather than OpenSSL's two hours.
+  const auto seconds = std::chrono::ceil<std::chrono::seconds>(refresh).count();
+  SSL_CTX_set_timeout(ctx, static_cast<long>(std::max<std::int64_t>(1, seconds)));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::shared_ptr<const ServerCredentials::State>> build(
     const ServerTlsConfig& config) {
   if (config.certificate_chain.empty() || config.private_key.empty()) {
@@ -149,6 +167,13 @@ absl::StatusOr<std::shared_ptr<const ServerCredentials::State>> build(
     int mode = SSL_VERIFY_PEER;
     if (config.require_client_certificate) mode |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
     SSL_CTX_set_verify(ctx, mode, nullptr);
+    if (absl::Status s = revocation(ctx, mode, config.crl_directory, config.crl_refresh_interval);
+        !s.ok()) {
+      return s;
+    }
+  } else if (!config.crl_directory.empty()) {
+    return absl::InvalidArgumentError(
+        "TLS: crl_directory checks client certificates: it needs client_ca");
   }
   return state;
 }
@@ -192,6 +217,11 @@ absl::StatusOr<std::shared_ptr<ChannelCredentials>> ChannelCredentials::create(
   if (absl::Status s = apply_policy(ctx); !s.ok()) return s;
   SSL_CTX_set_alpn_protos(ctx, kAlpnH2, sizeof(kAlpnH2));  // 0 is success
   SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+  if (absl::Status s =
+          revocation(ctx, SSL_VERIFY_PEER, config.crl_directory, config.crl_refresh_interval);
+      !s.ok()) {
+    return s;
+  }
   if (config.root_certificates.empty()) {
     asio::error_code ec;
     state->context.set_default_verify_paths(ec);
