@@ -1,8 +1,8 @@
 // The TLS byte stream alone (src/transport/tls_stream.h), its server end over a loopback TCP
 // socket against a peer of the test's own (OpenSSL over a blocking socket, in a thread): records
 // OpenSSL makes while reading (a TLS 1.3 KeyUpdate's answer, a refusal to renegotiate) during a
-// large write must leave in order and intact, and how the peer's end reads: close_notify as a
-// clean end, a bare TCP close as a truncation.
+// large write must leave in order and intact (also with both ends ours, over memory), and how
+// the peer's end reads: close_notify as a clean end, a bare TCP close as a truncation.
 #include "transport/tls_stream.h"
 
 #include <gtest/gtest.h>
@@ -22,6 +22,7 @@
 #include "asio/io_context.hpp"
 #include "asio/ip/tcp.hpp"
 #include "asio/ssl/error.hpp"
+#include "transport/memory_stream.h"
 #include "transport/socket_stream.h"
 
 namespace ferry::http2 {
@@ -219,6 +220,89 @@ TEST(TlsStream, RenegotiationDuringALargeWriteIsRefusedCleanly) {
   EXPECT_NE(r.error.find("no renegotiation"), std::string::npos) << r.error;
   EXPECT_EQ(r.error.find("bad record mac"), std::string::npos) << r.error;
   EXPECT_EQ(r.error.find("decryption failed"), std::string::npos) << r.error;
+}
+
+// Both ends ferry's, over memory (where ciphertext is read into the stream's own buffer, not
+// OpenSSL's): the client asks for a key update every 256 KiB of an 8 MiB write, each carried by
+// a byte it writes, while the server's writes wait for a pipe of 64 KiB to drain.
+TEST(TlsStream, KeyUpdatesBothEndsOursOverMemory) {
+  asio::io_context io;
+  auto pipe = MemoryPipe::create(io.get_executor(), 64 * 1024);
+  SSL_CTX* server_ctx = SSL_CTX_new(TLS_server_method());
+  SSL_CTX_use_certificate_chain_file(server_ctx, FERRY_TEST_CERTS "/server.pem");
+  SSL_CTX_use_PrivateKey_file(server_ctx, FERRY_TEST_CERTS "/server.key", SSL_FILETYPE_PEM);
+  SSL_CTX* client_ctx = SSL_CTX_new(TLS_client_method());
+  SSL_CTX_set_min_proto_version(client_ctx, TLS1_3_VERSION);
+  SSL_CTX_load_verify_locations(client_ctx, FERRY_TEST_CERTS "/ca.pem", nullptr);
+  SSL_CTX_set_verify(client_ctx, SSL_VERIFY_PEER, nullptr);
+  SSL* server_ssl = SSL_new(server_ctx);
+  SSL_set_accept_state(server_ssl);
+  SSL* client_ssl = SSL_new(client_ctx);
+  SSL_set_connect_state(client_ssl);
+  SSL_set1_host(client_ssl, "localhost");
+  auto server = std::make_unique<TlsStream>(pipe->end(0), server_ssl);
+  auto client = std::make_unique<TlsStream>(pipe->end(1), client_ssl);
+
+  constexpr std::size_t kTotal = 8 << 20;
+  // The client: reads and checks everything; every 256 KiB a key update and a byte to carry it.
+  struct Client final : ByteStreamClient, std::enable_shared_from_this<Client> {
+    TlsStream* stream;
+    std::vector<std::uint8_t> buf = std::vector<std::uint8_t>(64 * 1024);
+    std::size_t received = 0;
+    std::size_t next_update = 256 * 1024;
+    bool intact = true;
+    bool writing = false;
+    int updates = 0;
+    asio::error_code error;
+    std::uint8_t byte = 'k';
+    asio::const_buffer out{&byte, 1};
+    void start() { stream->async_read_some(asio::buffer(buf), shared_from_this()); }
+    void on_read(const asio::error_code& ec, std::size_t n) override {
+      if (ec) {
+        error = ec;
+        return;
+      }
+      for (std::size_t i = 0; i < n; ++i) intact = intact && buf[i] == pattern(received + i);
+      received += n;
+      if (received >= next_update && !writing && received < kTotal) {
+        next_update += 256 * 1024;
+        ++updates;
+        EXPECT_EQ(SSL_key_update(stream->ssl(), SSL_KEY_UPDATE_REQUESTED), 1);
+        writing = true;
+        stream->async_write({&out, 1}, shared_from_this());
+      }
+      if (received < kTotal) start();
+    }
+    void on_written(const asio::error_code& ec) override {
+      writing = false;
+      if (ec) error = ec;
+    }
+  };
+  auto reader = std::make_shared<Client>();
+  reader->stream = client.get();
+  auto writer = std::make_shared<Writer>(*server, kTotal);
+  server->async_handshake([&](const asio::error_code& ec) {
+    EXPECT_FALSE(ec) << server->error();
+    if (!ec) writer->start();
+  });
+  client->async_handshake([&](const asio::error_code& ec) {
+    EXPECT_FALSE(ec) << client->error();
+    if (!ec) reader->start();
+  });
+  for (auto until = std::chrono::steady_clock::now() + 60s;
+       reader->received < kTotal && !reader->error && !writer->write_error &&
+       std::chrono::steady_clock::now() < until;) {
+    io.run_for(10ms);
+  }
+  EXPECT_FALSE(reader->error) << reader->error.message() << " " << client->error();
+  EXPECT_FALSE(writer->write_error) << writer->write_error.message();
+  EXPECT_EQ(reader->received, kTotal);
+  EXPECT_TRUE(reader->intact);
+  EXPECT_GE(reader->updates, 20);
+  server.reset();
+  client.reset();
+  SSL_CTX_free(server_ctx);
+  SSL_CTX_free(client_ctx);
 }
 
 // Reads until the stream ends: the bytes and the error it ended with.
