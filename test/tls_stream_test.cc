@@ -1,8 +1,9 @@
 // The TLS byte stream alone (src/transport/tls_stream.h), its server end over a loopback TCP
 // socket against a peer of the test's own (OpenSSL over a blocking socket, in a thread): records
 // OpenSSL makes while reading (a TLS 1.3 KeyUpdate's answer, a refusal to renegotiate) during a
-// large write must leave in order and intact (also with both ends ours, over memory), and how
-// the peer's end reads: close_notify as a clean end, a bare TCP close as a truncation.
+// large write must leave in order and intact (also with both ends ours, over memory), records
+// handed over one byte per read and an attacker's bytes after the handshake, and how the peer's
+// end reads: close_notify as a clean end, a bare TCP close as a truncation.
 #include "transport/tls_stream.h"
 
 #include <gtest/gtest.h>
@@ -328,6 +329,107 @@ class Reader final : public ByteStreamClient, public std::enable_shared_from_thi
   TlsStream& stream_;
   std::array<std::uint8_t, 4096> buf_{};
 };
+
+// A client played byte by byte (OpenSSL over memory BIOs, its ciphertext handed to the server
+// one byte per read): the server's stream reassembles records across reads and across its
+// buffer's end; then what an attacker might send after the handshake (a record header claiming
+// more than TLS allows, bytes that are no record) ends the stream with an error, never a crash
+// or a hang, and never as data.
+class BytePlayedClient {
+ public:
+  BytePlayedClient() {
+    ctx_ = SSL_CTX_new(TLS_client_method());
+    SSL_CTX_load_verify_locations(ctx_, FERRY_TEST_CERTS "/ca.pem", nullptr);
+    SSL_CTX_set_verify(ctx_, SSL_VERIFY_PEER, nullptr);
+    ssl_ = SSL_new(ctx_);
+    SSL_set1_host(ssl_, "localhost");
+    SSL_set_bio(ssl_, in_ = BIO_new(BIO_s_mem()), out_ = BIO_new(BIO_s_mem()));
+    SSL_set_connect_state(ssl_);
+  }
+  ~BytePlayedClient() {
+    SSL_free(ssl_);
+    SSL_CTX_free(ctx_);
+  }
+  // Moves bytes both ways until the client's handshake is done: the server's as they come, the
+  // client's one byte per loop pass.
+  bool handshake(asio::io_context& io, MemoryPipe& pipe) {
+    for (int i = 0; i < 100000; ++i) {
+      const std::string from_server = pipe.take_written(0);
+      BIO_write(in_, from_server.data(), static_cast<int>(from_server.size()));
+      if (SSL_do_handshake(ssl_) == 1 && BIO_ctrl_pending(out_) == 0) return true;
+      send_one_byte(io, pipe);
+    }
+    return false;
+  }
+  void write(const std::string& data) {
+    SSL_write(ssl_, data.data(), static_cast<int>(data.size()));
+  }
+  // Hands the server all the client wrote, one byte per read.
+  void flush(asio::io_context& io, MemoryPipe& pipe) {
+    while (BIO_ctrl_pending(out_) > 0) send_one_byte(io, pipe);
+  }
+
+ private:
+  void send_one_byte(asio::io_context& io, MemoryPipe& pipe) {
+    char byte;
+    if (BIO_read(out_, &byte, 1) == 1) pipe.inject(0, std::string_view(&byte, 1));
+    io.poll();
+    io.restart();
+  }
+  SSL_CTX* ctx_;
+  SSL* ssl_;
+  BIO* in_;
+  BIO* out_;
+};
+
+TEST(TlsStream, RecordsSplitOneBytePerReadThenGarbageFailsCleanly) {
+  const std::string records = std::string("\x17\x03\x03\xff\xff", 5) + std::string(64, 'x');
+  const std::string garbage = "GET / HTTP/1.1\r\n\r\n";
+  for (const std::string& attack : {records, garbage}) {
+    asio::io_context io;
+    auto pipe = MemoryPipe::create(io.get_executor());
+    SSL_CTX* server_ctx = SSL_CTX_new(TLS_server_method());
+    SSL_CTX_use_certificate_chain_file(server_ctx, FERRY_TEST_CERTS "/server.pem");
+    SSL_CTX_use_PrivateKey_file(server_ctx, FERRY_TEST_CERTS "/server.key", SSL_FILETYPE_PEM);
+    SSL* ssl = SSL_new(server_ctx);
+    SSL_set_accept_state(ssl);
+    auto server = std::make_unique<TlsStream>(pipe->end(0), ssl);
+    auto reader = std::make_shared<Reader>(*server);
+    bool handshaken = false;
+    server->async_handshake([&](const asio::error_code& ec) {
+      EXPECT_FALSE(ec) << server->error();
+      handshaken = !ec;
+      if (!ec) reader->start();
+    });
+    io.poll();
+    io.restart();
+    BytePlayedClient client;
+    ASSERT_TRUE(client.handshake(io, *pipe));
+    for (int i = 0; i < 200 && !handshaken; ++i) {
+      io.poll();
+      io.restart();
+    }
+    ASSERT_TRUE(handshaken);
+    // 70 KB: records across the 64 KiB read buffer's end, one byte at a time.
+    std::string data(70000, '\0');
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(pattern(i));
+    client.write(data);
+    client.flush(io, *pipe);
+    io.poll();
+    EXPECT_EQ(reader->data.size(), data.size());
+    EXPECT_TRUE(reader->data == data);
+    EXPECT_FALSE(reader->done);
+    pipe->inject(0, attack);
+    io.restart();
+    io.poll();
+    EXPECT_TRUE(reader->done);
+    EXPECT_TRUE(reader->end) << "the attack read as data";
+    EXPECT_NE(server->error().find("TLS read failed"), std::string::npos) << server->error();
+    EXPECT_EQ(reader->data.size(), data.size());
+    server.reset();
+    SSL_CTX_free(server_ctx);
+  }
+}
 
 // How the peer's end reads: after its close_notify, eof; a bare TCP close (no close_notify, as
 // an attacker cutting the connection would make it) is a truncation, not a clean end.
