@@ -1,5 +1,5 @@
 // http1_client_fuzzer: the bytes of a whole HTTP/1.1 server connection, its responses, fed to a
-// client's http1::ClientPool (src/http1, Debian's http-parser beneath) over the in-memory
+// client's http1::ClientPool (src/http1, llhttp beneath) over the in-memory
 // transport, in chunks whose sizes the input chooses. The input's second byte picks how many
 // calls are made at once (1..4; all but the first wait for the connection, since more cannot be
 // dialed here) and how they behave: a body complete before the head (content-length) or ended

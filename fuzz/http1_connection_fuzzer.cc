@@ -1,5 +1,5 @@
 // http1_connection_fuzzer: the bytes of a whole HTTP/1.1 client connection fed to a server
-// http1::Connection (src/http1, Debian's http-parser beneath) over the in-memory transport, in
+// http1::Connection (src/http1, llhttp beneath) over the in-memory transport, in
 // chunks whose sizes the input chooses. Its streams behave as calls do: they take the body and
 // give it back to flow control, answer at the body's end (now with a length, now chunked, now
 // before the body ended), and reject a header now and then. So request lines, headers, chunked

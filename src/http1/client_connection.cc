@@ -1,6 +1,8 @@
 // Implementation of src/http1/client_connection.h.
 #include "http1/client_connection.h"
 
+#include <llhttp.h>
+
 #include <algorithm>
 
 #include "absl/strings/ascii.h"
@@ -20,19 +22,19 @@ bool hop_by_hop(std::string_view name) {
 }  // namespace
 
 struct ClientConnection::Callbacks {
-  static ClientConnection& self(http_parser* p) { return *static_cast<ClientConnection*>(p->data); }
+  static ClientConnection& self(llhttp_t* p) { return *static_cast<ClientConnection*>(p->data); }
 
-  static int on_message_begin(http_parser* p) {
+  static int on_message_begin(llhttp_t* p) {
     self(p).headers_.clear();
     return 0;
   }
-  static int on_header_field(http_parser* p, const char* at, std::size_t n) {
+  static int on_header_field(llhttp_t* p, const char* at, std::size_t n) {
     return self(p).headers_.add_name(at, n);
   }
-  static int on_header_value(http_parser* p, const char* at, std::size_t n) {
+  static int on_header_value(llhttp_t* p, const char* at, std::size_t n) {
     return self(p).headers_.add_value(at, n);
   }
-  static int on_headers_complete(http_parser* p) {
+  static int on_headers_complete(llhttp_t* p) {
     ClientConnection& c = self(p);
     if (p->status_code >= 100 && p->status_code < 200) return 0;  // 100 Continue: the next one
     if (c.current_ == nullptr) return -1;                         // a response nobody asked for
@@ -49,29 +51,28 @@ struct ClientConnection::Callbacks {
     s->on_headers_done();
     return 0;
   }
-  static int on_body(http_parser* p, const char* at, std::size_t n) {
+  static int on_body(llhttp_t* p, const char* at, std::size_t n) {
     ClientConnection& c = self(p);
     if (c.current_ == nullptr) return 0;
     c.unconsumed_ += n;
     deliver_body(*c.current_, c.parsing_block_, at, n);
     return 0;
   }
-  static int on_message_complete(http_parser* p) {
+  static int on_message_complete(llhttp_t* p) {
     ClientConnection& c = self(p);
     if (p->status_code >= 100 && p->status_code < 200) return 0;
     c.response_done_ = true;
-    c.keep_alive_ = c.keep_alive_ && http_should_keep_alive(p) != 0;
+    c.keep_alive_ = c.keep_alive_ && llhttp_should_keep_alive(p) != 0;
     if (c.current_ != nullptr) c.current_->on_remote_end();
     // Nothing may follow a response until the next request: what does ends the connection.
-    http_parser_pause(p, 1);
     c.settle_later();
-    return 0;
+    return HPE_PAUSED;
   }
 
-  static const http_parser_settings& settings() {
-    static const http_parser_settings s = [] {
-      http_parser_settings out;
-      http_parser_settings_init(&out);
+  static const llhttp_settings_t& settings() {
+    static const llhttp_settings_t s = [] {
+      llhttp_settings_t out;
+      llhttp_settings_init(&out);
       out.on_message_begin = &on_message_begin;
       out.on_header_field = &on_header_field;
       out.on_header_value = &on_header_value;
@@ -91,8 +92,10 @@ ClientConnection::ClientConnection(std::unique_ptr<http2::ByteStream> stream,
       limits_(limits),
       owner_(owner),
       headers_(limits.max_header_list_size) {
-  http_parser_init(&parser_, HTTP_RESPONSE);
-  parser_.data = this;
+  // Strict: no llhttp_set_lenient_* is ever called.
+  parser_ = std::make_unique<llhttp_t>();
+  llhttp_init(parser_.get(), HTTP_RESPONSE, &Callbacks::settings());
+  parser_->data = this;
 }
 
 ClientConnection::~ClientConnection() {
@@ -112,8 +115,8 @@ void ClientConnection::begin(http2::Stream* stream, std::string head) {
   headers_delivered_ = false;
   keep_alive_ = true;
   unconsumed_ = 0;
-  http_parser_init(&parser_, HTTP_RESPONSE);
-  parser_.data = this;
+  llhttp_init(parser_.get(), HTTP_RESPONSE, &Callbacks::settings());
+  parser_->data = this;
   // The head waits for the loop: a unary call's body and its end are queued by then, and the
   // request goes with a content-length.
   resume();
@@ -194,7 +197,7 @@ void ClientConnection::on_read(const asio::error_code& ec, std::size_t n) {
     // A response delimited by the end of the connection ends here: a clean end only (over TLS,
     // one the server's close_notify announced; a truncated stream fails the call below).
     if (ec == asio::error::eof && response_began_ && !response_done_) {
-      http_parser_execute(&parser_, &Callbacks::settings(), nullptr, 0);
+      llhttp_finish(parser_.get());
       if (response_done_) {
         keep_alive_ = false;
         return;  // settle() closes
@@ -224,13 +227,13 @@ void ClientConnection::parse(const std::uint8_t* data, std::size_t n, detail::Bl
   }
   response_began_ = true;
   parsing_block_ = block;
-  const std::size_t parsed =
-      http_parser_execute(&parser_, &Callbacks::settings(), reinterpret_cast<const char*>(data), n);
+  const char* begin = reinterpret_cast<const char*>(data);
+  const llhttp_errno_t error = llhttp_execute(parser_.get(), begin, n);
   parsing_block_ = nullptr;
   if (closed_) return;
-  const http_errno error = HTTP_PARSER_ERRNO(&parser_);
   if (error == HPE_PAUSED) {
-    if (parsed < n) keep_alive_ = false;  // more than the response: nothing to read it as
+    // More than the response: nothing to read it as.
+    if (llhttp_get_error_pos(parser_.get()) < begin + n) keep_alive_ = false;
     return;
   }
   if (error != HPE_OK) fail(http2::ErrorCode::kProtocolError);

@@ -1,7 +1,7 @@
 // One HTTP/1.1 connection of a client (http2 layer, beside the HTTP/2 engine; private): one
 // exchange at a time, kept alive between them. The request goes with a content-length when its
 // body is complete before its head is written (a unary call), chunked otherwise; the response,
-// parsed with Debian's http-parser, reaches the call as an HTTP/2 stream's would (":status",
+// parsed with llhttp (strict), reaches the call as an HTTP/2 stream's would (":status",
 // headers, DATA, the end). http1::ClientPool holds these, one per call in flight.
 //
 // An exchange is over once both the response and the request's body are; if the response ends
@@ -9,8 +9,6 @@
 // while the call holds more unread body than ConnectionLimits::stream_window. Everything happens
 // on the byte stream's executor.
 #pragma once
-
-#include <http_parser.h>
 
 #include <cstddef>
 #include <memory>
@@ -23,6 +21,9 @@
 #include "http1/message_parts.h"
 #include "http2/stream.h"
 #include "transport/byte_stream.h"
+
+// llhttp's parser (llhttp_t), declared here so that llhttp.h stays in src/http1's .cc files.
+struct llhttp__internal_s;
 
 namespace ferry::http1 {
 
@@ -77,7 +78,7 @@ class ClientConnection final : public std::enable_shared_from_this<ClientConnect
   void on_written(const asio::error_code& ec) override;
 
  private:
-  struct Callbacks;  // http-parser's callbacks, with access to the members
+  struct Callbacks;  // llhttp's callbacks, with access to the members
   friend struct Callbacks;
 
   void start_read();
@@ -98,7 +99,7 @@ class ClientConnection final : public std::enable_shared_from_this<ClientConnect
   ConnectionLimits limits_;
   Owner* owner_;
 
-  http_parser parser_;
+  std::unique_ptr<llhttp__internal_s> parser_;  // llhttp_t, whose header stays in src/http1
   detail::Block* read_block_ = nullptr;
   detail::Block* parsing_block_ = nullptr;  // the block parse() reads from, for zero-copy bodies
   bool read_pending_ = false;

@@ -1,6 +1,8 @@
 // Implementation of src/http1/connection.h.
 #include "http1/connection.h"
 
+#include <llhttp.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
@@ -81,55 +83,61 @@ std::string_view http_date() {
 }  // namespace
 
 struct Connection::Callbacks {
-  static Connection& self(http_parser* p) { return *static_cast<Connection*>(p->data); }
+  static Connection& self(llhttp_t* p) { return *static_cast<Connection*>(p->data); }
 
-  static int on_message_begin(http_parser* p) {
+  static int on_message_begin(llhttp_t* p) {
     Connection& c = self(p);
     c.url_.clear();
     c.headers_.clear();
     c.continue_expected_ = false;
     return 0;
   }
-  static int on_url(http_parser* p, const char* at, std::size_t n) {
+  static int on_url(llhttp_t* p, const char* at, std::size_t n) {
     Connection& c = self(p);
-    if (c.headers_.count(n) != 0) return 1;
+    if (c.headers_.count(n) != 0) return -1;
     c.url_.append(at, n);
     return 0;
   }
-  static int on_header_field(http_parser* p, const char* at, std::size_t n) {
+  static int on_header_field(llhttp_t* p, const char* at, std::size_t n) {
     return self(p).headers_.add_name(at, n);
   }
-  static int on_header_value(http_parser* p, const char* at, std::size_t n) {
+  static int on_header_value(llhttp_t* p, const char* at, std::size_t n) {
     return self(p).headers_.add_value(at, n);
   }
-  static int on_headers_complete(http_parser* p) {
+  static int on_headers_complete(llhttp_t* p) {
     Connection& c = self(p);
     c.timer_.cancel();
-    return c.deliver_headers() ? 0 : 1;
+    if (p->upgrade != 0) {
+      // CONNECT, or Upgrade with Connection: upgrade. What follows its head would be another
+      // protocol: refused before a byte of it is read (it would be read as a request).
+      c.fail_request(400, "CONNECT and upgrade are not supported");
+      return -1;
+    }
+    return c.deliver_headers() ? 0 : -1;
   }
-  static int on_body(http_parser* p, const char* at, std::size_t n) {
+  static int on_body(llhttp_t* p, const char* at, std::size_t n) {
     Connection& c = self(p);
     if (c.discarding_ || c.current_ == nullptr) return 0;
     c.unconsumed_ += n;
     deliver_body(*c.current_, c.parsing_block_, at, n);
     return 0;
   }
-  static int on_message_complete(http_parser* p) {
+  static int on_message_complete(llhttp_t* p) {
     Connection& c = self(p);
     c.request_done_ = true;
-    c.keep_alive_ = c.keep_alive_ && http_should_keep_alive(p) != 0;
+    c.keep_alive_ = c.keep_alive_ && llhttp_should_keep_alive(p) != 0;
     if (c.current_ != nullptr && !c.discarding_) c.current_->on_remote_end();
-    // The next request (pipelined) waits until this exchange is over.
-    http_parser_pause(p, 1);
+    // The next request (pipelined) waits until this exchange is over: llhttp stops right after
+    // this one's last byte.
     c.paused_ = true;
     c.settle_later();
-    return 0;
+    return HPE_PAUSED;
   }
 
-  static const http_parser_settings& settings() {
-    static const http_parser_settings s = [] {
-      http_parser_settings out;
-      http_parser_settings_init(&out);
+  static const llhttp_settings_t& settings() {
+    static const llhttp_settings_t s = [] {
+      llhttp_settings_t out;
+      llhttp_settings_init(&out);
       out.on_message_begin = &on_message_begin;
       out.on_url = &on_url;
       out.on_header_field = &on_header_field;
@@ -154,8 +162,10 @@ Connection::Connection(std::unique_ptr<http2::ByteStream> stream, const Connecti
       observer_(observer),
       timer_(executor_),
       headers_(limits.max_header_list_size) {
-  http_parser_init(&parser_, HTTP_REQUEST);
-  parser_.data = this;
+  // Strict: no llhttp_set_lenient_* is ever called.
+  parser_ = std::make_unique<llhttp_t>();
+  llhttp_init(parser_.get(), HTTP_REQUEST, &Callbacks::settings());
+  parser_->data = this;
 }
 
 Connection::~Connection() {
@@ -198,22 +208,21 @@ void Connection::on_read(const asio::error_code& ec, std::size_t n) {
 
 void Connection::parse(const std::uint8_t* data, std::size_t n, detail::Block* block) {
   parsing_block_ = block;
-  const std::size_t parsed =
-      http_parser_execute(&parser_, &Callbacks::settings(), reinterpret_cast<const char*>(data), n);
+  const char* begin = reinterpret_cast<const char*>(data);
+  const llhttp_errno_t error = llhttp_execute(parser_.get(), begin, n);
   parsing_block_ = nullptr;
   if (closed_) return;
-  const http_errno error = HTTP_PARSER_ERRNO(&parser_);
   if (error == HPE_PAUSED) {
-    leftover_.append(reinterpret_cast<const char*>(data) + parsed, n - parsed);
+    const std::size_t parsed =
+        static_cast<std::size_t>(llhttp_get_error_pos(parser_.get()) - begin);
+    leftover_.append(begin + parsed, n - parsed);
     return;
   }
   if (error != HPE_OK) {
     const bool too_large = headers_.over_limit();
     fail_request(too_large ? 431 : 400,
-                 too_large ? "request headers too large" : http_errno_description(error));
-    return;
+                 too_large ? "request headers too large" : llhttp_get_error_reason(parser_.get()));
   }
-  if (parser_.upgrade) fail_request(400, "upgrade is not supported");
 }
 
 bool Connection::deliver_headers() {
@@ -235,7 +244,7 @@ bool Connection::deliver_headers() {
   response_chunked_ = false;
   response_done_ = false;
   unconsumed_ = 0;
-  keep_alive_ = http_should_keep_alive(&parser_) != 0;
+  keep_alive_ = llhttp_should_keep_alive(parser_.get()) != 0;
 
   std::string authority;
   for (auto& [name, value] : headers_.fields()) {
@@ -245,7 +254,7 @@ bool Connection::deliver_headers() {
       continue_expected_ = true;
     }
   }
-  const char* method = http_method_str(static_cast<http_method>(parser_.method));
+  const char* method = llhttp_method_name(static_cast<llhttp_method_t>(parser_->method));
   bool ok = stream->on_header(":method", method) &&
             stream->on_header(":scheme", tls_ ? "https" : "http") &&
             stream->on_header(":path", url_) && stream->on_header(":authority", authority);
@@ -406,7 +415,7 @@ void Connection::settle() {
   // come in time, as a new connection's must.
   request_done_ = false;
   discarding_ = false;
-  http_parser_pause(&parser_, 0);
+  llhttp_resume(parser_.get());
   paused_ = false;
   arm_timer(std::min(lifecycle_.max_idle, lifecycle_.handshake_timeout));
   std::string held = std::move(leftover_);

@@ -1,5 +1,5 @@
 // One HTTP/1.1 connection on the server (http2 layer, beside the HTTP/2 engine; private): the
-// requests parsed with Debian's http-parser (libhttp-parser-dev), one at a time, each handed to
+// requests parsed with llhttp (strict; Debian's node-llhttp sources), one at a time, each handed to
 // a Stream as if it were an HTTP/2 stream (pseudo-headers, DATA, END_STREAM), and the stream's
 // response written back with a content-length when the body is complete before the headers go
 // (a Connect unary response) and chunked otherwise. This is how gRPC-Web and the Connect
@@ -12,8 +12,6 @@
 // connection idle between requests closes after its max_idle. Everything happens on the byte
 // stream's executor.
 #pragma once
-
-#include <http_parser.h>
 
 #include <cstdint>
 #include <memory>
@@ -29,6 +27,9 @@
 #include "http2/lifecycle.h"
 #include "http2/stream.h"
 #include "transport/byte_stream.h"
+
+// llhttp's parser (llhttp_t), declared here so that llhttp.h stays in src/http1's .cc files.
+struct llhttp__internal_s;
 
 namespace ferry::http1 {
 
@@ -69,7 +70,7 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   void on_written(const asio::error_code& ec) override;
 
  private:
-  struct Callbacks;  // http-parser's callbacks, with access to the members
+  struct Callbacks;  // llhttp's callbacks, with access to the members
   friend struct Callbacks;
 
   void start_read();
@@ -98,7 +99,7 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   http2::ConnectionObserver* observer_;
   asio::steady_timer timer_;
 
-  http_parser parser_;
+  std::unique_ptr<llhttp__internal_s> parser_;  // llhttp_t, whose header stays in src/http1
   detail::Block* read_block_ = nullptr;
   detail::Block* parsing_block_ = nullptr;  // the block parse() reads from, for zero-copy bodies
   std::string leftover_;                    // bytes after a request's end, parsed after it

@@ -1,5 +1,5 @@
 // What both HTTP/1.1 engines, the server's connection and the client's, keep of the message
-// http-parser is reading (http2 layer, beside them; private): its header fields as they arrive in
+// llhttp is reading (http2 layer, beside them; private): its header fields as they arrive in
 // pieces, counted against the header list limit as HTTP/2 counts HPACK's (32 bytes a field), and
 // its body, handed to the stream by reference to the read block it lies in.
 #pragma once
@@ -29,7 +29,7 @@ class HeaderFields {
     in_value_ = false;
     bytes_ = 0;
   }
-  // http-parser's on_header_field and on_header_value: a piece of a name or a value. 0, or 1
+  // llhttp's on_header_field and on_header_value: a piece of a name or a value. 0, or 1
   // (which stops the parser) once the fields are over the limit.
   int add_name(const char* at, std::size_t n) {
     if (count(n + 32) != 0) return 1;
@@ -59,7 +59,7 @@ class HeaderFields {
   std::size_t bytes_ = 0;
 };
 
-// http-parser's on_body: n bytes of the body at `at` to stream, as slices of block when they lie
+// llhttp's on_body: n bytes of the body at `at` to stream, as slices of block when they lie
 // in it (zero copy), copied into pooled blocks when block is null (bytes held back from an earlier
 // read).
 inline void deliver_body(http2::Stream& stream, detail::Block* block, const char* at,
