@@ -161,6 +161,7 @@ Connection::Connection(std::unique_ptr<http2::ByteStream> stream, const Connecti
       tls_(tls),
       observer_(observer),
       timer_(executor_),
+      framing_(limits.max_header_list_size),
       headers_(limits.max_header_list_size) {
   // Strict: no llhttp_set_lenient_* is ever called.
   parser_ = std::make_unique<llhttp_t>();
@@ -207,22 +208,33 @@ void Connection::on_read(const asio::error_code& ec, std::size_t n) {
 }
 
 void Connection::parse(const std::uint8_t* data, std::size_t n, detail::Block* block) {
-  parsing_block_ = block;
+  // The framing check sees the bytes first and says where the request ends; llhttp parses only
+  // what it accepted, so a request's head reaches a stream only once its framing is known good,
+  // and llhttp never reads past the request's end.
+  const RequestFraming::Scan scan = framing_.scan(data, n);
   const char* begin = reinterpret_cast<const char*>(data);
-  const llhttp_errno_t error = llhttp_execute(parser_.get(), begin, n);
-  parsing_block_ = nullptr;
-  if (closed_) return;
-  if (error == HPE_PAUSED) {
-    const std::size_t parsed =
-        static_cast<std::size_t>(llhttp_get_error_pos(parser_.get()) - begin);
-    leftover_.append(begin + parsed, n - parsed);
-    return;
+  if (scan.accepted > 0) {
+    parsing_block_ = block;
+    const llhttp_errno_t error = llhttp_execute(parser_.get(), begin, scan.accepted);
+    parsing_block_ = nullptr;
+    if (closed_) return;
+    const bool ended_there = error == HPE_PAUSED && paused_ &&
+                             llhttp_get_error_pos(parser_.get()) == begin + scan.accepted;
+    if (scan.message_end && ended_there) {
+      leftover_.append(begin + scan.accepted, n - scan.accepted);
+      return;
+    }
+    if (error != HPE_OK || scan.message_end) {
+      // llhttp refused what the check let through, or the two disagree on where the request
+      // ends: either way its framing is in doubt.
+      const bool too_large = headers_.over_limit();
+      fail_request(too_large ? 431 : 400, too_large         ? "request headers too large"
+                                          : error != HPE_OK ? llhttp_get_error_reason(parser_.get())
+                                                            : "request framing in doubt");
+      return;
+    }
   }
-  if (error != HPE_OK) {
-    const bool too_large = headers_.over_limit();
-    fail_request(too_large ? 431 : 400,
-                 too_large ? "request headers too large" : llhttp_get_error_reason(parser_.get()));
-  }
+  if (scan.status != 0) fail_request(scan.status, scan.reason);
 }
 
 bool Connection::deliver_headers() {
@@ -264,7 +276,9 @@ bool Connection::deliver_headers() {
     ok = stream->on_header(name, value);
   }
   if (!ok) {
-    fail_request(431, "request headers rejected");
+    // A header the call refused (a -bin value that is not base64, the call's header limit):
+    // answered, and the stream closed before its handler starts.
+    fail_request(400, "request headers rejected");
     return false;
   }
   if (continue_expected_) {
@@ -322,6 +336,7 @@ void Connection::resume(http2::Stream* stream) {
 }
 
 void Connection::pump() {
+  if (failed_) return;  // the request was refused: the stream's response never goes
   http2::Stream* s = current_;
   out_.take_body(s->outbound, response_chunked_);
   if (s->outbound_end && s->outbound.empty()) {
@@ -431,12 +446,16 @@ void Connection::fail_request(int http_status, std::string_view reason) {
   closing_ = true;
   keep_alive_ = false;
   if (current_ != nullptr) {
-    // A stream's response may have begun: it cannot be answered twice, only cut short.
-    asio::post(executor_, [self = shared_from_this()] {
+    // The stream is closed from the loop (not from inside its own callbacks). A response it
+    // began cannot be answered twice, only cut short; one it did not begin never goes, and the
+    // request gets the error response instead.
+    const bool answered = response_started_;
+    response_started_ = true;
+    asio::post(executor_, [self = shared_from_this(), answered] {
       self->close_stream(http2::ErrorCode::kProtocolError);
-      self->close();
+      if (answered || self->out_.idle()) self->close();
     });
-    return;
+    if (answered) return;
   }
   const std::string response = absl::StrCat(
       "HTTP/1.1 ", http_status, " ", detail::to_absl(reason_phrase(http_status)),

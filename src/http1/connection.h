@@ -5,6 +5,11 @@
 // (a Connect unary response) and chunked otherwise. This is how gRPC-Web and the Connect
 // protocol reach browsers, curl and HTTP/1.1-only proxies; gRPC itself needs HTTP/2's trailers.
 //
+// Framing: RequestFraming checks every byte against RFC 9112's strict grammar before llhttp
+// parses it, and decides where each request ends; a request whose framing is in doubt (or that
+// CONNECT or Upgrade would turn into another protocol) is answered 400 (431, 501, 505) and the
+// connection closed, before a stream opens. Nothing after a request's end is read until its
+// exchange is over.
 // Keep-alive: after an exchange the next request is parsed (pipelined requests wait for it).
 // Flow control: reading stops while the request's unread bytes exceed the stream window, and
 // a writer waits while the response queue is over ConnectionLimits::max_queued_send_bytes.
@@ -23,6 +28,7 @@
 #include "ferry/limits.h"
 #include "ferry/slice_chain.h"
 #include "http1/message_parts.h"
+#include "http1/request_framing.h"
 #include "http2/connection.h"
 #include "http2/lifecycle.h"
 #include "http2/stream.h"
@@ -86,7 +92,8 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   // request, or close the connection.
   void settle();
   void settle_later();
-  // A response the parser's errors get, when no stream's response has begun: then close.
+  // Refuses the request: an error response when no stream's response has begun (the stream,
+  // if one opened, is closed without one), then the connection closes.
   void fail_request(int http_status, std::string_view reason);
   void arm_timer(std::chrono::milliseconds after);
   void close_stream(http2::ErrorCode error);
@@ -99,6 +106,7 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   http2::ConnectionObserver* observer_;
   asio::steady_timer timer_;
 
+  RequestFraming framing_;
   std::unique_ptr<llhttp__internal_s> parser_;  // llhttp_t, whose header stays in src/http1
   detail::Block* read_block_ = nullptr;
   detail::Block* parsing_block_ = nullptr;  // the block parse() reads from, for zero-copy bodies
