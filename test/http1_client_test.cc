@@ -45,13 +45,16 @@ ChannelOptions http1(ChannelProtocol protocol) {
 
 // A server of one thread that accepts connections one after another and answers each request
 // on them with `answer` (a whole HTTP/1.1 response), recording every request's head and body;
-// after `close_after` requests on a connection it closes it.
+// after `close_after` requests on a connection it closes it. From request `drop_from` on a
+// connection (when set), it reads the request whole, records it and closes without an answer:
+// a server that crashed or was stopped after running the call.
 class CannedServer {
  public:
-  CannedServer(std::string answer, int close_after)
+  CannedServer(std::string answer, int close_after, int drop_from = -1)
       : acceptor_(io_, {asio::ip::make_address("127.0.0.1"), 0}),
         answer_(std::move(answer)),
-        close_after_(close_after) {
+        close_after_(close_after),
+        drop_from_(drop_from) {
     thread_ = std::thread([this] { serve(); });
   }
   ~CannedServer() {
@@ -100,6 +103,7 @@ class CannedServer {
           std::lock_guard lock(mutex_);
           requests_.push_back(request + body);
         }
+        if (i == drop_from_) break;
         asio::write(socket, asio::buffer(answer_), ec);
         if (ec) break;
       }
@@ -110,6 +114,7 @@ class CannedServer {
   asio::ip::tcp::acceptor acceptor_;
   std::string answer_;
   int close_after_;
+  int drop_from_;
   std::atomic<bool> stop_{false};
   std::atomic<int> connections_{0};
   std::mutex mutex_;
@@ -171,6 +176,53 @@ TEST(Http1Client, AClosedConnectionIsReplaced) {
     EXPECT_EQ(response.payload(), "again");
   }
   EXPECT_EQ(server.connections(), 3);
+}
+
+// Issue #40, at most once: a call on a kept connection that the server reads whole and then
+// closes without answering (it may have run it) is not sent again: it fails UNAVAILABLE, and the
+// server saw it once. (Before: REFUSED_STREAM, retried on a new connection, OK, seen twice.)
+TEST(Http1Client, ACallTheServerMayHaveRunIsNotSentTwice) {
+  CannedServer server(connect_unary_answer("first"), /*close_after=*/100, /*drop_from=*/1);
+  Channel channel("127.0.0.1:" + std::to_string(server.port()), http1(ChannelProtocol::kConnect));
+  for (const char* payload : {"one", "two"}) {
+    ClientContext ctx;
+    ctx.set_timeout(std::chrono::seconds(10));
+    EchoRequest request;
+    request.set_payload(payload);
+    EchoResponse response;
+    const absl::Status s = channel.call_blocking(echo_methods::kEcho, ctx, request, response);
+    if (std::string(payload) == "one") {
+      ASSERT_TRUE(s.ok()) << s;
+    } else {
+      EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+    }
+  }
+  const std::vector<std::string> requests = server.requests();
+  int twos = 0;
+  for (const std::string& r : requests) twos += absl::StrContains(r, "two") ? 1 : 0;
+  EXPECT_EQ(twos, 1) << "the dropped call reached the server once";
+  EXPECT_EQ(requests.size(), 2u);
+  EXPECT_EQ(server.connections(), 1);
+}
+
+// Issue #40: the same drop for a Connect GET (idempotent: the method has no side effects) is
+// retried transparently, on a new connection, and succeeds.
+TEST(Http1Client, AnIdempotentGetIsSentAgain) {
+  CannedServer server(connect_unary_answer("got"), /*close_after=*/100, /*drop_from=*/1);
+  Channel channel("127.0.0.1:" + std::to_string(server.port()), http1(ChannelProtocol::kConnect));
+  for (int i = 0; i < 2; ++i) {
+    ClientContext ctx;
+    ctx.set_timeout(std::chrono::seconds(10));
+    ctx.set_http_get(true);
+    EchoResponse response;
+    const absl::Status s = channel.call_blocking(echo_methods::kEcho, ctx, EchoRequest(), response);
+    ASSERT_TRUE(s.ok()) << i << ": " << s;
+    EXPECT_EQ(response.payload(), "got");
+  }
+  const std::vector<std::string> requests = server.requests();
+  ASSERT_EQ(requests.size(), 3u) << "the second GET twice";
+  EXPECT_TRUE(absl::StartsWith(requests[1], "GET ")) << requests[1];
+  EXPECT_EQ(server.connections(), 2);
 }
 
 // Promise: with max_http1_connections = 1, calls made at once share the one connection, one

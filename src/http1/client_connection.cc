@@ -104,10 +104,12 @@ ClientConnection::~ClientConnection() {
 
 void ClientConnection::start() { start_read(); }
 
-void ClientConnection::begin(http2::Stream* stream, std::string head) {
+void ClientConnection::begin(http2::Stream* stream, std::string head, bool idempotent) {
   current_ = stream;
   head_ = std::move(head);
   head_written_ = false;
+  sent_ = false;
+  idempotent_ = idempotent;
   chunked_ = false;
   request_done_ = false;
   response_done_ = false;
@@ -156,16 +158,26 @@ void ClientConnection::pump() {
 }
 
 void ClientConnection::flush() {
-  if (!closed_) out_.flush(*stream_, shared_from_this());
+  if (closed_) return;
+  out_.flush(*stream_, shared_from_this());
+  // From here the server may have the request (part of a write is a write).
+  if (out_.writing() && current_ != nullptr && head_written_) sent_ = true;
+}
+
+http2::ErrorCode ClientConnection::broken_error() const {
+  if (response_began_ || !reused()) return http2::ErrorCode::kConnectionLost;
+  // Never written: the server cannot have it. Written and idempotent on a kept connection: the
+  // server most likely closed it as the request went out (browsers resend such a request too).
+  if (!sent_ || (idempotent_ && reused())) return http2::ErrorCode::kRefusedStream;
+  return http2::ErrorCode::kConnectionLost;
 }
 
 void ClientConnection::on_written(const asio::error_code& ec) {
   out_.written();
   if (closed_) return;
   if (ec) {
-    // A reused connection the server closed before our request: it never saw it.
-    fail(reused() && !response_began_ ? http2::ErrorCode::kRefusedStream
-                                      : http2::ErrorCode::kConnectionLost);
+    // Bytes of the request may have reached the server: retried only when that is safe.
+    fail(broken_error());
     return;
   }
   pump();
@@ -204,10 +216,8 @@ void ClientConnection::on_read(const asio::error_code& ec, std::size_t n) {
       }
     }
     if (!response_done_) {
-      // A reused connection the server had closed as the request went out: it never saw it
-      // (browsers retry such a request too), so the call may go again elsewhere.
-      fail(reused() && !response_began_ ? http2::ErrorCode::kRefusedStream
-                                        : http2::ErrorCode::kConnectionLost);
+      // The server may or may not have run the request: it goes again only when that is safe.
+      fail(broken_error());
     } else {
       keep_alive_ = false;
     }

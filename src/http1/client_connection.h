@@ -5,7 +5,12 @@
 // headers, DATA, the end). http1::ClientPool holds these, one per call in flight.
 //
 // An exchange is over once both the response and the request's body are; if the response ends
-// first (the server answered early), the connection cannot be reused and closes. Reading stops
+// first (the server answered early), the connection cannot be reused and closes.
+// At most once: a call whose kept connection (one that served an exchange before) fails before
+// any response byte ends REFUSED_STREAM (the channel retries it transparently) only when running
+// it twice is harmless: no byte of it was written, or it is idempotent (a Connect GET; the server
+// most likely closed the idle connection as the request went out). Otherwise it ends with the
+// connection lost (UNAVAILABLE), and the application's retry policy decides. Reading stops
 // while the call holds more unread body than ConnectionLimits::stream_window. Everything happens
 // on the byte stream's executor.
 #pragma once
@@ -50,8 +55,9 @@ class ClientConnection final : public std::enable_shared_from_this<ClientConnect
   // Starts reading: an idle connection notices the server closing it.
   void start();
   // Begins an exchange: head is the request line and header lines (without the body's framing
-  // header or the blank line); the body is the stream's outbound queue.
-  void begin(http2::Stream* stream, std::string head);
+  // header or the blank line); the body is the stream's outbound queue. idempotent: the server
+  // may run the request twice (a GET), so it may be sent again after a failure.
+  void begin(http2::Stream* stream, std::string head, bool idempotent);
   // The stream queued more of its body, or its end.
   void resume();
   // Ends the exchange early (the call was cancelled, or it ended while its request was still
@@ -93,6 +99,9 @@ class ClientConnection final : public std::enable_shared_from_this<ClientConnect
   void settle_later();
   // Ends the exchange with error and closes (the stream told first).
   void fail(http2::ErrorCode error);
+  // The connection broke before the response: REFUSED_STREAM when the call may go again (see the
+  // class comment), else the connection lost.
+  http2::ErrorCode broken_error() const;
 
   asio::any_io_executor executor_;
   std::unique_ptr<http2::ByteStream> stream_;
@@ -113,6 +122,8 @@ class ClientConnection final : public std::enable_shared_from_this<ClientConnect
   http2::Stream* current_ = nullptr;
   std::string head_;  // until pump() writes it
   bool head_written_ = false;
+  bool sent_ = false;  // a byte of the request was handed to the byte stream
+  bool idempotent_ = false;
   bool chunked_ = false;
   bool request_done_ = false;   // the body's last byte is queued
   bool response_done_ = false;  // on_message_complete

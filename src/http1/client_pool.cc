@@ -48,15 +48,17 @@ std::int32_t ClientPool::submit_request(http2::Stream* stream,
     if (f.name.empty() || f.name[0] == ':' || f.name == "te") continue;  // HTTP/2's own
     absl::StrAppend(&head, detail::to_absl(f.name), ": ", detail::to_absl(f.value), "\r\n");
   }
+  // A GET (the Connect protocol's, for methods without side effects) may run twice.
+  const bool idempotent = method == "GET";
   stream->id_ = next_id_;
   next_id_ += 2;
   for (const auto& c : connections_) {
     if (!c->busy() && !c->closed()) {
-      c->begin(stream, std::move(head));
+      c->begin(stream, std::move(head), idempotent);
       return stream->id_;
     }
   }
-  waiting_.push_back(Waiting{stream, std::move(head)});
+  waiting_.push_back(Waiting{stream, std::move(head), idempotent});
   if (connections_.size() + dialing_ < max_connections_ && dialing_ < waiting_.size()) dial_one();
   return stream->id_;
 }
@@ -89,7 +91,7 @@ void ClientPool::on_idle(ClientConnection* connection) {
   if (!waiting_.empty()) {
     Waiting next = std::move(waiting_.front());
     waiting_.pop_front();
-    connection->begin(next.stream, std::move(next.head));
+    connection->begin(next.stream, std::move(next.head), next.idempotent);
     return;
   }
   if (shutting_down_) connection->close();

@@ -71,6 +71,7 @@ class ClientPool final : public std::enable_shared_from_this<ClientPool>,
   struct Waiting {
     http2::Stream* stream;
     std::string head;
+    bool idempotent;
   };
 
   // ClientConnection::Owner
