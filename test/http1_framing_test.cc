@@ -1,12 +1,14 @@
 // RequestFraming (src/http1/request_framing.h): RFC 9112's framing rules on a request's bytes,
 // each vector fed whole and one byte at a time, with what follows the request (a pipelined one)
 // left unread. The same rules reach the wire in http1_test (ferry's server) and in
-// test/http1_smuggling (against Go's and Node's servers).
+// test/http1_smuggling (against Go's and Node's servers). Also message_parts.h's stream ids.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
+#include "http1/message_parts.h"
 #include "http1/request_framing.h"
 
 namespace ferry::http1 {
@@ -192,6 +194,16 @@ TEST(RequestFraming, PipelinedRequestsEachEndInTurn) {
   const RequestFraming::Scan again = failed.scan(data, bytes.size());
   EXPECT_EQ(again.status, 400);
   EXPECT_EQ(again.accepted, 0u);
+}
+
+// Issue #40: an HTTP/1.1 connection's stream ids go 1, 3, 5... and wrap to 1 instead of
+// overflowing int32 (signed overflow after ~10^9 requests on one connection).
+TEST(NextStreamId, WrapsBeforeInt32Max) {
+  EXPECT_EQ(next_stream_id(1), 3);
+  constexpr std::int32_t kMax = std::numeric_limits<std::int32_t>::max();
+  EXPECT_EQ(next_stream_id(kMax - 4), kMax - 2);
+  EXPECT_EQ(next_stream_id(kMax - 2), kMax);
+  EXPECT_EQ(next_stream_id(kMax), 1);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 // gRPC refused, and the hardening rules (malformed requests, header limits, silent and idle
 // connections) as HTTP/2 has them.
 #include <gtest/gtest.h>
+#include <poll.h>
 
 #include <chrono>
 #include <string>
@@ -37,12 +38,15 @@ class Http1Client {
     asio::error_code ignored;
     asio::write(socket_, asio::buffer(bytes), ignored);
   }
-  // Everything until the server closes (or gives up after limit).
+  // Everything until the server closes (or 20 s pass without a byte: a server that never closes
+  // fails the test instead of hanging it).
   std::string read_to_close() {
     std::string out;
     asio::error_code ec;
     char buf[4096];
     while (true) {
+      pollfd ready{socket_.native_handle(), POLLIN, 0};
+      if (::poll(&ready, 1, 20000) <= 0) break;
       const std::size_t n = socket_.read_some(asio::buffer(buf), ec);
       if (ec) break;
       out.append(buf, n);
@@ -257,6 +261,66 @@ TEST(Http1, OversizedTrailersAre431) {
   const std::string got = client.read_to_close();
   EXPECT_EQ(got.substr(0, 12), "HTTP/1.1 431") << got;
   EXPECT_EQ(loop.probe().started.load(), 0);
+}
+
+// Issue #40: a request whose body stops after its headers does not hold the connection: no byte
+// of the body for a handshake timeout closes it (before: held forever, and with max_connections
+// 0, descriptors ran out).
+TEST(Http1, StalledBodyIsClosed) {
+  ServerOptions options;
+  options.handshake_timeout = std::chrono::milliseconds(200);
+  Loopback loop(options);
+  Http1Client client(loop.port());
+  client.send("POST " + kEcho +
+              " HTTP/1.1\r\nhost: t\r\ncontent-type: application/json\r\ncontent-length: 100"
+              "\r\n\r\n{\"payload\":");
+  const auto start = std::chrono::steady_clock::now();
+  client.read_to_close();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(loop.probe().started.load(), 0);
+}
+
+// Issue #40: an HTTP/1.0 client knows no chunked coding and no 100 (Continue): a stream's
+// response to it ends with the connection, and its expect: 100-continue is not answered.
+TEST(Http1, Http10GetsNoChunksAndNoContinue) {
+  Loopback loop;
+  Http1Client client(loop.port());
+  EchoRequest request;
+  request.set_response_count(3);
+  request.set_response_size(2);
+  const std::string bytes = request.SerializeAsString();
+  std::string envelope(5, '\0');
+  envelope[4] = static_cast<char>(bytes.size());
+  const std::string body = envelope + bytes;
+  client.send("POST " + std::string(testing::echo_methods::kExpand) +
+              " HTTP/1.0\r\ncontent-type: application/connect+proto\r\nexpect: 100-continue\r\n"
+              "content-length: " +
+              std::to_string(body.size()) + "\r\n\r\n" + body);
+  const std::string got = client.read_to_close();
+  EXPECT_EQ(got.substr(0, 12), "HTTP/1.1 200") << got;
+  EXPECT_EQ(got.find("100 Continue"), std::string::npos) << got;
+  EXPECT_EQ(got.find("transfer-encoding"), std::string::npos) << got;
+  EXPECT_NE(got.find("connection: close\r\n"), std::string::npos) << got;
+  EXPECT_EQ(got.find("content-length"), std::string::npos) << got;
+  // Three 2-byte messages and the end-of-stream message, unframed by chunks.
+  const std::size_t body_at = got.find("\r\n\r\n");
+  ASSERT_NE(body_at, std::string::npos) << got;
+  EXPECT_GE(got.size() - body_at - 4, 3u * 7u + 5u) << got;
+  EXPECT_EQ(loop.probe().finished.load(), 1);
+}
+
+// Issue #40, RFC 9110 §8.6: a 204 (a CORS preflight's answer) carries no content-length.
+TEST(Http1, NoContentHasNoContentLength) {
+  ServerOptions options;
+  options.cors_allowed_origins = {"http://app.test"};
+  Loopback loop(options);
+  Http1Client client(loop.port());
+  client.send("OPTIONS " + kEcho +
+              " HTTP/1.1\r\nhost: t\r\norigin: http://app.test\r\n"
+              "access-control-request-method: POST\r\nconnection: close\r\n\r\n");
+  const std::string got = client.read_to_close();
+  EXPECT_EQ(got.substr(0, 12), "HTTP/1.1 204") << got;
+  EXPECT_EQ(got.find("content-length"), std::string::npos) << got;
 }
 
 TEST(Http1, SilentAndIdleConnectionsAreClosed) {

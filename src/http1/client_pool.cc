@@ -51,7 +51,7 @@ std::int32_t ClientPool::submit_request(http2::Stream* stream,
   // A GET (the Connect protocol's, for methods without side effects) may run twice.
   const bool idempotent = method == "GET";
   stream->id_ = next_id_;
-  next_id_ += 2;
+  next_id_ = next_stream_id(next_id_);
   for (const auto& c : connections_) {
     if (!c->busy() && !c->closed()) {
       c->begin(stream, std::move(head), idempotent);

@@ -124,6 +124,7 @@ struct Connection::Callbacks {
   }
   static int on_message_complete(llhttp_t* p) {
     Connection& c = self(p);
+    c.timer_.cancel();  // the body's idle timer: the exchange may take as long as it takes
     c.request_done_ = true;
     c.keep_alive_ = c.keep_alive_ && llhttp_should_keep_alive(p) != 0;
     if (c.current_ != nullptr && !c.discarding_) c.current_->on_remote_end();
@@ -188,7 +189,14 @@ void Connection::arm_timer(std::chrono::milliseconds after) {
 
 void Connection::start_read() {
   if (closed_ || read_pending_ || paused_) return;
-  if (unconsumed_ > limits_.stream_window) return;  // the stream reads on first (consume())
+  if (unconsumed_ > limits_.stream_window) {
+    // The stream reads on first (consume()); until then the wait is ours, not the client's.
+    if (framing_.in_body()) timer_.cancel();
+    return;
+  }
+  // A request whose body stops coming holds the connection no longer than a silent head would:
+  // each read of the body waits at most the handshake timeout.
+  if (framing_.in_body()) arm_timer(lifecycle_.handshake_timeout);
   read_block_ = http2::next_read_block(read_block_);
   read_pending_ = true;
   stream_->async_read_some(asio::buffer(read_block_->data(), BufferPool::kBlockSize),
@@ -248,7 +256,7 @@ bool Connection::deliver_headers() {
     return false;
   }
   stream->id_ = next_id_;
-  next_id_ += 2;
+  next_id_ = next_stream_id(next_id_);
   current_ = stream;
   request_done_ = false;
   discarding_ = false;
@@ -257,12 +265,15 @@ bool Connection::deliver_headers() {
   response_done_ = false;
   unconsumed_ = 0;
   keep_alive_ = llhttp_should_keep_alive(parser_.get()) != 0;
+  http10_ = parser_->http_major == 1 && parser_->http_minor == 0;
 
   std::string authority;
   for (auto& [name, value] : headers_.fields()) {
     name = absl::AsciiStrToLower(name);
     if (name == "host") authority = value;
-    if (name == "expect" && absl::EqualsIgnoreCase(detail::to_absl(value), "100-continue")) {
+    // RFC 9110 §10.1.1: an HTTP/1.0 client gets no 100 (Continue), whatever it asked.
+    if (name == "expect" && !http10_ &&
+        absl::EqualsIgnoreCase(detail::to_absl(value), "100-continue")) {
       continue_expected_ = true;
     }
   }
@@ -305,12 +316,16 @@ bool Connection::submit_response(http2::Stream* stream, std::span<const http2::H
     if (!h.name.empty() && h.name[0] == ':') continue;
     absl::StrAppend(&head, detail::to_absl(h.name), ": ", detail::to_absl(h.value), "\r\n");
   }
-  // A body whose end is queued already has a length; any other is chunked.
+  // A body whose end is queued already has a length; any other is chunked, or for an HTTP/1.0
+  // client (which knows no chunked coding, RFC 9112 §6.1) ends with the connection.
   if (!with_data) {
-    head += "content-length: 0\r\n";
+    // RFC 9110 §8.6: a 204 (or 304) carries no content-length.
+    if (status != 204 && status != 304) head += "content-length: 0\r\n";
     response_done_ = true;
   } else if (stream->outbound_end && stream->outbound.size() <= WriteQueue::kWriteAhead) {
     absl::StrAppend(&head, "content-length: ", stream->outbound.size(), "\r\n");
+  } else if (http10_) {
+    keep_alive_ = false;
   } else {
     head += "transfer-encoding: chunked\r\n";
     response_chunked_ = true;

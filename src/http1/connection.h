@@ -13,9 +13,11 @@
 // Keep-alive: after an exchange the next request is parsed (pipelined requests wait for it).
 // Flow control: reading stops while the request's unread bytes exceed the stream window, and
 // a writer waits while the response queue is over ConnectionLimits::max_queued_send_bytes.
-// Timeouts: the request's headers must complete within the lifecycle's handshake timeout, and a
-// connection idle between requests closes after its max_idle. Everything happens on the byte
-// stream's executor.
+// Timeouts: the request's headers must complete within the lifecycle's handshake timeout, a body
+// that stops coming (no byte for a handshake timeout while the connection wants to read) closes
+// the connection, and a connection idle between requests closes after its max_idle.
+// HTTP/1.0: no 100 (Continue), and a body of unknown length ends with the connection (no chunks).
+// Everything happens on the byte stream's executor.
 #pragma once
 
 #include <cstdint>
@@ -118,6 +120,7 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   std::string url_;
   HeaderFields headers_;
   bool continue_expected_ = false;  // expect: 100-continue
+  bool http10_ = false;             // an HTTP/1.0 request
 
   // The exchange: the request's stream, until its response is out and its request is in.
   http2::Stream* current_ = nullptr;

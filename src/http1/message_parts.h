@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -72,6 +73,12 @@ inline void deliver_body(http2::Stream& stream, detail::Block* block, const char
   SliceChain copy;
   copy.append_copy(bytes, n);
   for (const Slice& s : copy) stream.on_data(s);
+}
+
+// The id after id for the next exchange's stream: odd like a client's HTTP/2 streams, and back to
+// 1 before it would pass INT32_MAX (one exchange at a time: an id is never in use twice).
+constexpr std::int32_t next_stream_id(std::int32_t id) {
+  return id > std::numeric_limits<std::int32_t>::max() - 2 ? 1 : id + 2;
 }
 
 // What an engine has to write: queued bytes, then one gathered write to the byte stream at a

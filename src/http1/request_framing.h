@@ -42,8 +42,6 @@ class RequestFraming {
   // request; after an error, every call returns the error again.
   Scan scan(const std::uint8_t* data, std::size_t n);
 
-  // The request whose head was scanned last: HTTP/1.0 (else 1.1).
-  bool http10() const { return http10_; }
   // The request's body is still arriving (its head is complete and it is not over).
   bool in_body() const { return state_ == State::kBody || in_chunks(); }
 
