@@ -2,6 +2,8 @@
 #include "http1/request_framing.h"
 
 #include <algorithm>
+#include <array>
+#include <cstring>
 
 namespace ferry::http1 {
 namespace {
@@ -10,34 +12,26 @@ namespace {
 // a chunk any client sends.
 constexpr std::size_t kMaxChunkLine = 4096;
 
-// RFC 9110 §5.6.2: tchar.
-bool is_tchar(unsigned char c) {
-  if (c >= '0' && c <= '9') return true;
-  if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') return true;
-  switch (c) {
-    case '!':
-    case '#':
-    case '$':
-    case '%':
-    case '&':
-    case '\'':
-    case '*':
-    case '+':
-    case '-':
-    case '.':
-    case '^':
-    case '_':
-    case '`':
-    case '|':
-    case '~':
-      return true;
-    default:
-      return false;
-  }
-}
+// RFC 9110 §5.6.2: tchar, as a table (every byte of every field name goes through it).
+constexpr std::array<bool, 256> kTchar = [] {
+  std::array<bool, 256> t{};
+  for (int c = '0'; c <= '9'; ++c) t[c] = true;
+  for (int c = 'a'; c <= 'z'; ++c) t[c] = t[c - 'a' + 'A'] = true;
+  for (const char c : std::string_view("!#$%&'*+-.^_`|~")) t[static_cast<unsigned char>(c)] = true;
+  return t;
+}();
+
+bool is_tchar(unsigned char c) { return kTchar[c]; }
 
 // RFC 9110 §5.5: field-vchar, SP or HTAB (obs-text allowed, as every server does).
-bool is_field_byte(unsigned char c) { return c == '\t' || (c >= 0x20 && c != 0x7f); }
+constexpr std::array<bool, 256> kFieldByte = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0x20; c < 256; ++c) t[c] = c != 0x7f;
+  t['\t'] = true;
+  return t;
+}();
+
+bool is_field_byte(unsigned char c) { return kFieldByte[c]; }
 
 bool is_ows(char c) { return c == ' ' || c == '\t'; }
 
@@ -74,6 +68,12 @@ RequestFraming::Scan RequestFraming::scan(const std::uint8_t* data, std::size_t 
     r.reason = reason_;
     return r;
   };
+  const auto ended = [&](std::size_t at) {
+    next_request();
+    r.accepted = at;
+    r.message_end = true;
+    return r;
+  };
   if (state_ == State::kFailed) return failed(0);
   while (i < n) {
     switch (state_) {
@@ -88,10 +88,7 @@ RequestFraming::Scan RequestFraming::scan(const std::uint8_t* data, std::size_t 
           state_ = State::kChunkCr;
           break;
         }
-        next_request();
-        r.accepted = i;
-        r.message_end = true;
-        return r;
+        return ended(i);
       }
       case State::kChunkCr:
       case State::kChunkLf: {
@@ -108,53 +105,31 @@ RequestFraming::Scan RequestFraming::scan(const std::uint8_t* data, std::size_t 
       case State::kHead:
       case State::kChunkLine:
       case State::kTrailers: {
-        const unsigned char c = data[i];
         if (cr_) {
           // RFC 9112 §2.2: a bare CR is an error (no recipient may read it as a line end).
-          if (c != '\n') {
+          if (data[i] != '\n') {
             fail(400, "a bare CR in the request");
             return failed(i);
           }
           cr_ = false;
-          const State was = state_;
-          bool ok = true;
-          bool end = false;
-          line_bytes_ += 2;
-          if (was == State::kChunkLine) {
-            ok = chunk_line(line_);
-          } else if (line_.empty() && was == State::kTrailers) {
-            end = true;
-          } else if (line_.empty() && request_line_seen_) {
-            ok = head_end();
-            end = ok && state_ == State::kHead;
-          } else if (line_.empty()) {
-            // RFC 9112 §2.2: empty lines before the request line are ignored, within the bound.
-            ok = line_bytes_ <= max_head_ || fail(431, "request head too large");
-          } else {
-            ok = was == State::kTrailers ? field_line(line_, true) : head_line(line_);
-          }
+          const int done = line_done(line_);
           line_.clear();
-          if (!ok) return failed(i);
+          if (done < 0) return failed(i);
           ++i;
-          if (end) {
-            next_request();
-            r.accepted = i;
-            r.message_end = true;
-            return r;
-          }
+          if (done > 0) return ended(i);
           break;
         }
-        if (c == '\r') {
-          cr_ = true;
-          ++i;
-          break;
-        }
-        if (c == '\n') {
-          fail(400, "a bare LF in the request");  // RFC 9112 §2.2, strictly
-          return failed(i);
-        }
-        ++line_bytes_;
-        if (state_ == State::kChunkLine ? line_.size() >= kMaxChunkLine : line_bytes_ > max_head_) {
+        // The line's bytes in this piece, up to its CR. A bare LF stays inside the line, where
+        // every check of a line's bytes refuses it as a control character (RFC 9112 §2.2).
+        const void* cr = std::memchr(data + i, '\r', n - i);
+        const std::size_t e =
+            cr == nullptr ? n
+                          : static_cast<std::size_t>(static_cast<const std::uint8_t*>(cr) - data);
+        const std::size_t len = e - i;
+        const char* bytes = reinterpret_cast<const char*>(data + i);
+        line_bytes_ += len;
+        if (state_ == State::kChunkLine ? line_.size() + len > kMaxChunkLine
+                                        : line_bytes_ > max_head_) {
           if (state_ == State::kChunkLine) {
             fail(400, "chunk size line too long");
           } else {
@@ -163,8 +138,28 @@ RequestFraming::Scan RequestFraming::scan(const std::uint8_t* data, std::size_t 
           }
           return failed(i);
         }
-        line_.push_back(static_cast<char>(c));
-        ++i;
+        if (e + 1 >= n) {
+          // The line goes on in the next piece (or only its LF does).
+          line_.append(bytes, len);
+          cr_ = e + 1 == n;
+          i = n;
+          break;
+        }
+        if (data[e + 1] != '\n') {
+          fail(400, "a bare CR in the request");
+          return failed(e + 1);
+        }
+        int done;
+        if (line_.empty()) {
+          done = line_done(std::string_view(bytes, len));  // the whole line in this piece
+        } else {
+          line_.append(bytes, len);
+          done = line_done(line_);
+          line_.clear();
+        }
+        if (done < 0) return failed(e);
+        i = e + 2;
+        if (done > 0) return ended(i);
         break;
       }
       case State::kFailed:
@@ -173,6 +168,22 @@ RequestFraming::Scan RequestFraming::scan(const std::uint8_t* data, std::size_t 
   }
   r.accepted = n;
   return r;
+}
+
+int RequestFraming::line_done(std::string_view line) {
+  line_bytes_ += 2;
+  if (state_ == State::kChunkLine) return chunk_line(line) ? 0 : -1;
+  if (line.empty()) {
+    if (state_ == State::kTrailers) return 1;
+    if (request_line_seen_) {
+      if (!head_end()) return -1;
+      return state_ == State::kHead ? 1 : 0;  // no body: the request ends with its head
+    }
+    // RFC 9112 §2.2: empty lines before the request line are ignored, within the bound.
+    return line_bytes_ <= max_head_ || fail(431, "request head too large") ? 0 : -1;
+  }
+  const bool ok = state_ == State::kTrailers ? field_line(line, true) : head_line(line);
+  return ok ? 0 : -1;
 }
 
 bool RequestFraming::head_line(std::string_view line) {

@@ -58,7 +58,9 @@ class RequestFraming {
   };
   bool in_chunks() const { return state_ >= State::kChunkLine && state_ <= State::kTrailers; }
   // One complete line (without its CRLF) of the head, a chunk's size line or a trailer line:
-  // false after fail().
+  // -1 refused (after fail()), 1 the request ends with it, 0 go on.
+  int line_done(std::string_view line);
+  // The head's lines, and the trailers': false after fail().
   bool head_line(std::string_view line);
   bool field_line(std::string_view line, bool trailer);
   bool chunk_line(std::string_view line);
