@@ -356,8 +356,10 @@ struct RawClientOptions {
   bool client_cert = false;       // presents client.pem
   SSL_SESSION* resume = nullptr;  // a session to resume
   std::string path = "/ferry.testing.Echo/Echo";
+  std::string http1_request;  // sent instead of the HTTP/2 call when not empty
 };
 
+// Sends o.http1_request when given, else an HTTP/2 gRPC call, and reads until the server closes.
 RawClientResult raw_tls_client(const std::string& target, const RawClientOptions& o) {
   RawClientResult result;
   std::signal(SIGPIPE, SIG_IGN);  // the server may close before the request is written
@@ -415,6 +417,7 @@ RawClientResult raw_tls_client(const std::string& target, const RawClientOptions
     request += std::string("\x00\x00\x05\x00\x01\x00\x00\x00\x01\x00\x00\x00\x00\x00", 14);
     // GOAWAY: nothing more from this end, so that the server closes once it has answered.
     request += std::string("\x00\x00\x08\x07\x00\x00\x00\x00\x00", 9) + std::string(8, '\0');
+    if (!o.http1_request.empty()) request = o.http1_request;
     SSL_write(ssl, request.data(), static_cast<int>(request.size()));
     char buf[4096];
     int n;
@@ -453,6 +456,27 @@ TEST(TlsAlpn, ClientOfferingOnlyHttp11IsServedHttp11) {
   const RawClientResult r = raw_tls_client(server.target(), {.alpn = "\x08http/1.1"});
   EXPECT_TRUE(r.handshake_ok) << r.error;
   EXPECT_GT(r.answered, 0u);
+  EXPECT_EQ(server.handlers_run(), 0);
+}
+
+// Issue #40: over TLS with ALPN http/1.1 a CONNECT may be a connection's first request (cleartext
+// ports send it to HTTP/2). A CONNECT whose body is a whole POST is refused at its head (405),
+// and the POST is never read as a request: no handler runs, one response.
+TEST(TlsAlpn, Http11ConnectWithABodyNeverRunsItsBody) {
+  TlsServer server(server_creds());
+  const std::string body = "{}";
+  const std::string hidden =
+      "POST /ferry.testing.Echo/Echo HTTP/1.1\r\nhost: localhost\r\ncontent-type: "
+      "application/json\r\ncontent-length: 2\r\n\r\n" +
+      body;
+  const RawClientResult r = raw_tls_client(
+      server.target(),
+      {.alpn = "\x08http/1.1",
+       .http1_request = "CONNECT localhost:443 HTTP/1.1\r\nhost: localhost\r\ncontent-length: " +
+                        std::to_string(hidden.size()) + "\r\n\r\n" + hidden});
+  EXPECT_TRUE(r.handshake_ok) << r.error;
+  EXPECT_EQ(r.answer.substr(0, 12), "HTTP/1.1 405") << r.answer;
+  EXPECT_EQ(r.answer.find("HTTP/1.1", 1), std::string::npos) << r.answer;
   EXPECT_EQ(server.handlers_run(), 0);
 }
 
