@@ -30,9 +30,23 @@ find_package_handle_standard_args(Llhttp
 
 if(Llhttp_FOUND AND NOT TARGET llhttp::llhttp)
   if(Llhttp_FROM_SOURCES)
+    if(NOT CMAKE_C_COMPILER AND NOT DEFINED ENV{CC})
+      # The C compiler that goes with the C++ one (clang with clang++, gcc with g++), so that
+      # flags meant for one (a linker's, a sanitizer's) suit the other.
+      string(REGEX REPLACE "clang\\+\\+" "clang" _llhttp_cc "${CMAKE_CXX_COMPILER}")
+      string(REGEX REPLACE "g\\+\\+" "gcc" _llhttp_cc "${_llhttp_cc}")
+      if(NOT _llhttp_cc STREQUAL CMAKE_CXX_COMPILER AND EXISTS "${_llhttp_cc}")
+        set(CMAKE_C_COMPILER "${_llhttp_cc}")
+      endif()
+    endif()
     enable_language(C)
     add_library(ferry_llhttp STATIC ${LLHTTP_SOURCE_DIR}/llhttp.c ${LLHTTP_SOURCE_DIR}/api.c
                                     ${LLHTTP_SOURCE_DIR}/http.c)
+    if(NOT CMAKE_C_COMPILER_ID STREQUAL CMAKE_CXX_COMPILER_ID)
+      # Another compiler's instrumentation (a sanitizer's, say) need not link with this one's
+      # runtime: the sources are compiled plainly, as a system library is.
+      set_property(TARGET ferry_llhttp PROPERTY COMPILE_OPTIONS "")
+    endif()
     target_include_directories(ferry_llhttp SYSTEM
       PUBLIC $<BUILD_INTERFACE:${LLHTTP_INCLUDE_DIR}>)
     # Generated C: its unused labels and parameters are not ours to fix.
