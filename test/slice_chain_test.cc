@@ -3,8 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace ferry {
 namespace {
@@ -294,6 +298,59 @@ TEST(SliceChain, MoveFrontToReplacesAOneSliceDestinationInPlace) {
   EXPECT_EQ(b.block()->refs.load(), 2u);
   dst.clear();
   EXPECT_EQ(b.block()->refs.load(), 1u);
+}
+
+// A chain appended to one of its own slices while its storage is full: the slice is copied
+// before growing frees (or moves) the storage it lives in.
+TEST(SliceChain, AppendingItsOwnSliceWhileGrowingKeepsTheBytes) {
+  SliceChain chain;
+  chain.append(Slice::copy_of("ab", 2));
+  chain.append(Slice::copy_of("cd", 2));  // the two inline slots are full
+  chain.append(chain.slice(0));           // grows: the argument lives in the old storage
+  EXPECT_EQ(chain.to_string(), "abcdab");
+  for (int i = 0; i < 6; ++i) chain.append(chain.slice(chain.slice_count() - 1));  // heap too
+  EXPECT_EQ(chain.to_string(),
+            "abcdab"
+            "abababababab");
+  while (chain.slice_count() < 16) chain.append(Slice::copy_of("-", 1));  // full again
+  const std::string expected = chain.to_string() + "cd";
+  chain.append(Slice(chain.slice(1)));  // the rvalue overload, growing again
+  EXPECT_EQ(chain.to_string(), expected);
+}
+
+// One const Slice copied by two threads at once, as a body held once and served on several I/O
+// threads is: every copy must count, or the block goes back to the pool (or the external owner
+// is freed) while the original still points into it. (The count used to be read, then stored as
+// 2 when it read 1, so two threads copying at once lost a reference.)
+TEST(SliceChain, ConcurrentCopiesOfOneSliceKeepEveryReference) {
+  constexpr int kRounds = 2000;
+  constexpr int kCopies = 8;
+  for (int round = 0; round < kRounds; ++round) {
+    auto owner = std::make_shared<std::string>("a body shared by reference");
+    std::weak_ptr<std::string> watch = owner;
+    const Slice pooled = Slice::copy_of("pooled", 6);
+    const std::string_view bytes = *owner;
+    const Slice external = Slice::external(bytes.data(), bytes.size(), std::move(owner));
+    std::atomic<int> ready{0};
+    auto copy_both = [&] {
+      ready.fetch_add(1);
+      while (ready.load() < 2) {
+      }
+      std::vector<Slice> copies;
+      copies.reserve(2 * kCopies);
+      for (int i = 0; i < kCopies; ++i) {
+        copies.push_back(pooled);
+        copies.push_back(external);
+      }
+    };
+    std::thread other(copy_both);
+    copy_both();
+    other.join();
+    ASSERT_EQ(pooled.block()->refs.load(), 1u) << "round " << round;
+    ASSERT_EQ(external.block()->refs.load(), 1u) << "round " << round;
+    ASSERT_FALSE(watch.expired()) << "round " << round;
+    EXPECT_EQ(pooled.view(), "pooled");
+  }
 }
 
 }  // namespace

@@ -34,9 +34,16 @@ inline void release_block(Block* b) noexcept;
 // BufferPool::instance().acquire() without the singleton's guard: the hot path's way in.
 inline Block* acquire_block();
 
-inline void block_ref(Block* b) noexcept {
-  // A count of one is the caller's own reference: no other thread can touch the count, so a
-  // plain store does (the common case of a writer slicing its fresh block).
+// Takes one more reference to b. Always an atomic increment: the caller's own reference may be
+// a Slice that other threads copy at the same time (a const body served on several I/O threads),
+// and a count read as 1 then stored as 2 by two threads at once would lose one reference.
+inline void block_ref(Block* b) noexcept { b->refs.fetch_add(1, std::memory_order_relaxed); }
+
+// block_ref for the block a SliceChain writes into (its write_block_), which the chain holds a
+// reference to and mutates under its single owner: a count of one is then that reference alone,
+// which no other thread can copy, so a plain store does (the common case of a writer slicing its
+// fresh block). Never for a block reached through a Slice another thread may be copying.
+inline void block_ref_writer(Block* b) noexcept {
   if (b->refs.load(std::memory_order_relaxed) == 1) {
     b->refs.store(2, std::memory_order_relaxed);
   } else {

@@ -42,21 +42,34 @@ class SliceVector {
   Slice* begin() { return data_; }
   Slice* end() { return data_ + size_; }
 
+  // s may be one of this vector's own slices (chain.append(chain.slice(0))): it is taken
+  // before growing frees the storage it lives in.
   void push_back(Slice&& s) {
-    if (size_ == capacity_) grow(capacity_ * 2);
-    new (data_ + size_) Slice(std::move(s));
+    if (size_ == capacity_) {
+      Slice taken(std::move(s));
+      grow(capacity_ * 2);
+      new (data_ + size_) Slice(std::move(taken));
+    } else {
+      new (data_ + size_) Slice(std::move(s));
+    }
     ++size_;
   }
   void push_back(const Slice& s) {
-    if (size_ == capacity_) grow(capacity_ * 2);
-    new (data_ + size_) Slice(s);
+    if (size_ == capacity_) {
+      Slice copy(s);
+      grow(capacity_ * 2);
+      new (data_ + size_) Slice(std::move(copy));
+    } else {
+      new (data_ + size_) Slice(s);
+    }
     ++size_;
   }
   // Appends a slice over [data, data + size) of block (not null), taking one reference to it: a
-  // Slice constructed in place, without the temporary and its null checks.
+  // Slice constructed in place, without the temporary and its null checks. block is the one the
+  // owning SliceChain writes into (detail::block_ref_writer's rule).
   void emplace_back(Block* block, const std::uint8_t* data, std::size_t size) {
     if (size_ == capacity_) grow(capacity_ * 2);
-    block_ref(block);  // after the only step that can throw
+    block_ref_writer(block);  // after the only step that can throw
     Slice* s = new (data_ + size_) Slice;
     s->block_ = block;
     s->data_ = data;
@@ -65,7 +78,7 @@ class SliceVector {
   }
   // emplace_back into an empty vector, which always has room.
   void emplace_first(Block* block, const std::uint8_t* data, std::size_t size) {
-    block_ref(block);
+    block_ref_writer(block);
     Slice* s = new (data_) Slice;
     s->block_ = block;
     s->data_ = data;
