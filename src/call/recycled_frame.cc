@@ -52,7 +52,11 @@ std::size_t size_class(std::size_t size) { return (size + kGranule - 1) / kGranu
 
 void* acquire_frame(std::size_t size) {
   const std::size_t c = size_class(size);
-  if (c >= kClasses || free_lists.gone) return ::operator new(size);
+  if (c >= kClasses) return ::operator new(size);
+  // Always the whole class's size, even when this thread keeps nothing any more (its Reaper has
+  // run): the frame may be released on another thread, which files it under its class, and a
+  // later frame of up to the class's size would then overrun an exact-size allocation.
+  if (free_lists.gone) return ::operator new((c + 1) * kGranule);
   if (FreeFrame* f = free_lists.head[c]) {
     free_lists.head[c] = f->next;
     --free_lists.count[c];
