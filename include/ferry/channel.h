@@ -152,7 +152,10 @@ class Channel {
   Channel(asio::io_context& io, std::string target, ChannelOptions options = {});
   // Runs its own I/O thread.
   explicit Channel(std::string target, ChannelOptions options = {});
-  // Closes the connection (calls still running fail) and joins the own thread, if any.
+  // Closes the connection (calls still running fail, those waiting in a retry's back-off
+  // included) and joins the own thread, if any. On that thread itself (the last reference
+  // dropped by a completion handler), the thread is not joined: it ends by itself once it has
+  // run what the close set off.
   ~Channel();
   Channel(const Channel&) = delete;
   Channel& operator=(const Channel&) = delete;

@@ -50,7 +50,15 @@ Channel::~Channel() {
   if (own_loop_ != nullptr) {
     asio::post(core->executor(), [core] { core->close(); });
     asio::post(core->executor(), [loop = own_loop_] { loop->stop(); });
-    own_thread_.join();
+    if (own_thread_.get_id() == std::this_thread::get_id()) {
+      // Destroyed on its own thread (say by a completion handler holding the last reference to
+      // it): that thread cannot join itself. It runs what was just posted, ends its loop as it
+      // would have, and then goes, holding the loop (and through the posts, the core) until
+      // then.
+      own_thread_.detach();
+    } else {
+      own_thread_.join();
+    }
   } else {
     asio::post(core->executor(), [core] { core->close(); });
   }

@@ -2,6 +2,7 @@
 #include "client/channel_core.h"
 
 #include <algorithm>
+#include <exception>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -123,7 +124,14 @@ asio::awaitable<void> ChannelCore::resolve(std::shared_ptr<ChannelCore> /*keeps 
     }
     if (closed_) break;
     resolve_again_ = false;
-    absl::StatusOr<std::vector<Address>> addresses = co_await resolver_->resolve(executor_);
+    // This coroutine is spawned detached: an exception (an application's resolver may throw)
+    // would be dropped and leave resolving_ set for ever, so it counts as a failed resolution.
+    absl::StatusOr<std::vector<Address>> addresses;
+    try {
+      addresses = co_await resolver_->resolve(executor_);
+    } catch (const std::exception& e) {
+      addresses = absl::UnavailableError(absl::StrCat("the resolver threw: ", e.what()));
+    }
     if (closed_) break;
     last_resolution_ = std::chrono::steady_clock::now();
     if (addresses.ok() && addresses->empty()) {
@@ -230,7 +238,13 @@ asio::awaitable<Ref<ClientCall>> ChannelCore::start_call(std::string_view method
           to_absl(connectivity_state_name(s)), error_.ok() ? "" : ": ", error_.message(), ")"));
       break;
     }
-    if (s == ConnectivityState::kIdle || !resolved_once_) exit_idle();
+    if (s == ConnectivityState::kIdle || !resolved_once_) {
+      exit_idle();
+      // What exit_idle set off may have changed the state before this call waits (a connection
+      // attempt that fails without suspending: TRANSIENT_FAILURE at once), and that change's
+      // wake-up has passed: look again rather than wait for the next one.
+      if (state() != s) continue;
+    }
     co_await wait_for_change(context.deadline());
     waited = true;
     // A cancellation through the awaiting operation's slot (Channel::call with a bound slot,
@@ -305,8 +319,24 @@ asio::awaitable<bool> ChannelCore::wait_for_state_change(
   co_return true;
 }
 
+asio::awaitable<void> ChannelCore::backoff(asio::steady_timer& timer,
+                                           std::chrono::milliseconds wait) {
+  if (closed_) co_return;
+  // Filed for close() while the wait lasts, whichever way it ends (a destroyed frame too).
+  struct Filed {
+    std::vector<asio::steady_timer*>& timers;
+    asio::steady_timer* timer;
+    ~Filed() { std::erase(timers, timer); }
+  } filed{backoff_timers_, &timer};
+  backoff_timers_.push_back(&timer);
+  timer.expires_after(wait);
+  asio::error_code ignored;
+  co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+}
+
 void ChannelCore::close() {
   closed_ = true;
+  for (asio::steady_timer* t : backoff_timers_) t->cancel();
   picker_ = Picker();
   state_.store(ConnectivityState::kShutdown, std::memory_order_release);
   for (const auto& s : subchannels_) s->shutdown(/*graceful=*/false);

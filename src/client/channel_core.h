@@ -98,7 +98,15 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   asio::awaitable<bool> wait_for_state_change(ConnectivityState last_observed,
                                               std::chrono::steady_clock::time_point deadline);
 
-  // Closes every connection; calls still running fail, later ones fail with CANCELLED.
+  // A retry's back-off (unary_call, RetryingStream): waits wait on timer, which the caller owns
+  // (and may cancel to end the wait early). The channel's close() ends it too: a call waiting
+  // to retry then goes on at once and fails with CANCELLED, rather than waiting on a loop that
+  // stops about a second after close (a blocking caller hung there, and its frame kept the core
+  // alive). Returns at once on a closed channel.
+  asio::awaitable<void> backoff(asio::steady_timer& timer, std::chrono::milliseconds wait);
+
+  // Closes every connection; calls still running fail, later ones fail with CANCELLED (those
+  // waiting in a retry's back-off included).
   void close();
 
  private:
@@ -149,6 +157,8 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   bool has_method_configs_ = false;  // options_ holds a MethodConfig: look it up per call
   RetryThrottle throttle_;
   Signal changed_;  // the picker or the state changed: waiting calls and watchers re-check
+  // The timers of the back-off waits in progress (backoff()), which close() cancels.
+  std::vector<asio::steady_timer*> backoff_timers_;
 };
 
 }  // namespace ferry::detail

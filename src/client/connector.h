@@ -4,6 +4,7 @@
 // the HTTP/2 connection runs over, whatever the transport.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -16,7 +17,12 @@
 
 namespace ferry::detail {
 
-// UNAVAILABLE saying why. tls_host: the name the server's certificate must carry.
+// The longest Unix socket path asio takes (sizeof(sun_path) - 1), an abstract name's leading NUL
+// included.
+inline constexpr std::size_t kMaxUnixPathBytes = 107;
+
+// Never throws: any failure, an exception inside included, is UNAVAILABLE saying why. tls_host: the
+// name the server's certificate must carry.
 asio::awaitable<absl::StatusOr<std::unique_ptr<http2::ByteStream>>> connect_address(
     asio::io_context::executor_type executor, const Address& address, const std::string& tls_host,
     std::chrono::steady_clock::time_point deadline, const ChannelOptions& options);

@@ -134,9 +134,7 @@ asio::awaitable<bool> RetryingStream::retry() {
       // a cancellation during the wait make it the last after all).
       if (observer_ != nullptr) observer_->attempt_ended(*failed);
       if (wait->count() > 0) {
-        backoff_timer_.expires_after(*wait);
-        asio::error_code ignored;
-        co_await backoff_timer_.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+        co_await core_->backoff(backoff_timer_, *wait);  // cancel() and the channel's close end it
         if (cancelled_) break;
       }
     }

@@ -36,8 +36,10 @@ static bool valid_dns_server(std::string_view authority) {
 absl::StatusOr<Target> parse_target(std::string_view target) {
   std::string_view rest = target;
   if (consume_prefix(rest, "unix-abstract:")) {
-    // Any bytes, even none or NUL, name an abstract socket; at most 107 of them fit.
-    if (rest.size() > 107) return bad(target, "the abstract name is too long");
+    // Any bytes, even none or NUL, name an abstract socket; at most 106 of them fit (asio's
+    // endpoint holds 107 bytes, the leading NUL included; a longer name threw there and left the
+    // channel CONNECTING for ever).
+    if (rest.size() > 106) return bad(target, "the abstract name is too long (over 106 bytes)");
     Target out;
     out.unix_path = std::string(1, '\0') + std::string(rest);
     out.authority = "localhost";

@@ -34,10 +34,10 @@ namespace {
 
 // A retry's wait: its own coroutine, so that the unary call's frame (the hot path's, recycled
 // per thread by size) does not carry a timer.
-asio::awaitable<void> retry_wait(asio::any_io_executor executor, std::chrono::milliseconds wait) {
-  asio::steady_timer timer(executor, wait);
-  asio::error_code ignored;
-  co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+// The channel's close() ends it early (ChannelCore::backoff).
+asio::awaitable<void> retry_wait(ChannelCore& core, std::chrono::milliseconds wait) {
+  asio::steady_timer timer(core.executor());
+  co_await core.backoff(timer, wait);
 }
 
 }  // namespace
@@ -106,7 +106,7 @@ asio::awaitable<absl::Status> unary_call(std::shared_ptr<ChannelCore> core, std:
     call.reset_inline();
     if (!again) co_return single_response_status(std::move(status), *got);
     if (!wait) continue;  // transparent: at once
-    if (wait->count() > 0) co_await retry_wait(core->executor(), *wait);
+    if (wait->count() > 0) co_await retry_wait(*core, *wait);
   }
 }
 
