@@ -178,5 +178,47 @@ TEST(Offload, ReturnsValuesAndRethrowsExceptions) {
   EXPECT_TRUE(threw);
 }
 
+// Server::shutdown while a handler waits in offload for longer than shutdown's 2 s bound on
+// stuck handlers: the pool hands the result back into the handler's io_context, so shutdown
+// waits for the work to return before it stops and frees that thread. It used to stop and join
+// the thread after 2 s, and the destroyed server's io_context then took the pool's post
+// (heap-use-after-free in asio's scheduler under ASan).
+TEST(Offload, ShutdownWaitsForOffloadedWorkBeforeFreeingItsThread) {
+  asio::thread_pool pool(1);
+  std::atomic<bool> started{false};
+  std::atomic<bool> returned{false};
+  Service slow("ferry.testing.Slow");
+  slow.add_unary<EchoRequest, EchoResponse>(
+      "Block",
+      [&](ServerContext&, const EchoRequest&, EchoResponse&) -> asio::awaitable<absl::Status> {
+        started = true;
+        co_await offload(pool, [&] {
+          std::this_thread::sleep_for(2500ms);
+          returned = true;
+        });
+        co_return absl::OkStatus();
+      });
+  ServerOptions options;
+  options.num_threads = 2;
+  auto server = std::make_unique<Server>(options);
+  server->add_service(slow);
+  const int port = server->start("127.0.0.1", 0).value();
+  Channel channel("127.0.0.1:" + std::to_string(port));
+  ClientContext ctx;
+  ctx.set_timeout(10s);
+  EchoRequest request;
+  EchoResponse response;
+  std::promise<absl::Status> finished;
+  channel.call(kBlock, ctx, request, response, [&](absl::Status s) { finished.set_value(s); });
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (!started && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(started);
+  server->shutdown(0ms);
+  EXPECT_TRUE(returned) << "shutdown returned while the pool still had the handler's work";
+  server.reset();
+  pool.join();  // whatever the pool still posts finds a living io_context, or none at all
+  EXPECT_EQ(finished.get_future().wait_for(10s), std::future_status::ready);
+}
+
 }  // namespace
 }  // namespace ferry

@@ -3,6 +3,7 @@
 // A connection and its calls stay on the thread that accepted them.
 #pragma once
 
+#include <atomic>
 #include <list>
 #include <memory>
 #include <thread>
@@ -27,6 +28,9 @@ struct IoThread {
   // Gives the buffer pool's idle blocks, and what a burst left, back when traffic falls.
   MemoryTrimTimer memory_trim{io.get_executor()};
   std::thread thread;
+  // Work this thread's handlers gave ferry::offload that the pool has not handed back yet: the
+  // pool then still posts into io, which must live until it is done (Server::shutdown waits).
+  std::atomic<int> offloads{0};
   // This thread's connections; touched only on this thread.
   std::list<std::unique_ptr<ServerConnection>> connections;
 };

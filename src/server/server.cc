@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "asio/post.hpp"
+#include "ferry/offload.h"
 #include "server/io_thread.h"
 #include "server/listener.h"
 #include "server/method_table.h"
@@ -101,7 +102,11 @@ absl::StatusOr<int> Server::start(const std::string& host, int port) {
     return impl->on_accept(t, std::move(stream));
   });
   for (auto& t : impl_->threads) {
-    t->thread = std::thread([io = &t->io] { io->run(); });
+    t->thread = std::thread([t = t.get()] {
+      detail::set_offloads_of_this_thread(&t->offloads);
+      t->io.run();
+      detail::set_offloads_of_this_thread(nullptr);
+    });
   }
   return bound;
 }
@@ -144,14 +149,27 @@ void Server::shutdown(std::chrono::milliseconds grace) {
     });
     t->work.reset();
   }
+  // Work handed to ferry::offload cannot be interrupted, and its pool posts the result back
+  // into the handler's io_context: that must outlive the post, however long the work takes (it
+  // used to be stopped after 2 s and destroyed with the server, and the pool then posted into
+  // freed memory). Handlers that ignore cancellation would keep a loop alive for ever: stop each
+  // after a bound, one for every thread (it used to be 2 s for each thread in turn).
+  auto offloads_done = [](IoThread& t) {
+    while (t.offloads.load(std::memory_order_acquire) > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  };
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   for (auto& t : s.threads) {
-    // Handlers that ignore cancellation would keep the loop alive: stop it after a bound.
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
     while (!t->io.stopped() && std::chrono::steady_clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
+    offloads_done(*t);
     t->io.stop();
     if (t->thread.joinable()) t->thread.join();
+    // A handler may have offloaded more just before the stop: its pool posts into the stopped
+    // (still living) io_context, whose destruction then drops what it posted.
+    offloads_done(*t);
   }
   s.listener.reset();
 }
