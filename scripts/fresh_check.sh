@@ -6,8 +6,9 @@
 # install, and put its result in the closing note. Needs root (debootstrap, mount, chroot).
 #
 # The root is made of:
-#   - a minimal Debian 12 (debootstrap --variant=minbase bookworm) from deb.debian.org, with the
-#     host's Debian apt sources (/etc/apt/sources.list.d; third-party repositories left out) and
+#   - a minimal Debian 12 (debootstrap --variant=minbase bookworm) from the mirror the host's
+#     own Debian apt sources name, with those sources (/etc/apt/sources.list.d; third-party
+#     repositories, signed by keys other than Debian's archive keyring, left out) and
 #     the apt settings a new machine's image carries (docker-*, 99artifact-registry);
 #   - the Debian packages the env lists for this kind of machine (installed-go.txt, whose first
 #     line names the kinds it is for), installed by name with --no-install-recommends; a name apt
@@ -41,8 +42,9 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=${FRESH_ROOT_CACHE:-/var/tmp/ferry-fresh-root}
 package_list=${FRESH_PACKAGES:-/work/.library/env/packages/installed-go.txt}
-mirror=http://deb.debian.org/debian
 suite=bookworm
+# Debian's archive keyring: an apt source signed by another key is a third party's.
+debian_keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 # Toolchains a new machine has outside Debian's packages (the env's machine doc), shown read-only.
 toolchains=(/usr/local/go /root/.pyenv /root/.cargo /root/.rustup /usr/lib/jvm/temurin-*)
 # Bump when what goes into the base changes, so a cached base is rebuilt.
@@ -116,27 +118,52 @@ trap 'exit 130' INT TERM
 
 # --- the base root: minimal Debian 12 + the env's Debian packages (built once, then cached)
 want_stamp="version=$base_version list=$(sha256sum <"$package_list" | cut -c1-16)"
+# The host's apt source files that are Debian's own: signed by Debian's archive keyring, or by
+# no key of their own (apt's trusted keys); a source signed by any other keyring is a third
+# party's (nodesource, Google's cloud SDK) and stays out of the root.
+debian_sources() {
+  local f
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
+           /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    if grep -qiE '(signed-by)' "$f" && ! grep -q "$debian_keyring" "$f"; then
+      echo "fresh_check: apt source left out (not Debian's): $f" >&2
+    else
+      echo "$f"
+    fi
+  done
+}
+# The first mirror URI of those sources that serves $suite itself (not -updates or -security),
+# from deb822 (URIs:/Suites:) or one-line (deb [opts] URI suite ...) entries.
+debian_mirror() {
+  local f
+  for f in $(debian_sources 2>/dev/null); do
+    awk -v suite="$suite" '
+      /^[[:space:]]*#/ { next }
+      /^URIs:/   { uri = $2 }
+      /^Suites:/ { for (i = 2; i <= NF; i++) if ($i == suite && uri != "") { print uri; exit } }
+      /^deb[[:space:]]/ {
+        n = 2; if ($2 ~ /^\[/) { while (n <= NF && $n !~ /\]$/) n++; n++ }
+        if ($(n + 1) == suite) { print $n; exit }
+      }' "$f"
+  done | head -n 1
+}
+
 build_base() {
   local root="$base.new" f names=() skipped=() name version available
   rm -rf "$root"
   command -v debootstrap >/dev/null 2>&1 || {
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
       --no-install-recommends debootstrap; }
-  echo "fresh_check: debootstrap $suite into $root"
+  local mirror
+  mirror=$(debian_mirror)
+  [ -n "$mirror" ] || { echo "fresh_check: no Debian apt source for $suite on this host" >&2; exit 1; }
+  echo "fresh_check: debootstrap $suite into $root from the host's mirror"
   debootstrap --variant=minbase "$suite" "$root" "$mirror"
 
   # The host's apt sources for Debian, not third-party ones; the apt settings of the image.
   rm -f "$root/etc/apt/sources.list"
-  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
-           /etc/apt/sources.list.d/*.sources; do
-    [ -f "$f" ] || continue
-    if grep -Eo '(https?|file|cdrom)://[^ ]+' "$f" |
-         grep -qvE '^https?://[a-z.-]*debian\.org/'; then
-      echo "fresh_check: apt source left out (not Debian's): $f"
-    else
-      cp "$f" "$root$f"
-    fi
-  done
+  for f in $(debian_sources); do cp "$f" "$root$f"; done
   for f in /etc/apt/apt.conf.d/docker-* /etc/apt/apt.conf.d/99artifact-registry \
            /etc/dpkg/dpkg.cfg.d/docker-*; do
     if [ -f "$f" ]; then cp "$f" "$root$f"; fi
