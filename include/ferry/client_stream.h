@@ -130,6 +130,7 @@ class ClientStream {
     });
   }
   // Cancels the call: RST_STREAM(CANCEL); pending and later operations fail with CANCELLED.
+  // From any thread (it runs on the call's).
   void cancel();
   // The server may send one response only (a client-streaming call): a second one fails the
   // call with UNIMPLEMENTED, gRPC's cardinality rule. ClientWriter sets it.

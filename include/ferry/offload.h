@@ -36,6 +36,9 @@ namespace ferry {
 // From a server's handler, Server::shutdown waits for fn to return before it stops the handler's
 // I/O thread (the pool hands the result back to that thread's io_context).
 // Cost: one coroutine frame and two hops between threads; for work of ~10 µs and more.
+// With GCC 12, pass fn as a named object when it captures by value (`auto work = [s] {...};
+// co_await offload(pool, work)`): GCC 12 moves a temporary argument of a coroutine inside
+// co_await into the caller's frame bitwise, and a captured std::string then frees a bad pointer.
 template <class Fn>
 asio::awaitable<std::invoke_result_t<Fn&>> offload(asio::thread_pool& pool, Fn fn);
 

@@ -70,8 +70,11 @@ class Server {
 
   // Graceful shutdown: stops accepting, sends GOAWAY on every connection, lets calls in flight
   // finish for up to `grace`, then cancels the rest (their handlers see is_cancelled() and their
-  // reads and writes fail), closes every connection and joins the threads. Blocks until done;
-  // call it from a thread that is not one of the server's.
+  // reads and writes fail), closes every connection and joins the threads. Blocks until done:
+  // until work handlers gave ferry::offload has returned (it cannot be interrupted, and hands its
+  // result back to the handler's thread), then at most 2 s more for handlers that ignore
+  // cancellation, for all threads together. Call it from a thread that is not one of the
+  // server's.
   void shutdown(std::chrono::milliseconds grace = std::chrono::seconds(5));
 
   // The services added so far, in order (server reflection lists them). Fixed once started.

@@ -1,6 +1,9 @@
 // ferry/slice.h: a reference-counted view of bytes in a pooled block (buffer layer). Copying a
 // Slice shares the block (one atomic increment); the block returns to the pool when the last
 // Slice over it is gone. This is how bytes move through ferry without being copied.
+// Threading: one const Slice may be copied on several threads at once (a body held once and sent
+// from several I/O threads); a Slice object is mutated (assigned, its prefix removed) by one
+// thread at a time, and copies may be dropped on any thread.
 #pragma once
 
 #include <cstddef>
