@@ -144,7 +144,7 @@ class ClientStream {
   // (null when the channel runs on the caller's io_context).
   struct Target {
     detail::StreamCall* call;
-    const detail::ChannelLoop* loop;
+    detail::ChannelLoop* loop;
   };
 
   // Adopts a reference to call; loop: the channel's own loop, if it has one.
@@ -158,8 +158,9 @@ class ClientStream {
     return detail::async_operation<T>(
         std::forward<Token>(token), [this] { return executor_for_ops(); }, std::move(make));
   }
-  // The call's executor; the system executor when the stream has no call or the channel's own
-  // loop has ended (nothing else touches the call then, and its operations complete at once).
+  // The call's executor; the system executor when the stream has no call or runs on its
+  // channel's own loop (the operation then starts on the caller's thread and hops to the loop,
+  // or runs there once the loop has ended: nothing else touches the call then).
   asio::any_io_executor executor_for_ops() const;
   // Whether the channel's own loop has ended (its Channel is gone).
   bool loop_ended() const;

@@ -48,6 +48,17 @@ class ChannelLoop {
   // wait for ever: destroy the channel after its streams' operations, or the streams first.)
   bool ended() const { return ended_.load(std::memory_order_acquire); }
 
+  // Runs spawn() (which posts work to this loop) under the lock the loop's end takes, unless the
+  // loop has ended: what it posts then runs, in the loop or in its final poll, never stranded in
+  // a queue nobody runs any more. Returns whether it ran spawn().
+  template <class Fn>
+  bool unless_ended(Fn spawn) {
+    std::lock_guard lock(mutex_);
+    if (ended_.load(std::memory_order_relaxed)) return false;
+    spawn();
+    return true;
+  }
+
   // Runs fn on the loop's thread (posted), or here once the loop has ended.
   template <class Fn>
   void post_or_run(Fn fn) {

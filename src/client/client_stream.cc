@@ -24,9 +24,9 @@ asio::awaitable<T> ready(T value) {
 // once the channel's own loop has ended, right here (the close ended the call, and nothing else
 // touches it any more).
 template <class Make>
-auto on_call_thread(detail::StreamCall* call, const detail::ChannelLoop* loop, Make make)
+auto on_call_thread(detail::StreamCall* call, detail::ChannelLoop* loop, Make make)
     -> decltype(make()) {
-  if (loop != nullptr && loop->ended()) co_return co_await make();
+  if (loop != nullptr) co_return co_await detail::on_loop(*loop, call->executor(), std::move(make));
   co_return co_await detail::on_executor(call->executor(), std::move(make));
 }
 
@@ -72,7 +72,11 @@ ClientStream::~ClientStream() {
 }
 
 asio::any_io_executor ClientStream::executor_for_ops() const {
-  if (call_ == nullptr || loop_ended()) return asio::system_executor();
+  // On a channel's own loop, the operation starts right here (the system executor runs it
+  // inline) and hops to the loop under the loop's lock (detail::on_loop): spawned onto the
+  // loop's executor after a check that it had not ended, it could land after the loop's final
+  // poll and never complete (the blocking API then waited for ever).
+  if (call_ == nullptr || loop_ != nullptr) return asio::system_executor();
   return call_->executor();
 }
 

@@ -9,6 +9,7 @@
 #include "asio/redirect_error.hpp"
 #include "asio/use_awaitable.hpp"
 #include "client/channel_core.h"
+#include "client/channel_loop.h"
 #include "client/client_call.h"
 #include "client/unary_call.h"
 
@@ -32,6 +33,12 @@ RetryingStream::~RetryingStream() {
   if (!call_) return;
   last_attempt();  // dropped: nothing follows the current attempt
   call_->settle();
+  // Deleted by the thread that dropped the stream once the channel's own loop has ended (its
+  // last release ran there, inline): the attempt's deletion would be posted to a loop that no
+  // longer runs, and leak. Nothing else touches the call by then (the close ended it).
+  if (const std::shared_ptr<ChannelLoop>& loop = core_->loop(); loop != nullptr && loop->ended()) {
+    call_.reset_inline();
+  }
 }
 
 void RetryingStream::detach_context() {
