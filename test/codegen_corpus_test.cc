@@ -90,8 +90,8 @@ TEST(CodegenCorpus, WireNamesAreTheProtosWhateverTheCppNames) {
   EXPECT_EQ(keywords.full_name(), "ferry.codegen_corpus.Keywords");
   EXPECT_EQ(method_names(keywords),
             (std::vector<std::string>{"delete", "new", "class", "NULL", "EOF", "errno", "assert",
-                                      "linux", "unix", "co_await", "requires", "and", "int",
-                                      "this", "major", "st_atime", "offsetof"}));
+                                      "linux", "unix", "co_await", "requires", "and", "int", "this",
+                                      "major", "st_atime", "offsetof"}));
   EXPECT_EQ(corpus::Keywords::kdeletePath, "/ferry.codegen_corpus.Keywords/delete");
   EXPECT_EQ(corpus::Keywords::kNULLPath, "/ferry.codegen_corpus.Keywords/NULL");
   EXPECT_EQ(corpus::Keywords::klinuxPath, "/ferry.codegen_corpus.Keywords/linux");
@@ -219,20 +219,20 @@ TEST(CodegenCorpus, ProtodevelOutputsAreNamedAsProtocNamesThem) {
 
 TEST(CodegenCorpus, CarriedOverCommentsStayComments) {
   // Compiling with -Wall -Werror is most of the check; the text shows what became of each line.
-  std::ifstream in(CODEGEN_CORPUS_GENERATED_DIR "/corpus/comments.ferry.h",
-                   std::ios::binary);
+  std::ifstream in(CODEGEN_CORPUS_GENERATED_DIR "/corpus/comments.ferry.h", std::ios::binary);
   ASSERT_TRUE(in) << CODEGEN_CORPUS_GENERATED_DIR;
   std::stringstream text;
   text << in.rdbuf();
   const std::string header = text.str();
   EXPECT_EQ(header.find('\r'), std::string::npos);
-  for (const char* line : {"// Ends in a backslash: C:\\.\n",
-                           "// Ends in a backslash and spaces: \\.\n",
-                           "// Ends in the trigraph of a backslash: ?" "?/.\n",
-                           "// A lone carriage return, after which the compiler would see code:\n"
-                           "//#error injected\n",
-                           "// A CRLF line end.\n", "// Ends in two backslashes: \\\\.\n",
-                           "    // Method comment ending in a backslash \\.\n"}) {
+  for (const char* line :
+       {"// Ends in a backslash: C:\\.\n", "// Ends in a backslash and spaces: \\.\n",
+        "// Ends in the trigraph of a backslash: ?"
+        "?/.\n",
+        "// A lone carriage return, after which the compiler would see code:\n"
+        "//#error injected\n",
+        "// A CRLF line end.\n", "// Ends in two backslashes: \\\\.\n",
+        "    // Method comment ending in a backslash \\.\n"}) {
     EXPECT_NE(header.find(line), std::string::npos) << line;
   }
 }
