@@ -19,6 +19,7 @@ packages=(
   prometheus-cpp-dev
   nghttp2-proxy  # nghttpx: the proxy tests (test/proxy_test.cc, test/interop/multi_server.py)
   curl  # the README's curl call to the greeter (test/examples/greeter_curl_test.py)
+  openssl  # the openssl command: tls_test's s_client scans and CRLs (openssl ca -gencrl)
   "$@"
 )
 if [ "${1:-}" = "--bench" ]; then
