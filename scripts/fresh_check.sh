@@ -48,7 +48,7 @@ debian_keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 # Toolchains a new machine has outside Debian's packages (the env's machine doc), shown read-only.
 toolchains=(/usr/local/go /root/.pyenv /root/.cargo /root/.rustup /usr/lib/jvm/temurin-*)
 # Bump when what goes into the base changes, so a cached base is rebuilt.
-base_version=1
+base_version=2
 
 only="" rev=HEAD rebuild=0
 while [ $# -gt 0 ]; do
@@ -150,7 +150,7 @@ debian_mirror() {
 }
 
 build_base() {
-  local root="$base.new" f names=() skipped=() name version available
+  local root="$base.new" f names=() skipped=() name version available nodejs_version=""
   rm -rf "$root"
   command -v debootstrap >/dev/null 2>&1 || {
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
@@ -174,6 +174,7 @@ build_base() {
     [ "$kind" = apt ] || continue
     if [[ "$version" == *nodesource* ]]; then
       skipped+=("$name (from nodesource's repository, which this root does not use)")
+      if [ "$name" = nodejs ]; then nodejs_version=$version; fi
     else
       names+=("$name")
     fi
@@ -199,6 +200,21 @@ build_base() {
   echo "fresh_check: installing ${#install[@]} packages of $(basename "$package_list")"
   "${in_root[@]}" apt-get install -y -q --no-install-recommends "${install[@]}"
   "${in_root[@]}" apt-get clean
+  # On a new machine nodesource's nodejs is an installed package; here its files come from the
+  # host (bind-mounted read-only, below), so the package is registered without files, at the
+  # machine's version: a Debian package that depends on nodejs (node-llhttp) then finds it
+  # installed, as on the machine, instead of unpacking Debian's nodejs over the mount.
+  if [ -n "$nodejs_version" ]; then
+    mkdir -p "$root/tmp/nodejs-registration/DEBIAN"
+    printf '%s\n' "Package: nodejs" "Version: $nodejs_version" \
+      "Architecture: $(dpkg --print-architecture)" "Maintainer: fresh_check" \
+      "Provides: nodejs-dev, nodejs-doc, nodejs-legacy, npm" \
+      "Description: nodesource's nodejs, its files bind-mounted from the host" \
+      >"$root/tmp/nodejs-registration/DEBIAN/control"
+    "${in_root[@]}" dpkg-deb --build /tmp/nodejs-registration /tmp/nodejs-registration.deb
+    "${in_root[@]}" dpkg -i /tmp/nodejs-registration.deb
+    rm -rf "$root/tmp/nodejs-registration" "$root/tmp/nodejs-registration.deb"
+  fi
   rm -f "$root/usr/sbin/policy-rc.d"
 
   # What the root has beyond the list (the minimal Debian's own packages not listed).
