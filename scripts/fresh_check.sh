@@ -48,7 +48,7 @@ debian_keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 # Toolchains a new machine has outside Debian's packages (the env's machine doc), shown read-only.
 toolchains=(/usr/local/go /root/.pyenv /root/.cargo /root/.rustup /usr/lib/jvm/temurin-*)
 # Bump when what goes into the base changes, so a cached base is rebuilt.
-base_version=2
+base_version=3
 
 only="" rev=HEAD rebuild=0
 while [ $# -gt 0 ]; do
@@ -202,12 +202,14 @@ build_base() {
   "${in_root[@]}" apt-get clean
   # On a new machine nodesource's nodejs is an installed package; here its files come from the
   # host (bind-mounted read-only, below), so the package is registered without files, at the
-  # machine's version: a Debian package that depends on nodejs (node-llhttp) then finds it
-  # installed, as on the machine, instead of unpacking Debian's nodejs over the mount.
+  # machine's version and Multi-Arch (allowed: what `nodejs:any` needs): a Debian package that
+  # depends on nodejs (node-llhttp, through node-ms) then finds it installed, as on the machine,
+  # instead of unpacking Debian's nodejs over the mount.
   if [ -n "$nodejs_version" ]; then
     mkdir -p "$root/tmp/nodejs-registration/DEBIAN"
     printf '%s\n' "Package: nodejs" "Version: $nodejs_version" \
-      "Architecture: $(dpkg --print-architecture)" "Maintainer: fresh_check" \
+      "Architecture: $(dpkg --print-architecture)" "Multi-Arch: allowed" \
+      "Maintainer: fresh_check" \
       "Provides: nodejs-dev, nodejs-doc, nodejs-legacy, npm" \
       "Description: nodesource's nodejs, its files bind-mounted from the host" \
       >"$root/tmp/nodejs-registration/DEBIAN/control"
