@@ -225,6 +225,32 @@ TEST(Http1Client, AnIdempotentGetIsSentAgain) {
   EXPECT_EQ(server.connections(), 2);
 }
 
+// Issue #40: a POST whose context says it is idempotent (the generated stub of a method with
+// idempotency_level IDEMPOTENT or NO_SIDE_EFFECTS sets it) is sent again after the same drop,
+// on a new connection, and succeeds; the generated Echo stub marks its calls so (echo.proto's
+// Echo has no side effects).
+TEST(Http1Client, AnIdempotentPostIsSentAgain) {
+  CannedServer server(connect_unary_answer("got"), /*close_after=*/100, /*drop_from=*/1);
+  Channel channel("127.0.0.1:" + std::to_string(server.port()), http1(ChannelProtocol::kConnect));
+  testing::Echo::BlockingStub stub(channel);
+  for (int i = 0; i < 2; ++i) {
+    ClientContext ctx;
+    ctx.set_timeout(std::chrono::seconds(10));
+    EchoRequest request;
+    request.set_payload("post " + std::to_string(i));
+    EchoResponse response;
+    const absl::Status s = stub.Echo(ctx, request, response);
+    ASSERT_TRUE(s.ok()) << i << ": " << s;
+    EXPECT_TRUE(ctx.idempotent());
+    EXPECT_EQ(response.payload(), "got");
+  }
+  const std::vector<std::string> requests = server.requests();
+  ASSERT_EQ(requests.size(), 3u) << "the second POST twice";
+  EXPECT_TRUE(absl::StartsWith(requests[1], "POST ")) << requests[1];
+  EXPECT_TRUE(absl::StrContains(requests[2], "post 1")) << requests[2];
+  EXPECT_EQ(server.connections(), 2);
+}
+
 // Promise: with max_http1_connections = 1, calls made at once share the one connection, one
 // after another. (The server here serves one connection at a time and keeps it: calls that
 // dialed a second one would wait past their deadline.)

@@ -67,6 +67,15 @@ class ClientContext {
   // methods' GETs with 405). Other protocols, and streams, ignore it. Default: false (POST).
   void set_http_get(bool get) { http_get_ = get; }
   bool http_get() const { return http_get_; }
+  // The call may run twice on the server without harm: its method's .proto declares
+  // `option idempotency_level = IDEMPOTENT` (or NO_SIDE_EFFECTS), and the generated stubs set it
+  // for such methods. Over HTTP/1.1 (Connect, gRPC-Web) a call whose kept connection breaks
+  // after some of it was written, before any response, is then sent again transparently, as one
+  // never written is; any other call fails UNAVAILABLE there instead, since the server may have
+  // run it (at most once; docs/protocols.md). No effect over HTTP/2, where the server says which
+  // calls it never processed. Default false.
+  void set_idempotent(bool idempotent) { idempotent_ = idempotent; }
+  bool idempotent() const { return idempotent_; }
 
   // The server's response headers and trailers. The call keeps what arrives and hands it over
   // from the operations the application awaits: the headers' metadata with the first response
@@ -87,6 +96,7 @@ class ClientContext {
   bool wait_for_ready_ = false;
   bool wait_for_ready_set_ = false;
   bool http_get_ = false;
+  bool idempotent_ = false;
   Metadata metadata_;
   Metadata initial_metadata_;
   Metadata trailing_metadata_;

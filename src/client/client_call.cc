@@ -190,6 +190,7 @@ void ClientCall::submit(std::string_view path, std::string_view authority,
     abort(status_);
     return;
   }
+  idempotent_request = context_->idempotent();
   Ref<ClientCall> for_connection(this);  // released in on_closed once the connection has it
   if (transport->submit_request(this, fields) < 0) {
     closed_ = true;

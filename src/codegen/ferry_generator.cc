@@ -608,6 +608,14 @@ void print_stub_definitions(pb::io::Printer& p, const pb::ServiceDescriptor* ser
   for (int i = 0; i < service->method_count(); ++i) {
     const pb::MethodDescriptor* m = service->method(i);
     Vars v = method_vars(service, m);
+    // A method the .proto declares safe to run twice (idempotency_level IDEMPOTENT or
+    // NO_SIDE_EFFECTS) marks its calls so (ClientContext::set_idempotent): over HTTP/1.1 they may
+    // then be sent again after a kept connection broke under them.
+    const auto level = m->options().idempotency_level();
+    v["mark_idempotent"] =
+        level == pb::MethodOptions::IDEMPOTENT || level == pb::MethodOptions::NO_SIDE_EFFECTS
+            ? "  context.set_idempotent(true);  // idempotency_level\n"
+            : "";
     p.Print("\n");
     switch (kind_of(m)) {
       case Kind::kUnary:
@@ -615,6 +623,7 @@ void print_stub_definitions(pb::io::Printer& p, const pb::ServiceDescriptor* ser
                 "::asio::awaitable<::absl::Status> $Service$::Stub::$Method$(\n"
                 "    ::ferry::ClientContext& context, const $Request$& request, $Response$& "
                 "response) {\n"
+                "$mark_idempotent$"
                 "  return this->channel_->call($Service$::k$method_name$Path, context, request,\n"
                 "                              response);\n"
                 "}\n"
@@ -622,6 +631,7 @@ void print_stub_definitions(pb::io::Printer& p, const pb::ServiceDescriptor* ser
                 "::absl::Status $Service$::BlockingStub::$Method$(\n"
                 "    ::ferry::ClientContext& context, const $Request$& request, $Response$& "
                 "response) {\n"
+                "$mark_idempotent$"
                 "  return this->channel_->call_blocking($Service$::k$method_name$Path, context,\n"
                 "                                       request, response);\n"
                 "}\n");
@@ -630,6 +640,7 @@ void print_stub_definitions(pb::io::Printer& p, const pb::ServiceDescriptor* ser
         p.Print(v,
                 "::asio::awaitable<::ferry::ClientWriter<$Request$>> $Service$::Stub::$Method$(\n"
                 "    ::ferry::ClientContext& context) {\n"
+                "$mark_idempotent$"
                 "  co_return ::ferry::ClientWriter<$Request$>(co_await this->channel_->open(\n"
                 "      $Service$::k$method_name$Path, ::ferry::RpcKind::kClientStreaming, "
                 "context));\n"
@@ -637,6 +648,7 @@ void print_stub_definitions(pb::io::Printer& p, const pb::ServiceDescriptor* ser
                 "\n"
                 "::ferry::BlockingClientWriter<$Request$> $Service$::BlockingStub::$Method$(\n"
                 "    ::ferry::ClientContext& context) {\n"
+                "$mark_idempotent$"
                 "  return ::ferry::BlockingClientWriter<$Request$>(this->channel_->open_blocking(\n"
                 "      $Service$::k$method_name$Path, ::ferry::RpcKind::kClientStreaming, "
                 "context));\n"
@@ -647,12 +659,14 @@ void print_stub_definitions(pb::io::Printer& p, const pb::ServiceDescriptor* ser
             v,
             "::asio::awaitable<::ferry::ClientReader<$Response$>> $Service$::Stub::$Method$(\n"
             "    ::ferry::ClientContext& context, const $Request$& request) {\n"
+            "$mark_idempotent$"
             "  co_return ::ferry::ClientReader<$Response$>(co_await this->channel_->open(\n"
             "      $Service$::k$method_name$Path, context, request));\n"
             "}\n"
             "\n"
             "::ferry::BlockingClientReader<$Response$> $Service$::BlockingStub::$Method$(\n"
             "    ::ferry::ClientContext& context, const $Request$& request) {\n"
+            "$mark_idempotent$"
             "  return ::ferry::BlockingClientReader<$Response$>(this->channel_->open_blocking(\n"
             "      $Service$::k$method_name$Path, context, request));\n"
             "}\n");
@@ -661,6 +675,7 @@ void print_stub_definitions(pb::io::Printer& p, const pb::ServiceDescriptor* ser
         p.Print(v,
                 "::asio::awaitable<::ferry::ClientReaderWriter<$Request$, $Response$>>\n"
                 "$Service$::Stub::$Method$(::ferry::ClientContext& context) {\n"
+                "$mark_idempotent$"
                 "  co_return ::ferry::ClientReaderWriter<$Request$, $Response$>(\n"
                 "      co_await this->channel_->open($Service$::k$method_name$Path,\n"
                 "                                    ::ferry::RpcKind::kBidiStreaming, context));\n"
@@ -668,6 +683,7 @@ void print_stub_definitions(pb::io::Printer& p, const pb::ServiceDescriptor* ser
                 "\n"
                 "::ferry::BlockingClientReaderWriter<$Request$, $Response$>\n"
                 "$Service$::BlockingStub::$Method$(::ferry::ClientContext& context) {\n"
+                "$mark_idempotent$"
                 "  return ::ferry::BlockingClientReaderWriter<$Request$, $Response$>(\n"
                 "      this->channel_->open_blocking($Service$::k$method_name$Path,\n"
                 "                                    ::ferry::RpcKind::kBidiStreaming, context));\n"

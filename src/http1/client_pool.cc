@@ -48,8 +48,9 @@ std::int32_t ClientPool::submit_request(http2::Stream* stream,
     if (f.name.empty() || f.name[0] == ':' || f.name == "te") continue;  // HTTP/2's own
     absl::StrAppend(&head, detail::to_absl(f.name), ": ", detail::to_absl(f.value), "\r\n");
   }
-  // A GET (the Connect protocol's, for methods without side effects) may run twice.
-  const bool idempotent = method == "GET";
+  // A GET (the Connect protocol's, for methods without side effects) may run twice, and so may a
+  // call its context says is idempotent (its method's idempotency_level).
+  const bool idempotent = method == "GET" || stream->idempotent_request;
   stream->id_ = next_id_;
   next_id_ = next_stream_id(next_id_);
   for (const auto& c : connections_) {

@@ -78,6 +78,9 @@ class Stream {
   // there are any (server), else END_STREAM on the last DATA frame (client).
   bool outbound_end = false;
   TrailerBlock trailers;
+  // A client's request that the server may run twice without harm (ClientContext::set_idempotent):
+  // over HTTP/1.1 it may go again after a kept connection broke under it (http1::ClientPool).
+  bool idempotent_request = false;
 
  private:
   friend class Connection;
