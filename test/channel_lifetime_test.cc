@@ -26,6 +26,7 @@
 #include "ferry/server.h"
 #include "ferry/service.h"
 #include "ferry/testing/echo.pb.h"
+#include "support/wait.h"
 
 namespace ferry {
 namespace {
@@ -79,11 +80,7 @@ class RefusingServer {
   int attempts() const { return attempts_.load(); }
   // Waits until the server has seen n attempts.
   void wait_for_attempts(int n) const {
-    const auto until = std::chrono::steady_clock::now() + 10s;
-    while (attempts() < n && std::chrono::steady_clock::now() < until) {
-      std::this_thread::sleep_for(5ms);
-    }
-    ASSERT_GE(attempts(), n);
+    ASSERT_TRUE(testing::eventually([&] { return attempts() >= n; })) << attempts();
   }
 
  private:

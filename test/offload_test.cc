@@ -24,6 +24,7 @@
 #include "ferry/service.h"
 #include "ferry/testing/echo.pb.h"
 #include "support/loopback.h"
+#include "support/wait.h"
 
 namespace ferry {
 namespace {
@@ -210,9 +211,7 @@ TEST(Offload, ShutdownWaitsForOffloadedWorkBeforeFreeingItsThread) {
   EchoResponse response;
   std::promise<absl::Status> finished;
   channel.call(kBlock, ctx, request, response, [&](absl::Status s) { finished.set_value(s); });
-  const auto until = std::chrono::steady_clock::now() + 10s;
-  while (!started && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
-  ASSERT_TRUE(started);
+  ASSERT_TRUE(testing::eventually([&] { return started.load(); }));
   server->shutdown(0ms);
   EXPECT_TRUE(returned) << "shutdown returned while the pool still had the handler's work";
   server.reset();

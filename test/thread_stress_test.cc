@@ -35,6 +35,7 @@
 #include "ferry/testing/echo.ferry.h"
 #include "ferry/tls.h"
 #include "support/echo_service.h"
+#include "support/wait.h"
 
 namespace ferry {
 namespace {
@@ -80,11 +81,7 @@ void on_threads(int n, Body body, std::chrono::seconds limit = 60s) {
       done.fetch_add(1);
     });
   }
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (done.load() < n && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(5ms);
-  }
-  if (done.load() < n) {
+  if (!testing::eventually([&] { return done.load() == n; }, limit)) {
     ADD_FAILURE() << n - done.load() << " of " << n << " threads still running after "
                   << limit.count() << " s";
     std::fflush(stdout);
@@ -292,7 +289,7 @@ TEST(ThreadStress, ShutdownAndChannelDestructionWithCallsInFlight) {
   std::atomic<int> completed{0}, started{0};
   std::atomic<bool> shutdown_begun{false};
   std::thread stopper([&] {
-    while (started.load() < kThreads * kCallsPerChannel) std::this_thread::sleep_for(1ms);
+    EXPECT_TRUE(testing::eventually([&] { return started.load() == kThreads * kCallsPerChannel; }));
     shutdown_begun = true;
     server->server.shutdown(50ms);
   });
@@ -335,12 +332,9 @@ TEST(ThreadStress, ShutdownAndChannelDestructionWithCallsInFlight) {
     }
   });
   stopper.join();
-  const auto until = std::chrono::steady_clock::now() + 20s;
-  while (completed.load() < kThreads * kCallsPerChannel &&
-         std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(2ms);
-  }
-  EXPECT_EQ(completed.load(), kThreads * kCallsPerChannel);
+  EXPECT_TRUE(
+      testing::eventually([&] { return completed.load() == kThreads * kCallsPerChannel; }, 20s))
+      << completed.load();
   server.reset();
 }
 

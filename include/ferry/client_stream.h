@@ -162,8 +162,6 @@ class ClientStream {
   // channel's own loop (the operation then starts on the caller's thread and hops to the loop,
   // or runs there once the loop has ended: nothing else touches the call then).
   asio::any_io_executor executor_for_ops() const;
-  // Whether the channel's own loop has ended (its Channel is gone).
-  bool loop_ended() const;
 
   // The operations, as awaitables that hop from the awaiting coroutine's executor to the
   // call's and back (or run on the caller's once the channel's own loop has ended).

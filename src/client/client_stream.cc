@@ -46,8 +46,6 @@ ClientStream& ClientStream::operator=(ClientStream&& other) noexcept {
   return *this;
 }
 
-bool ClientStream::loop_ended() const { return loop_ != nullptr && loop_->ended(); }
-
 ClientStream::~ClientStream() {
   if (call_ == nullptr) return;
   // Dropped: cancel an unfinished call, on the call's thread since its state lives there. The
@@ -126,28 +124,35 @@ asio::awaitable<absl::Status> ClientStream::finish_with_response_op(
 
 namespace {
 
-// Runs fn(call) on the call's thread, at once when already there (or once the channel's own
-// loop has ended, nothing else runs it), holding a reference meanwhile.
+// Runs fn(call) on the call's thread, at once when already there, holding a reference meanwhile.
+// On a channel's own loop through ChannelLoop::post_or_run: posted under the lock the loop's end
+// takes, or run here once it has ended (nothing else runs it then); a dispatch after a check that
+// the loop had not ended could land after its final poll, and the cancel was lost.
 template <class Fn>
-void now_on_call_thread(detail::StreamCall* call, bool loop_ended, Fn fn) {
+void now_on_call_thread(detail::StreamCall* call, detail::ChannelLoop* loop, Fn fn) {
   if (call == nullptr) return;
   auto run = [ref = detail::Ref<detail::StreamCall>(call), fn] { fn(*ref); };
-  if (loop_ended) {
+  if (loop == nullptr) {
+    asio::dispatch(call->executor(), std::move(run));
+    return;
+  }
+  const auto* io = call->executor().target<asio::io_context::executor_type>();
+  if (io != nullptr && io->running_in_this_thread()) {
     run();
   } else {
-    asio::dispatch(call->executor(), std::move(run));
+    loop->post_or_run(std::move(run));
   }
 }
 
 }  // namespace
 
 void ClientStream::expect_single_response() {
-  now_on_call_thread(call_, loop_ended(),
+  now_on_call_thread(call_, loop_.get(),
                      [](detail::StreamCall& call) { call.expect_single_message(); });
 }
 
 void ClientStream::cancel() {
-  now_on_call_thread(call_, loop_ended(), [](detail::StreamCall& call) {
+  now_on_call_thread(call_, loop_.get(), [](detail::StreamCall& call) {
     call.cancel(absl::CancelledError("cancelled by the client"));
   });
 }
