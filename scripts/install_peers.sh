@@ -10,6 +10,7 @@
 #                        PREFIX/go/pkg/mod/connectrpc.com/conformance@V          } every version
 #   PREFIX/bin/h2spec     HTTP/2 conformance tester                              }
 #   PREFIX/bin/rich_status_peer_go  test/peers/rich_status_go against grpc-go    }
+#   PREFIX/bin/http1_smuggling_go_server  test/http1_smuggling's Go net/http server   go build
 #   PREFIX/bin/ghz                                 go install (its own go.mod's versions)
 #   PREFIX/bin/connect_echo_server_go  bench/head_to_head/connect_go: connect-go serving the
 #                        head-to-head's echo service   go build (pinned; code from protoc plugins)
@@ -58,7 +59,7 @@ NPM_PACKAGES=(@connectrpc/connect-web@2.2.0 @connectrpc/connect@2.2.0 @bufbuild/
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd) || exit 1  # before any cd
 prefix=${1:-build/peers}
 only=("${@:2}")
-peers=(venv npm go_module ghz connect_echo_go
+peers=(venv npm go_module http1_smuggling_go ghz connect_echo_go
        grpc-java grpc_go_greeter tonic_greeter)
 for peer in "${only[@]}"; do
   [[ " ${peers[*]} " == *" $peer "* ]] || { echo "install_peers.sh: no peer $peer" >&2; exit 2; }
@@ -270,6 +271,27 @@ go_module_install() {
 }
 step "grpc-go interop $GRPC_GO_VERSION, grpcurl $GRPCURL_VERSION, grpc-health-probe $GRPC_HEALTH_PROBE_VERSION, toxiproxy $TOXIPROXY_VERSION, connectconformance $CONNECT_CONFORMANCE_VERSION, h2spec $H2SPEC_VERSION, rich_status_peer_go (test/peers/go.mod)" \
   "$prefix/logs/go_module.log" go_module_check go_module_install
+cd "$prefix" || exit 1
+
+# --- (b2) Go's net/http server for the request smuggling vectors (test/http1_smuggling/
+# go_server.go): the standard library alone, built outside any module (GO111MODULE=off) with the
+# flags above, so that net/http comes out of the build cache the interop programs filled (when the
+# test built it itself, with other flags, that was ~40 CPU-s of compiling net/http again). A stamp
+# of the source and the Go version rebuilds it when either changes.
+smuggling_go_src="$repo/test/http1_smuggling/go_server.go"
+smuggling_go_stamp() { { cat "$smuggling_go_src"; go version; } | sha256sum | cut -c1-16; }
+smuggling_go_check() {
+  [ -x "$GOBIN/http1_smuggling_go_server" ] &&
+    [ "$(cat "$GOBIN/.http1_smuggling_go.stamp" 2>/dev/null)" = "$(smuggling_go_stamp)" ]
+}
+smuggling_go_install() {
+  cd "$prefix" &&
+    GO111MODULE=off GOFLAGS='-buildvcs=false "-ldflags=-s -w" -gcflags=all=-dwarf=false' \
+      go build -o "$GOBIN/http1_smuggling_go_server" "$smuggling_go_src" &&
+    smuggling_go_stamp >"$GOBIN/.http1_smuggling_go.stamp"
+}
+step "http1_smuggling_go_server (test/http1_smuggling/go_server.go, Go's standard library)" \
+  "$prefix/logs/http1_smuggling_go.log" smuggling_go_check smuggling_go_install
 cd "$prefix" || exit 1
 
 # --- (c) ghz, with the versions its own go.mod asks for (grpc-go 1.34: see test/peers/go.mod).

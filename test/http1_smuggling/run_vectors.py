@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Request smuggling and framing vectors (RFC 9112 §2, §5, §6, §7) against ferry's HTTP/1.1 server
 and two strict references: Go's net/http server and Node's http server (go_server.go and
-node_server.js beside this file; built and started here).
+node_server.js beside this file; the Go one built by scripts/install_peers.sh with the peers,
+http1_smuggling_go_server; both started here).
 
-    run_vectors.py --ferry-server build/examples/greeter/greeter_server --go /usr/local/go/bin/go
-                   --node /usr/bin/node --work-dir build/test/http1_smuggling
+    run_vectors.py --ferry-server build/examples/greeter/greeter_server
+                   --go-server build/peers/bin/http1_smuggling_go_server --node /usr/bin/node
 
 Each vector is the bytes a client sends on one connection: the CL.TE, TE.CL and TE.TE families,
 each framing rule, CONNECT and Upgrade with a body, each followed by a pipelined request. A
@@ -19,7 +20,6 @@ Standard library only; the Go server builds from the standard library alone (no 
 import argparse
 import os
 import socket
-import subprocess
 import sys
 import threading
 
@@ -258,24 +258,13 @@ def outcome(port, data, probe):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--ferry-server", required=True)
-    parser.add_argument("--go", required=True)
+    parser.add_argument("--go-server", required=True)
     parser.add_argument("--node", required=True)
-    parser.add_argument("--work-dir", required=True)
     args = parser.parse_args()
     checks = Checks()
     here = os.path.dirname(os.path.abspath(__file__))
-    os.makedirs(args.work_dir, exist_ok=True)
 
-    go_binary = os.path.join(args.work_dir, "go_server")
-    # The user's build cache (net/http compiles once per machine: ~40 CPU-s cold, then 0.3 s).
-    env = dict(os.environ, GOTOOLCHAIN="local", GOFLAGS="", GO111MODULE="off", CGO_ENABLED="0")
-    if not any(env.get(v) for v in ("GOCACHE", "XDG_CACHE_HOME", "HOME")):
-        env["GOCACHE"] = os.path.join(args.work_dir, "gocache")  # no user cache to share
-    built = subprocess.run([args.go, "build", "-o", go_binary,
-                            os.path.join(here, "go_server.go")],
-                           env=env, capture_output=True, text=True)
-    if not checks.check(built.returncode == 0, "go build go_server.go (%s)" % built.stderr.strip()):
-        return checks.exit()
+    go_binary = args.go_server
 
     servers = {}
     for name, cmd in (("ferry", [args.ferry_server, "--port=0"]), ("go", [go_binary]),
