@@ -14,7 +14,7 @@
 #   and the four feature examples, whose calls the googletest programs make there too (any report
 #   aborts its test, so it fails); builds the library and the multi-threaded tests (label
 #   threads) under ThreadSanitizer and runs them; then runs each libFuzzer target for a bounded time
-#   (scripts/fuzz.sh; FERRY_FUZZ_SECONDS per target, default 20 here). The builds that the next
+#   (scripts/fuzz.sh; FERRY_FUZZ_SECONDS per target, default 12 here). The builds that the next
 #   phase needs run at the lowest priority beside the current one. Prints each phase's time.
 # Exits non-zero on any failure.
 set -euo pipefail
@@ -129,25 +129,29 @@ at_lowest_priority bash -c "$(declare -f configure_sanitize); peers='$peers'
 sanitize_pid=$!
 # The ThreadSanitizer tree: clang with -fsanitize=thread, the library and only the tests that
 # start more than one thread (test/CMakeLists.txt's ferry_thread_tests, labelled `threads`);
-# nothing else, since it is a third build of the library. It builds once the ASan tree has, at
-# the lowest priority too (the two would only share the idle CPU between them).
+# nothing else, since it is a third build of the library; the code generator it runs is the
+# Release tree's (FERRY_PROTOC_GEN_FERRY: single-threaded, and not the code this tier tests). It
+# builds once the Release tree and then the ASan tree have, at the lowest priority too (the two
+# would only share the idle CPU between them).
 configure_tsan() {
   cmake -S . -B build-tsan -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
     -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DFERRY_SANITIZE_THREAD=ON -DFERRY_BUILD_BENCHMARKS=OFF \
-    -DFERRY_BUILD_EXAMPLES=OFF -DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld
+    -DFERRY_BUILD_EXAMPLES=OFF -DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld \
+    -DFERRY_PROTOC_GEN_FERRY="$PWD/build/protoc-gen-ferry"
 }
 tsan_log="$PWD/build/tsan_build.log"
+trap 'kill -- -$peers_pid -$sanitize_pid 2>/dev/null || true' EXIT
+
+echo "== Release build (the peers install meanwhile: $peers_log)"
+configure_release -DFERRY_PEERS_DIR="$peers"
+cmake --build build -j "$jobs"
+lap "Release build"
 at_lowest_priority bash -c "$(declare -f configure_tsan)
   while kill -0 $sanitize_pid 2>/dev/null; do sleep 1; done
   configure_tsan && cmake --build build-tsan -j $jobs --target ferry_thread_tests" \
   >"$tsan_log" 2>&1 &
 tsan_pid=$!
 trap 'kill -- -$peers_pid -$sanitize_pid -$tsan_pid 2>/dev/null || true' EXIT
-
-echo "== Release build (the peers install meanwhile: $peers_log)"
-configure_release -DFERRY_PEERS_DIR="$peers"
-cmake --build build -j "$jobs"
-lap "Release build"
 wait "$extras_pid"
 cat "$extras_log"
 [ "$(cat "$extras_status" 2>/dev/null)" = 0 ] || { echo "the Debian packages failed to install" >&2; exit 1; }
@@ -211,11 +215,11 @@ lap "ThreadSanitizer build: what was left after the sanitizer tests"
   ctest -j "$test_jobs" --output-on-failure -L threads)
 lap "ThreadSanitizer tests"
 
-# 20 s of a core per target, after each has replayed its committed corpus (fuzz/corpus: the seeds
+# 12 s of a core per target, after each has replayed its committed corpus (fuzz/corpus: the seeds
 # and every input that found a bug): regressions fail at once, and each run explores a little,
 # within the command's 20 minutes on 2 cores. Deeper runs are scripts/fuzz.sh's own (60 s a
 # target by default, or FERRY_FUZZ_SECONDS).
-fuzz_seconds=${FERRY_FUZZ_SECONDS:-20}
+fuzz_seconds=${FERRY_FUZZ_SECONDS:-12}
 echo "== Fuzzing (libFuzzer + ASan + UBSan, $fuzz_seconds s of a core per target, all at once)"
 fuzz_build_status=0
 wait "$fuzz_build_pid" || fuzz_build_status=$?
