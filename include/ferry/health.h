@@ -25,20 +25,34 @@ enum class ServingStatus {
   kServiceUnknown = 3,  // only in Watch responses, for a service with no status
 };
 
+// Limits on what one client can make the health service hold (each Watch stream keeps its service
+// name until it ends).
+struct HealthServiceOptions {
+  // Longest service name Check and Watch accept (a fully-qualified protobuf service name is far
+  // shorter); a longer one is answered INVALID_ARGUMENT and not kept.
+  std::size_t max_service_name_size = 1024;
+  // Watch streams open at once on one connection; another is answered RESOURCE_EXHAUSTED. A
+  // client watches a few services (grpc-go's health checking opens one stream per subchannel),
+  // so 100 leaves room to spare and bounds a connection's watchers to ~100 × (name + 200 bytes).
+  std::size_t max_watchers_per_connection = 100;
+};
+
 // grpc.health.v1.Health. Check answers the status of the named service ("" for the whole
 // server), NOT_FOUND when none was set (as grpc-go does). Watch sends the current status
 // (SERVICE_UNKNOWN when none is set) and then each change, until the client cancels or the
 // server shuts down; quick successive changes may reach a watcher as their last value only.
 //
 // Thread-safe: statuses may be set from any thread; each Watch stream stays on its call's I/O
-// thread and is woken there (one posted operation per watcher per change); an idle watcher
+// thread and is woken there (one posted operation per watcher of the changed service, found
+// through an index by name: a change costs nothing for the watchers of other services, and Check
+// takes a lock of its own that no watcher bookkeeping holds); an idle watcher
 // costs no timer run and no wake-up, and ends as soon as its call is cancelled
 // (ServerContext::on_cancel).
 // Must outlive the servers it is registered with. Meant for one server: its shutdown turns every
 // status to NOT_SERVING for good.
 class HealthService final : public Service {
  public:
-  HealthService();
+  explicit HealthService(HealthServiceOptions options = {});
   ~HealthService() override;
   HealthService(const HealthService&) = delete;
   HealthService& operator=(const HealthService&) = delete;

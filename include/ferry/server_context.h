@@ -91,6 +91,10 @@ class ServerContext {
   [[nodiscard]] CancellationRegistration on_cancel(std::function<void(const absl::Status&)> fn);
   // "ipv4:127.0.0.1:54321", "ipv6:[::1]:54321", "unix:/path" or "unix-abstract:name".
   std::string peer() const;
+  // The connection the call arrived on: a number unique among the process's server connections
+  // (never reused), so that a service can hold per-connection state or limits (HealthService
+  // caps its Watch streams per connection by it).
+  std::uint64_t connection_id() const;
   // The client's verified certificate identity (mutual TLS, ferry/tls.h); null over cleartext
   // or when the client presented no certificate. Valid while the call runs.
   const PeerIdentity* peer_identity() const;

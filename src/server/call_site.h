@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -22,6 +23,7 @@ class DeadlineQueue;
 class HandlerRunners;
 
 struct ServerCallSite {
+  std::uint64_t connection_id = 0;  // ServerContext::connection_id: unique in the process
   const MethodTable* methods = nullptr;
   HandlerRunners* runners = nullptr;
   DeadlineQueue* deadlines = nullptr;

@@ -43,6 +43,7 @@ ServerCall::ServerCall(ServerCallSite* site, http2::StreamCarrier* connection)
   const std::string& peer = site->peer;
   peer_size_ = std::min(peer.size(), sizeof(peer_));
   std::memcpy(peer_, peer.data(), peer_size_);
+  connection_id_ = site->connection_id;
   if (site->identity != nullptr) identity_ = site->identity;
 }
 

@@ -51,6 +51,7 @@ class ServerCall final : public CallStream {
   const Metadata& client_metadata() const { return client_metadata_; }
   std::chrono::steady_clock::time_point deadline() const { return deadline_; }
   std::string_view peer() const { return {peer_, peer_size_}; }
+  std::uint64_t connection_id() const { return connection_id_; }
   const PeerIdentity* peer_identity() const { return identity_.get(); }
 
   google::protobuf::Arena* arena() { return &arena_; }
@@ -184,6 +185,7 @@ class ServerCall final : public CallStream {
   // ask for it after the connection, and with it the site, is gone.
   char peer_[120];  // "unix:" and a path of up to 107 bytes fit too
   std::size_t peer_size_ = 0;
+  std::uint64_t connection_id_ = 0;               // the site's: a handler may outlive the stream
   std::shared_ptr<const PeerIdentity> identity_;  // the same for TLS: null in cleartext
   std::size_t header_bytes_ = 0;
   bool headers_done_ = false;

@@ -16,6 +16,8 @@ void ServerConnection::adopt(IoThread& thread, std::unique_ptr<http2::ByteStream
   conn->self_ = thread.connections.begin();
 
   ServerCallSite& site = conn->site_;
+  static std::atomic<std::uint64_t> next_connection_id{1};
+  site.connection_id = next_connection_id.fetch_add(1, std::memory_order_relaxed);
   site.methods = &table;
   site.runners = &thread.runners;
   site.deadlines = &thread.deadlines;

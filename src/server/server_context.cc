@@ -10,6 +10,7 @@ const Metadata& ServerContext::client_metadata() const { return call_->client_me
 std::chrono::steady_clock::time_point ServerContext::deadline() const { return call_->deadline(); }
 bool ServerContext::is_cancelled() const { return call_->is_cancelled(); }
 std::string ServerContext::peer() const { return std::string(call_->peer()); }
+std::uint64_t ServerContext::connection_id() const { return call_->connection_id(); }
 const PeerIdentity* ServerContext::peer_identity() const { return call_->peer_identity(); }
 google::protobuf::Arena* ServerContext::arena() const { return call_->arena(); }
 

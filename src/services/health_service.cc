@@ -1,16 +1,21 @@
-// Implementation of ferry/health.h: the statuses behind a mutex, and Watch streams that wait on a
-// timer of their own call's executor that never expires: a change, or the call's cancellation,
-// wakes them by cancelling it (posted there).
+// Implementation of ferry/health.h: the statuses behind a mutex, the Watch streams indexed by
+// service behind another, and each Watch stream waiting on a
+// timer of its own call's executor that never expires: a change, or the call's cancellation,
+// wakes it by cancelling the timer (posted there).
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "asio/any_io_executor.hpp"
 #include "asio/post.hpp"
@@ -29,10 +34,13 @@ namespace health_v1 = ::grpc::health::v1;
 // How long shutdown() waits for the watchers to have sent NOT_SERVING and ended.
 constexpr std::chrono::seconds kShutdownWait{1};
 
-// One Watch stream. Touched by the stream's own executor, and (service, executor) read under the
-// state's mutex; timer is set and cleared on the executor's thread only.
+// One Watch stream. service views the stream's own request (which outlives the watcher): the
+// name is held once. executor and service are set before the watcher is shared and never
+// change; timer is set and cleared on the executor's thread, and cleared under the watcher
+// index's mutex when the stream leaves.
 struct Watcher {
-  std::string service;
+  std::string_view service;
+  std::uint64_t connection = 0;
   asio::any_io_executor executor;
   asio::steady_timer* timer = nullptr;  // null once the stream is over
 };
@@ -51,30 +59,51 @@ health_v1::HealthCheckResponse::ServingStatus to_proto(ServingStatus status) {
 }  // namespace
 
 struct HealthService::State {
+  explicit State(const HealthServiceOptions& o) : options(o) {}
+
+  const HealthServiceOptions options;
+
+  // The statuses, and whether shutdown() has run: what Check reads. mu and watchers_mu are
+  // never held together, so Check never waits behind the watchers' bookkeeping.
   mutable std::mutex mu;
-  std::condition_variable watcher_left;
   absl::flat_hash_map<std::string, ServingStatus> statuses;
-  std::vector<std::shared_ptr<Watcher>> watchers;
   bool shut_down = false;
 
-  // Wakes the watchers of service (all of them when null). mu held.
-  void wake(const std::string* service) {
-    for (const std::shared_ptr<Watcher>& w : watchers) {
-      if (service != nullptr && w->service != *service) continue;
-      wake_watcher(w);
+  // The Watch streams, ordered by (service, watcher) so that a change finds the watchers of its
+  // service without looking at the others, and counted per connection for the cap. Each
+  // entry's name is its watcher's view of its own request.
+  using WatcherKey = std::pair<std::string_view, std::shared_ptr<Watcher>>;
+  mutable std::mutex watchers_mu;
+  std::condition_variable watcher_left;
+  std::set<WatcherKey> watchers;
+  absl::flat_hash_map<std::uint64_t, std::size_t> per_connection;
+
+  // Wakes the watchers of service (all of them when null). Takes watchers_mu.
+  void wake(const std::string_view* service) {
+    std::lock_guard lock(watchers_mu);
+    if (service == nullptr) {
+      for (const WatcherKey& w : watchers) wake_watcher(w.second);
+      return;
+    }
+    for (auto it = watchers.lower_bound(WatcherKey(*service, nullptr));
+         it != watchers.end() && it->first == *service; ++it) {
+      wake_watcher(it->second);
     }
   }
 
+  // A change wakes its service's watchers after the status is stored: a watcher that joined
+  // before the wake-up is woken, one that joins after it reads the new status.
   void set(std::string_view service, std::optional<ServingStatus> status) {
-    std::lock_guard lock(mu);
-    if (shut_down) return;
-    std::string name(service);
-    if (status.has_value()) {
-      statuses[name] = *status;
-    } else {
-      statuses.erase(name);
+    {
+      std::lock_guard lock(mu);
+      if (shut_down) return;
+      if (status.has_value()) {
+        statuses[std::string(service)] = *status;
+      } else {
+        statuses.erase(absl::string_view(service.data(), service.size()));
+      }
     }
-    wake(&name);
+    wake(&service);
   }
 
   ServingStatus get(std::string_view service) const {
@@ -84,24 +113,54 @@ struct HealthService::State {
   }
 
   void shutdown() {
-    std::unique_lock lock(mu);
-    if (!shut_down) {
-      shut_down = true;
-      for (auto& [name, status] : statuses) status = ServingStatus::kNotServing;
-      wake(nullptr);
+    bool first = false;
+    {
+      std::lock_guard lock(mu);
+      if (!shut_down) {
+        first = true;
+        shut_down = true;
+        for (auto& [name, status] : statuses) status = ServingStatus::kNotServing;
+      }
     }
+    if (first) wake(nullptr);
+    std::unique_lock lock(watchers_mu);
     watcher_left.wait_for(lock, kShutdownWait, [this] { return watchers.empty(); });
   }
 
+  // Registers watcher, unless its connection has as many as it may: false then.
+  bool join(const std::shared_ptr<Watcher>& watcher) {
+    std::lock_guard lock(watchers_mu);
+    std::size_t& count = per_connection[watcher->connection];
+    if (count >= options.max_watchers_per_connection) {
+      if (count == 0) per_connection.erase(watcher->connection);
+      return false;
+    }
+    ++count;
+    watchers.emplace(watcher->service, watcher);
+    return true;
+  }
+
   void leave(const std::shared_ptr<Watcher>& watcher) {
-    std::lock_guard lock(mu);
-    std::erase(watchers, watcher);
-    watcher->timer = nullptr;
+    std::lock_guard lock(watchers_mu);
+    watchers.erase(WatcherKey(watcher->service, watcher));
+    if (auto it = per_connection.find(watcher->connection);
+        it != per_connection.end() && --it->second == 0) {
+      per_connection.erase(it);
+    }
+    watcher->timer = nullptr;  // a wake-up already posted holds the watcher, and finds no timer
     watcher_left.notify_all();
+  }
+
+  absl::Status check_name(std::string_view service) const {
+    if (service.size() <= options.max_service_name_size) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat("the service name is ", service.size(),
+                                                   " bytes long, over the limit of ",
+                                                   options.max_service_name_size));
   }
 
   asio::awaitable<absl::Status> check(const health_v1::HealthCheckRequest& request,
                                       health_v1::HealthCheckResponse& response) const {
+    if (absl::Status s = check_name(request.service()); !s.ok()) co_return s;
     const ServingStatus status = get(request.service());
     if (status == ServingStatus::kServiceUnknown) co_return absl::NotFoundError("unknown service");
     response.set_status(to_proto(status));
@@ -111,16 +170,18 @@ struct HealthService::State {
   asio::awaitable<absl::Status> watch(ServerContext& context,
                                       const health_v1::HealthCheckRequest& request,
                                       ServerWriter<health_v1::HealthCheckResponse>& writer) {
+    if (absl::Status s = check_name(request.service()); !s.ok()) co_return s;
     asio::steady_timer timer(co_await asio::this_coro::executor);
-    auto watcher =
-        std::make_shared<Watcher>(Watcher{request.service(), timer.get_executor(), &timer});
-    {
-      std::lock_guard lock(mu);
-      watchers.push_back(watcher);
+    auto watcher = std::make_shared<Watcher>(
+        Watcher{request.service(), context.connection_id(), timer.get_executor(), &timer});
+    if (!join(watcher)) {
+      co_return absl::ResourceExhaustedError(
+          absl::StrCat("this connection has ", options.max_watchers_per_connection,
+                       " health Watch streams open, as many as it may"));
     }
     struct Leave {
       State* state;
-      std::shared_ptr<Watcher> watcher;
+      const std::shared_ptr<Watcher>& watcher;
       ~Leave() { state->leave(watcher); }
     } leave{this, watcher};
     // A client that cancels (or a deadline, a lost connection) wakes the stream at once: it
@@ -135,7 +196,8 @@ struct HealthService::State {
       bool over;
       {
         std::lock_guard lock(mu);
-        auto it = statuses.find(watcher->service);
+        auto it =
+            statuses.find(absl::string_view(watcher->service.data(), watcher->service.size()));
         now = it == statuses.end() ? ServingStatus::kServiceUnknown : it->second;
         over = shut_down;
       }
@@ -156,8 +218,8 @@ struct HealthService::State {
   }
 };
 
-HealthService::HealthService()
-    : Service("grpc.health.v1.Health"), state_(std::make_unique<State>()) {
+HealthService::HealthService(HealthServiceOptions options)
+    : Service("grpc.health.v1.Health"), state_(std::make_unique<State>(options)) {
   state_->statuses[""] = ServingStatus::kServing;
   State* state = state_.get();
   add_unary<health_v1::HealthCheckRequest, health_v1::HealthCheckResponse>(
@@ -186,7 +248,7 @@ void HealthService::clear_status(std::string_view service) { state_->set(service
 ServingStatus HealthService::status(std::string_view service) const { return state_->get(service); }
 
 std::size_t HealthService::watch_count() const {
-  std::lock_guard lock(state_->mu);
+  std::lock_guard lock(state_->watchers_mu);
   return state_->watchers.size();
 }
 
