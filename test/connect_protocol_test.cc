@@ -114,6 +114,54 @@ TEST(ConnectUnary, MalformedTimeoutIsInvalidArgument) {
   EXPECT_EQ(loop.probe().started.load(), 0);
 }
 
+// A request body that does not parse is the client's fault: invalid_argument (400), as connect-go
+// answers it ("unmarshal message"), not internal (500). gRPC keeps INTERNAL, as grpc-go.
+TEST(ConnectUnary, ARequestThatDoesNotParseIsInvalidArgument) {
+  Loopback loop;
+  {
+    RawCall call(loop, echo_methods::kEcho, kUnaryProto, std::string("\xff\xff\xff\xff", 4));
+    const RawResponse& r = call.wait();
+    EXPECT_EQ(r.header(":status"), "400");
+    EXPECT_EQ(field(json_object(r.data), "code"), "invalid_argument");
+  }
+  {
+    RawCall call(loop, echo_methods::kEcho, {{"content-type", "application/json"}},
+                 R"({"payload": 12, "nope": [})");
+    const RawResponse& r = call.wait();
+    EXPECT_EQ(r.header(":status"), "400");
+    EXPECT_EQ(field(json_object(r.data), "code"), "invalid_argument");
+  }
+  {
+    const std::string garbage("\xff\xff\xff\xff", 4);
+    std::string framed(5, '\0');
+    framed[4] = static_cast<char>(garbage.size());
+    RawCall call(loop, echo_methods::kEcho, {}, framed + garbage);
+    EXPECT_EQ(call.wait().header("grpc-status"), "13");
+  }
+  EXPECT_EQ(loop.probe().started.load(), 0);
+}
+
+// A Connect stream's request message that does not parse: its end-of-stream message says
+// invalid_argument.
+TEST(ConnectStreaming, ARequestThatDoesNotParseIsInvalidArgument) {
+  Loopback loop;
+  const std::string garbage("\xff\xff\xff\xff", 4);
+  std::string envelope(5, '\0');
+  envelope[4] = static_cast<char>(garbage.size());
+  RawCall call(loop, echo_methods::kChat, {{"content-type", "application/connect+proto"}},
+               envelope + garbage);
+  const RawResponse& r = call.wait();
+  EXPECT_EQ(r.header(":status"), "200");
+  ASSERT_GE(r.data.size(), 5u);
+  EXPECT_EQ(static_cast<unsigned char>(r.data[r.data.size() - 1]), '}');
+  const std::size_t brace = r.data.find('{');
+  ASSERT_NE(brace, std::string::npos);
+  const google::protobuf::Struct end = json_object(r.data.substr(brace));
+  auto error = end.fields().find("error");
+  ASSERT_NE(error, end.fields().end()) << r.data;
+  EXPECT_EQ(field(error->second.struct_value(), "code"), "invalid_argument");
+}
+
 TEST(ConnectUnary, KindAndPathAreChecked) {
   Loopback loop;
   {  // a unary content-type for a streaming method, and the other way round

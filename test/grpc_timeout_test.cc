@@ -1,6 +1,7 @@
 // Loopback tests of the server's grpc-timeout checks, with raw request headers: a value outside
 // the spec's grammar ends the call with INTERNAL and an already-passed deadline ("0n") with
-// DEADLINE_EXCEEDED, both before any handler runs; a valid timeout lets the call run.
+// DEADLINE_EXCEEDED, both before any handler runs; a valid timeout lets the call run. And the
+// other request header a client can get wrong the same way: a -bin value that is not base64.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -49,6 +50,41 @@ TEST(GrpcTimeout, MalformedIsInternalAndTheHandlerNeverRuns) {
       EXPECT_EQ(r.header("grpc-message"), "malformed grpc-timeout");
       EXPECT_EQ(r.header_blocks, 1) << "Trailers-Only";
     }
+  }
+  EXPECT_EQ(loop.probe().started.load(), 0);
+}
+
+// A -bin value that is not base64 used to reset the stream (INTERNAL_ERROR), which tells the
+// client nothing; it is answered grpc-status 13 with a message naming the key, as grpc-go answers
+// "malformed binary metadata", for gRPC, gRPC-Web and Connect alike.
+TEST(MalformedMetadata, ABinValueThatIsNotBase64IsInternalWithAMessage) {
+  Loopback loop;
+  EchoRequest request;
+  request.set_payload("abc");
+  for (std::string_view path : {testing::echo_methods::kEcho, testing::echo_methods::kChat}) {
+    RawCall call(loop, path, {{"x-good-bin", "AQID"}, {"x-trace-bin", "!!not base64!!"}},
+                 framed(request));
+    const RawResponse& r = call.wait();
+    EXPECT_EQ(r.h2_error, http2::ErrorCode::kNoError) << "not reset";
+    EXPECT_EQ(r.header(":status"), "200");
+    EXPECT_EQ(r.header("grpc-status"), "13");
+    const std::string message = r.header("grpc-message").value_or("");
+    EXPECT_NE(message.find("malformed binary metadata"), std::string::npos) << message;
+    EXPECT_NE(message.find("x-trace-bin"), std::string::npos) << message;
+  }
+  {
+    RawCall call(loop, testing::echo_methods::kEcho,
+                 {{"content-type", "application/grpc-web+proto"}, {"x-trace-bin", "%%"}},
+                 framed(request));
+    EXPECT_EQ(call.wait().header("grpc-status"), "13");
+  }
+  {
+    RawCall call(loop, testing::echo_methods::kEcho,
+                 {{"content-type", "application/proto"}, {"x-trace-bin", "%%"}},
+                 request.SerializeAsString());
+    const RawResponse& r = call.wait();
+    EXPECT_EQ(r.header(":status"), "500");  // Connect's internal
+    EXPECT_NE(r.data.find("malformed binary metadata"), std::string::npos) << r.data;
   }
   EXPECT_EQ(loop.probe().started.load(), 0);
 }

@@ -148,7 +148,8 @@ class ServerContext {
   }
   // The request of a unary or server-streaming call, which ferry has received in full before
   // running the handler: parsed without suspending. False when the client sent none or it does
-  // not parse (ferry has then ended the call with INTERNAL).
+  // not parse (ferry has then ended the call: INTERNAL, or invalid_argument under Connect, as
+  // connect-go answers it).
   bool take_request(google::protobuf::MessageLite& msg);
   // Sends a response message (and the response headers first, if not sent yet), compressed as
   // set_compression settled unless options.no_compression. Suspends while the client's

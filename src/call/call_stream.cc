@@ -319,13 +319,16 @@ int CallStream::take_message(google::protobuf::MessageLite& msg) {
   } else {
     SliceChain& plain = inflate_scratch();
     parsed = inflate(message.payload, plain);
-    if (parsed.ok()) {
-      parsed = format_.json ? parse_json_message(plain, msg) : parse_message(plain, msg);
+    if (!parsed.ok()) {
+      plain.consume(plain.size());
+      on_receive_error(std::move(parsed));
+      return -1;
     }
+    parsed = format_.json ? parse_json_message(plain, msg) : parse_message(plain, msg);
     plain.consume(plain.size());
   }
   if (!parsed.ok()) {
-    on_receive_error(std::move(parsed));
+    on_parse_error(std::move(parsed));
     return -1;
   }
   on_message_taken(message.compressed);

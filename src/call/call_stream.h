@@ -188,6 +188,9 @@ class CallStream : public http2::Stream, private Deadline {
   virtual bool inbound_done() const { return remote_ended_ || closed_; }
   // A malformed or oversized inbound message: the subclass ends the call with status.
   virtual void on_receive_error(absl::Status status) = 0;
+  // A message that arrived whole (and inflated) but does not parse as its type; status says why
+  // (INTERNAL). The protocol decides the code: on_receive_error with it, unless overridden.
+  virtual void on_parse_error(absl::Status status) { on_receive_error(std::move(status)); }
   // Inbound messages were queued or the inbound side ended.
   virtual void on_inbound_progress() {}
   // A read, write or finish waiting on this call was cancelled through its completion handler's

@@ -134,6 +134,11 @@ std::optional<std::string> decode_binary_header(std::string_view encoded) {
   return out;
 }
 
+absl::Status malformed_binary_header(std::string_view name) {
+  return absl::InternalError(
+      absl::StrCat("malformed binary metadata: the value of '", to_absl(name), "' is not base64"));
+}
+
 bool accepts_encoding(std::string_view accept_encoding, Compression encoding) {
   while (!accept_encoding.empty()) {
     const std::size_t comma = accept_encoding.find(',');

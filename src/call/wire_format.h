@@ -32,6 +32,9 @@ std::string percent_decode(std::string_view encoded);
 // -bin metadata values: base64 without padding when sending; padded or unpadded when receiving.
 std::string encode_binary_header(std::string_view raw);
 std::optional<std::string> decode_binary_header(std::string_view encoded);
+// The status of a call whose peer sent a -bin value that is not base64: INTERNAL, naming the key
+// (grpc-go's "malformed binary metadata").
+absl::Status malformed_binary_header(std::string_view name);
 
 // name == literal, the literal's length known at compile time so that the comparison is inlined:
 // std::string_view's == called an out-of-line compare for every header (seen in the profile).

@@ -121,7 +121,12 @@ bool ServerCall::on_header(std::string_view name, std::string_view value) {
   if (header_starts_with(name, "grpc-")) return true;  // reserved: not metadata
   if (is_binary_metadata_key(name)) {
     std::optional<std::string> raw = decode_binary_header(value);
-    if (!raw) return false;  // malformed base64: reset the stream
+    if (!raw) {
+      // Answered with INTERNAL once routed (route_accepted), as grpc-go answers it, rather than
+      // a reset that tells the client nothing. The first such key is named.
+      if (malformed_binary_key_.empty()) malformed_binary_key_ = name;
+      return true;
+    }
     client_metadata_.add(name, *raw);
   } else {
     client_metadata_.add(name, value);
@@ -175,6 +180,10 @@ void ServerCall::route() {
 }
 
 void ServerCall::route_accepted() {
+  if (!malformed_binary_key_.empty()) {
+    finish(malformed_binary_header(malformed_binary_key_), nullptr);
+    return;
+  }
   if (absl::Status s = check_timeout(); !s.ok()) {
     finish(s, nullptr);
     return;
@@ -490,6 +499,13 @@ void ServerCall::on_operation_cancelled() {
 void ServerCall::on_receive_error(absl::Status status) {
   finish(status, nullptr);
   abort(std::move(status));
+}
+
+void ServerCall::on_parse_error(absl::Status status) {
+  if (is_protocol(WireProtocol::kConnectUnary) || is_protocol(WireProtocol::kConnectStreaming)) {
+    status = absl::InvalidArgumentError(status.message());
+  }
+  on_receive_error(std::move(status));
 }
 
 void ServerCall::on_remote_end() {

@@ -118,6 +118,9 @@ class ServerCall final : public CallStream {
   void on_headers_done() override;
   void on_stream_closed(http2::ErrorCode h2_error) override;
   void on_receive_error(absl::Status status) override;
+  // A Connect request that does not parse is INVALID_ARGUMENT, as connect-go answers it (gRPC's
+  // stays INTERNAL, as grpc-go's).
+  void on_parse_error(absl::Status status) override;
   void on_remote_end() override;
   void on_inbound_progress() override;
   void on_deadline() override;  // DEADLINE_EXCEEDED, for handler and client
@@ -185,6 +188,8 @@ class ServerCall final : public CallStream {
   // ask for it after the connection, and with it the site, is gone.
   char peer_[120];  // "unix:" and a path of up to 107 bytes fit too
   std::size_t peer_size_ = 0;
+  // The first -bin key whose value was not base64: the call is answered INTERNAL.
+  std::string malformed_binary_key_;
   std::uint64_t connection_id_ = 0;               // the site's: a handler may outlive the stream
   std::shared_ptr<const PeerIdentity> identity_;  // the same for TLS: null in cleartext
   std::size_t header_bytes_ = 0;
