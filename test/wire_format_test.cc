@@ -117,8 +117,11 @@ TEST(StatusMapping, HttpStatusesFollowTheGrpcTable) {
   EXPECT_EQ(status_code_from_http(403), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(status_code_from_http(404), absl::StatusCode::kUnimplemented);
   EXPECT_EQ(status_code_from_http(429), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(status_code_from_http(502), absl::StatusCode::kUnavailable);
   EXPECT_EQ(status_code_from_http(503), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(status_code_from_http(504), absl::StatusCode::kUnavailable);
   EXPECT_EQ(status_code_from_http(415), absl::StatusCode::kUnknown);
+  EXPECT_EQ(status_code_from_http(500), absl::StatusCode::kUnknown);
 }
 
 TEST(StatusMapping, RstStreamCodes) {
@@ -129,6 +132,28 @@ TEST(StatusMapping, RstStreamCodes) {
             absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(status_from_rst_stream(http2::ErrorCode::kProtocolError).code(),
             absl::StatusCode::kInternal);
+}
+
+// The words say who reset the stream: the peer, named, or ferry itself.
+TEST(StatusMapping, RstStreamWordsSayWhoResetIt) {
+  const absl::Status cancel = status_from_rst_stream(http2::ErrorCode::kCancel, "the server");
+  EXPECT_EQ(cancel.message(), "the server reset the stream with CANCEL");
+  const absl::Status refused =
+      status_from_rst_stream(http2::ErrorCode::kRefusedStream, "the server");
+  EXPECT_EQ(refused.message(), "the server refused the stream (REFUSED_STREAM)");
+  const absl::Status ours =
+      status_from_rst_stream(http2::ErrorCode::kProtocolError, "the server", /*by_us=*/true);
+  EXPECT_EQ(ours.code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(ours.message(),
+            "ferry reset the stream with PROTOCOL_ERROR: the server's frames broke HTTP/2's rules");
+  EXPECT_EQ(status_from_rst_stream(http2::ErrorCode::kFlowControlError, "the client").message(),
+            "the client reset the stream with FLOW_CONTROL_ERROR");
+}
+
+TEST(StatusMapping, MalformedBinaryHeaderNamesTheKey) {
+  const absl::Status s = malformed_binary_header("x-trace-bin");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(s.message(), "malformed binary metadata: the value of 'x-trace-bin' is not base64");
 }
 
 TEST(StatusMapping, GrpcStatusValues) {

@@ -170,22 +170,35 @@ absl::StatusCode status_code_from_http(int http_status) {
   }
 }
 
-absl::Status status_from_rst_stream(http2::ErrorCode h2_error) {
+absl::Status status_from_rst_stream(http2::ErrorCode h2_error, std::string_view peer, bool by_us) {
   using http2::ErrorCode;
+  const absl::string_view code = to_absl(http2::error_code_name(h2_error));
+  if (by_us) {
+    // Our RST_STREAM: the peer's frames broke a rule of HTTP/2's (PROTOCOL_ERROR,
+    // FLOW_CONTROL_ERROR, ...), or a callback refused them (INTERNAL_ERROR).
+    const absl::StatusCode status = h2_error == ErrorCode::kEnhanceYourCalm
+                                        ? absl::StatusCode::kResourceExhausted
+                                        : absl::StatusCode::kInternal;
+    return absl::Status(status, absl::StrCat("ferry reset the stream with ", code, ": ",
+                                             to_absl(peer), "'s frames broke HTTP/2's rules"));
+  }
   switch (h2_error) {
     case ErrorCode::kNoError:
-      return absl::InternalError("stream closed by the peer before the call ended (NO_ERROR)");
-    case ErrorCode::kRefusedStream:
-      return absl::UnavailableError("stream refused by the peer (REFUSED_STREAM)");
-    case ErrorCode::kCancel:
-      return absl::CancelledError("stream cancelled by the peer (CANCEL)");
-    case ErrorCode::kEnhanceYourCalm:
-      return absl::ResourceExhaustedError("peer reset the stream: ENHANCE_YOUR_CALM");
-    case ErrorCode::kInadequateSecurity:
-      return absl::PermissionDeniedError("peer reset the stream: INADEQUATE_SECURITY");
-    default:
       return absl::InternalError(
-          absl::StrCat("stream reset by the peer: ", to_absl(http2::error_code_name(h2_error))));
+          absl::StrCat(to_absl(peer), " closed the stream before the call ended (NO_ERROR)"));
+    case ErrorCode::kRefusedStream:
+      return absl::UnavailableError(
+          absl::StrCat(to_absl(peer), " refused the stream (REFUSED_STREAM)"));
+    case ErrorCode::kCancel:
+      return absl::CancelledError(absl::StrCat(to_absl(peer), " reset the stream with CANCEL"));
+    case ErrorCode::kEnhanceYourCalm:
+      return absl::ResourceExhaustedError(
+          absl::StrCat(to_absl(peer), " reset the stream with ENHANCE_YOUR_CALM"));
+    case ErrorCode::kInadequateSecurity:
+      return absl::PermissionDeniedError(
+          absl::StrCat(to_absl(peer), " reset the stream with INADEQUATE_SECURITY"));
+    default:
+      return absl::InternalError(absl::StrCat(to_absl(peer), " reset the stream with ", code));
   }
 }
 

@@ -263,14 +263,28 @@ void ClientCall::begin_trailers() {
 }
 
 bool ClientCall::on_header(std::string_view name, std::string_view value) {
+  // RFC 9113 §6.5.2: the header list limit bounds each block (headers, trailers, a 1xx), not
+  // their sum; on_headers_done starts the count again.
   header_bytes_ += name.size() + value.size() + 32;
-  if (header_bytes_ > max_header_bytes_) return false;
+  if (header_bytes_ > max_header_bytes_) {
+    rejected_ = absl::ResourceExhaustedError(
+        absl::StrCat("a header block of the response is over the ", max_header_bytes_,
+                     "-byte limit (ChannelOptions::max_header_list_size)"));
+    return false;
+  }
   if (header_is(name, ":status")) {
     int code = 0;
     for (char c : value) code = code * 10 + (c - '0');
+    // RFC 9110 §15.2: an informational (1xx) response comes before the final one, whose
+    // headers follow in a block of their own; its fields are neither headers nor trailers.
+    if (code >= 100 && code < 200 && !initial_done_) {
+      informational_ = true;
+      return true;
+    }
     http_status_ = code;
     return true;
   }
+  if (informational_) return true;
   if (is_connect()) [[unlikely]]
     return on_connect_header(name, value);
   if (initial_done_ && !in_trailers_) begin_trailers();
@@ -306,7 +320,10 @@ bool ClientCall::on_header(std::string_view name, std::string_view value) {
   Metadata& md = initial_done_ ? trailing_metadata_ : initial_metadata_;
   if (is_binary_metadata_key(name)) {
     std::optional<std::string> raw = decode_binary_header(value);
-    if (!raw) return false;
+    if (!raw) {
+      rejected_ = malformed_binary_header(name);
+      return false;
+    }
     md.add(name, *raw);
   } else {
     md.add(name, value);
@@ -351,16 +368,37 @@ absl::Status ClientCall::response_type_status() const {
 }
 
 void ClientCall::on_headers_done() {
+  header_bytes_ = 0;
+  if (informational_) {
+    informational_ = false;  // the final response is still to come
+    return;
+  }
   initial_done_ = true;
   ++header_blocks_;
   if (is_connect()) [[unlikely]] {
     on_connect_headers_done();
     return;
   }
-  if (header_blocks_ == 1 && http_status_ == 200 && response_type_ != ResponseType::kMatch) {
-    // Other statuses are mapped when the stream ends.
-    abort_call(response_type_status());
+  if (header_blocks_ != 1) return;
+  if (http_status_ != 200) {
+    // gRPC's HTTP-to-status table (doc/http-grpc-status-mapping.md), before any of the body is
+    // read: whatever answered (a proxy's 502 page, say) is not a gRPC response, and its body is
+    // not gRPC messages. A grpc-status it may carry does not count (as in grpc-go).
+    reject_response(http_status_error());
+  } else if (response_type_ != ResponseType::kMatch) {
+    reject_response(response_type_status());
   }
+}
+
+absl::Status ClientCall::http_status_error() const {
+  return absl::Status(status_code_from_http(http_status_),
+                      absl::StrCat("unexpected HTTP status ", http_status_,
+                                   grpc_message_.empty() ? "" : ": ", grpc_message_));
+}
+
+void ClientCall::reject_response(absl::Status status) {
+  response_rejected_ = true;
+  abort_call(std::move(status));
 }
 
 void ClientCall::on_end_frame(DecodedMessage&& frame) {
@@ -417,9 +455,7 @@ void ClientCall::on_remote_end() {
     if (sent_type_.protocol != WireProtocol::kGrpcWeb) initial_metadata_.clear();
   }
   if (http_status_ != 200) {
-    complete(absl::Status(status_code_from_http(http_status_),
-                          absl::StrCat("unexpected HTTP status ", http_status_,
-                                       grpc_message_.empty() ? "" : ": ", grpc_message_)));
+    complete(http_status_error());  // no headers came (on_headers_done maps the others)
   } else if (!has_grpc_status_) {
     complete(absl::InternalError("the server ended the stream without a grpc-status"));
   } else {
@@ -451,10 +487,16 @@ void ClientCall::on_stream_closed(http2::ErrorCode h2_error) {
       // be read before our own deadline timer runs. The call failed by its deadline either way
       // (grpc-go's client does the same).
       complete(absl::DeadlineExceededError("deadline exceeded"));
+    } else if (!rejected_.ok()) {
+      complete(rejected_);  // on_header refused the response; this side reset the stream
+    } else if (h2_error == http2::ErrorCode::kConnectionLost) {
+      complete(
+          local_close_reason().empty()
+              ? absl::UnavailableError("the connection to the server was lost")
+              : absl::UnavailableError(absl::StrCat("ferry closed the connection to the server: ",
+                                                    to_absl(local_close_reason()))));
     } else {
-      complete(h2_error == http2::ErrorCode::kConnectionLost
-                   ? absl::UnavailableError("the connection to the server was lost")
-                   : status_from_rst_stream(h2_error));
+      complete(status_from_rst_stream(h2_error, "the server", reset_sent()));
     }
   }
 }

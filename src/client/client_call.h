@@ -130,7 +130,9 @@ class ClientCall final : public CallStream, public StreamCall {
   // retry design lets such a call be retried transparently.
   bool never_processed() const { return never_processed_; }
   // Response headers came (not a Trailers-Only response): the retry design's commit point.
-  bool committed() const { return header_blocks_ > 0 && !trailers_only_; }
+  // A response that is not one of the protocol's (another HTTP status, a foreign content-type)
+  // commits nothing: the call may be retried as its policy says.
+  bool committed() const { return header_blocks_ > 0 && !trailers_only_ && !response_rejected_; }
   // The server's grpc-retry-pushback-ms (client/retry.h: kNoPushback, kStopRetrying or ms).
   std::int64_t retry_pushback_ms() const { return retry_pushback_ms_; }
 
@@ -184,6 +186,10 @@ class ClientCall final : public CallStream, public StreamCall {
   void tell_observer();
   // Ends the call from this side: status, RST_STREAM(CANCEL).
   void abort_call(absl::Status status);
+  // abort_call for a response that is not the protocol's, read from its first header block.
+  void reject_response(absl::Status status);
+  // The status gRPC's HTTP-to-status table gives http_status_ (connect-go's client uses the same).
+  absl::Status http_status_error() const;
   // Registers with the parent server call's cancellation (from_server_context).
   void link_to_parent();
 
@@ -198,8 +204,12 @@ class ClientCall final : public CallStream, public StreamCall {
   bool initial_published_ = false;
   bool trailing_published_ = false;
   std::size_t max_header_bytes_ = 0;
-  std::size_t header_bytes_ = 0;
+  std::size_t header_bytes_ = 0;  // of the header block being read
+  bool informational_ = false;    // that block is a 1xx response's
   bool initial_done_ = false;
+  bool response_rejected_ = false;  // see committed()
+  // Why on_header refused a field (the stream is then reset by this side): the call's status.
+  absl::Status rejected_;
   int header_blocks_ = 0;
   bool done_ = false;
   bool never_processed_ = false;

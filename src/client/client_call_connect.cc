@@ -11,14 +11,6 @@
 #include "common/strings.h"
 
 namespace ferry::detail {
-namespace {
-
-absl::Status http_status_error(int http_status) {
-  return absl::Status(status_code_from_http(http_status),
-                      absl::StrCat("unexpected HTTP status ", http_status));
-}
-
-}  // namespace
 
 bool ClientCall::on_connect_header(std::string_view name, std::string_view value) {
   const bool unary = sent_type_.protocol == WireProtocol::kConnectUnary;
@@ -49,7 +41,10 @@ bool ClientCall::on_connect_header(std::string_view name, std::string_view value
   }
   if (is_binary_metadata_key(name)) {
     std::optional<std::string> raw = decode_binary_header(value);
-    if (!raw) return false;
+    if (!raw) {
+      rejected_ = malformed_binary_header(name);
+      return false;
+    }
     md->add(name, *raw);
   } else {
     md->add(name, value);
@@ -63,26 +58,28 @@ void ClientCall::on_connect_headers_done() {
     // A stream's errors come in its end-of-stream message; another HTTP status is the failure
     // of whatever answered instead of a Connect server.
     if (http_status_ != 200) {
-      abort_call(http_status_error(http_status_));
+      reject_response(http_status_error());
     } else if (response_type_ != ResponseType::kMatch) {
-      abort_call(response_type_status());
+      reject_response(response_type_status());
     }
     return;
   }
   if (http_status_ == 200) {
-    if (response_type_ != ResponseType::kMatch) abort_call(response_type_status());
+    if (response_type_ != ResponseType::kMatch) reject_response(response_type_status());
     return;
   }
   if (http_status_ == 304 && sent_get_) {
-    abort_call(absl::UnknownError("HTTP status 304 (not modified) for a GET"));
+    reject_response(absl::UnknownError("HTTP status 304 (not modified) for a GET"));
     return;
   }
   // An error: its JSON body says which, read once the body is complete (on_connect_remote_end).
-  // A body of another type is not Connect's: the HTTP status says what it can.
+  // It is Connect's Trailers-Only, which commits nothing (the retry design). A body of another
+  // type is not Connect's: the HTTP status says what it can.
   if (response_json_) {
     connect_error_body_ = true;
+    response_rejected_ = true;
   } else {
-    abort_call(http_status_error(http_status_));
+    reject_response(http_status_error());
   }
 }
 
@@ -96,7 +93,7 @@ void ClientCall::on_connect_remote_end() {
     } else if (std::optional<ConnectError> error = parse_connect_error_json(*body)) {
       status = error->to_status(status_code_from_http(http_status_));
     } else {
-      status = http_status_error(http_status_);
+      status = http_status_error();
     }
     complete(status);
     abort(std::move(status));

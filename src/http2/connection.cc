@@ -175,6 +175,7 @@ void Connection::shutdown() {
 
 void Connection::terminate(ErrorCode error, std::string_view debug) {
   if (closed_) return;
+  local_close_reason_ = debug;
   nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, goaway_last_stream_id(),
                         static_cast<std::uint32_t>(error),
                         reinterpret_cast<const std::uint8_t*>(debug.data()), debug.size());
@@ -204,6 +205,7 @@ void Connection::close_stream(bool gracefully) {
     Stream* stream = streams_;
     unlink(stream);
     nghttp2_session_set_stream_user_data(session_, stream->id_, nullptr);
+    stream->local_close_reason_ = local_close_reason_;
     stream->on_closed(ErrorCode::kConnectionLost);
   }
   pending_.clear();
@@ -361,7 +363,9 @@ void Connection::on_read(const asio::error_code& ec, std::size_t n) {
   run_wakeups();
   receiving_ = false;
   if (rv < 0) {
-    // A protocol error: nghttp2 has queued GOAWAY where it could; send it, then close.
+    // A protocol error: nghttp2 has queued GOAWAY where it could; send it, then close. The
+    // calls are told it was this side's doing, and why (a static string of nghttp2's).
+    local_close_reason_ = nghttp2_strerror(static_cast<int>(rv));
     nghttp2_session_terminate_session(session_, NGHTTP2_PROTOCOL_ERROR);
     flush();
     close_if_done();

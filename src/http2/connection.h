@@ -102,7 +102,9 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   void shutdown() override;
   // Closes the byte stream now; every open stream gets on_closed(kConnectionLost).
   void close() override;
-  // Ends the connection for an error of the peer's: GOAWAY(error, debug), then close.
+  // Ends the connection for an error of the peer's: GOAWAY(error, debug), then close. debug
+  // must be a static string: the streams closed then are told it as the reason
+  // (Stream::local_close_reason).
   void terminate(ErrorCode error, std::string_view debug);
   // Sends a PING (keepalive); the ACK reaches the lifecycle.
   void ping();
@@ -192,6 +194,7 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   bool paused_in_data_ = false;
   AnswerBytes answer_bytes_;  // when run_wakeups writes between the calls it runs
   bool closed_ = false;
+  std::string_view local_close_reason_;  // this side's reason to close, for the streams
   bool goaway_received_ = false;
   // The last stream id our GOAWAY named (no GOAWAY yet: the largest id). nghttp2 goes on
   // accepting new streams until the frame is written, but the peer takes every stream above

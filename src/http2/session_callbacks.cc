@@ -242,6 +242,15 @@ int Connection::Callbacks::stream_close(nghttp2_session* session, std::int32_t s
 int Connection::Callbacks::frame_send(nghttp2_session* session, const nghttp2_frame* frame,
                                       void* user_data) {
   Connection& c = self(user_data);
+  if (frame->hd.type == NGHTTP2_RST_STREAM) {
+    // Ours, not the peer's: the call's status says so (nghttp2 closes the stream after this).
+    if (Stream* stream = c.find_stream(frame->hd.stream_id)) stream->reset_sent_ = true;
+  }
+  if (frame->hd.type == NGHTTP2_GOAWAY && frame->goaway.error_code != NGHTTP2_NO_ERROR &&
+      c.local_close_reason_.empty()) {
+    // nghttp2 (or ferry) ends the connection for the peer's fault: its streams are told.
+    c.local_close_reason_ = error_code_name(static_cast<ErrorCode>(frame->goaway.error_code));
+  }
   if (c.lifecycle_ != nullptr &&
       (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA)) {
     c.lifecycle_->on_data_sent();

@@ -71,6 +71,14 @@ class Stream {
   std::int32_t stream_id() const { return id_; }
 
  protected:
+  // Whether this side reset the stream (ferry's RST_STREAM went out: its own cancel, or a rule
+  // the peer's frames broke), rather than the peer: for the words of the call's status.
+  bool reset_sent() const { return reset_sent_; }
+  // Why this side closed the connection under the stream, when it did for a fault of the peer's
+  // (a protocol error or a flood nghttp2 detected, too many pings): a static string; empty when
+  // the connection was lost or closed for another reason. Set before on_closed(kConnectionLost).
+  std::string_view local_close_reason() const { return local_close_reason_; }
+
   // --- outbound state: filled by the call, drained by the connection after resume() ---------
   // DATA payload to send.
   SliceChain outbound;
@@ -88,6 +96,8 @@ class Stream {
   friend class http1::ClientConnection;
   friend class http1::ClientPool;
   std::int32_t id_ = 0;
+  bool reset_sent_ = false;
+  std::string_view local_close_reason_;
   bool deferred_ = false;      // the data provider returned DEFERRED: resume when there is more
   bool has_provider_ = false;  // a data provider is attached (response or request submitted)
   std::size_t queued_counted_ = 0;  // bytes of `outbound` counted in the connection's queued_

@@ -520,7 +520,7 @@ void ServerCall::on_stream_closed(http2::ErrorCode h2_error) {
   if (!finished_) {
     abort(h2_error == http2::ErrorCode::kConnectionLost
               ? absl::CancelledError("the connection to the client was lost")
-              : status_from_rst_stream(h2_error));
+              : status_from_rst_stream(h2_error, "the client", reset_sent()));
   }
   site_->active_calls->fetch_sub(1, std::memory_order_relaxed);
 }
