@@ -4,7 +4,6 @@
 // responses before the real one, the header-list limit applied per block, malformed -bin
 // metadata, and the words of a status that says who reset the stream or closed the connection.
 #include <gtest/gtest.h>
-
 #include <sys/socket.h>
 
 #include <atomic>
@@ -35,8 +34,8 @@ using testing::EchoResponse;
 
 // --- HTTP/2 frames, by hand (RFC 9113 §4.1, §6; HPACK literals without indexing, RFC 7541) -----
 
-constexpr std::uint8_t kData = 0x0, kHeaders = 0x1, kRstStream = 0x3, kSettings = 0x4,
-                       kPing = 0x6, kContinuation = 0x9;
+constexpr std::uint8_t kData = 0x0, kHeaders = 0x1, kRstStream = 0x3, kSettings = 0x4, kPing = 0x6,
+                       kContinuation = 0x9;
 constexpr std::uint8_t kEndStream = 0x1, kAck = 0x1, kEndHeaders = 0x4;
 
 std::string frame(std::uint8_t type, std::uint8_t flags, std::uint32_t stream,
@@ -101,7 +100,8 @@ std::string data(std::uint32_t stream, const std::string& bytes, bool end_stream
 // A gRPC message: the 5-byte prefix (compressed flag, length) and the bytes.
 std::string grpc_message(const std::string& bytes, bool compressed = false) {
   std::string out(1, compressed ? '\1' : '\0');
-  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>(bytes.size() >> shift));
+  for (int shift = 24; shift >= 0; shift -= 8)
+    out.push_back(static_cast<char>(bytes.size() >> shift));
   return out + bytes;
 }
 
@@ -183,8 +183,8 @@ class RawH2Server {
       asio::read(socket, asio::buffer(head), ec);
       if (ec) return;
       const std::size_t length = (std::size_t{head[0]} << 16) | (head[1] << 8) | head[2];
-      const std::uint32_t stream = ((head[5] & 0x7fu) << 24) | (head[6] << 16) | (head[7] << 8) |
-                                   head[8];
+      const std::uint32_t stream =
+          ((head[5] & 0x7fu) << 24) | (head[6] << 16) | (head[7] << 8) | head[8];
       std::string payload(length, '\0');
       asio::read(socket, asio::buffer(payload), ec);
       if (ec) return;
@@ -246,11 +246,11 @@ struct HttpMapping {
 
 // grpc/grpc doc/http-grpc-status-mapping.md.
 const HttpMapping kMappings[] = {
-    {400, absl::StatusCode::kInternal},    {401, absl::StatusCode::kUnauthenticated},
+    {400, absl::StatusCode::kInternal},         {401, absl::StatusCode::kUnauthenticated},
     {403, absl::StatusCode::kPermissionDenied}, {404, absl::StatusCode::kUnimplemented},
-    {429, absl::StatusCode::kUnavailable}, {502, absl::StatusCode::kUnavailable},
-    {503, absl::StatusCode::kUnavailable}, {504, absl::StatusCode::kUnavailable},
-    {500, absl::StatusCode::kUnknown},     {418, absl::StatusCode::kUnknown},
+    {429, absl::StatusCode::kUnavailable},      {502, absl::StatusCode::kUnavailable},
+    {503, absl::StatusCode::kUnavailable},      {504, absl::StatusCode::kUnavailable},
+    {500, absl::StatusCode::kUnknown},          {418, absl::StatusCode::kUnknown},
 };
 
 // A proxy's HTML error page used to be read as gRPC frames: INTERNAL, "compressed flag is 60"
@@ -259,8 +259,7 @@ TEST(BrokenServer, AnHtmlErrorPageIsMappedByItsHttpStatus) {
   for (const HttpMapping& m : kMappings) {
     RawH2Server server([&](std::uint32_t stream, int) {
       return headers(stream,
-                     {{":status", std::to_string(m.http_status)},
-                      {"content-type", "text/html"}},
+                     {{":status", std::to_string(m.http_status)}, {"content-type", "text/html"}},
                      false) +
              data(stream, kHtmlPage, true);
     });
@@ -477,7 +476,8 @@ class RawHttp1Server {
       if (ec || stop_) return;
       // The request's head, then its body: by content-length, or chunked up to the last chunk.
       std::string buffer;
-      const std::size_t head = asio::read_until(socket, asio::dynamic_buffer(buffer), "\r\n\r\n", ec);
+      const std::size_t head =
+          asio::read_until(socket, asio::dynamic_buffer(buffer), "\r\n\r\n", ec);
       if (ec) continue;
       const std::string request = buffer.substr(0, head);
       if (const std::size_t at = request.find("content-length: "); at != std::string::npos) {

@@ -246,6 +246,38 @@ TEST_F(HealthTest, ManyWatchersWithLongNamesHoldNothing) {
   }
 }
 
+// The most one connection can make the service hold with the defaults: 100 watchers of names
+// 1 KiB long, each kept once; the 101st is refused. What they hold in all (the calls' own state
+// included) stays within a few MB.
+TEST_F(HealthTest, TheDefaultCapBoundsWhatAConnectionsWatchersHold) {
+  const std::size_t before = allocated_bytes();
+  std::vector<std::unique_ptr<ClientContext>> contexts;
+  std::vector<BlockingClientReader<HealthCheckResponse>> watches;
+  HealthCheckResponse response;
+  for (int i = 0; i < 100; ++i) {
+    HealthCheckRequest request;
+    request.set_service(std::to_string(i) + std::string(1020, 'n'));
+    contexts.push_back(std::make_unique<ClientContext>());
+    contexts.back()->set_timeout(20s);
+    watches.push_back(stub_->Watch(*contexts.back(), request));
+    ASSERT_TRUE(watches.back().read(response)) << i;
+  }
+  EXPECT_EQ(health_.watch_count(), 100u);
+  const std::size_t after = allocated_bytes();
+  EXPECT_LT(after, before + (std::size_t{8} << 20))
+      << "grew by " << (static_cast<double>(after) - before) / 1e6 << " MB";
+
+  ClientContext context;
+  context.set_timeout(5s);
+  HealthCheckRequest request;
+  request.set_service("one more");
+  BlockingClientReader<HealthCheckResponse> extra = stub_->Watch(context, request);
+  EXPECT_FALSE(extra.read(response));
+  EXPECT_EQ(extra.finish().code(), absl::StatusCode::kResourceExhausted);
+  for (auto& watch : watches) watch.cancel();
+  EXPECT_TRUE(eventually([this] { return health_.watch_count() == 0; }));
+}
+
 class HealthCapTest : public HealthTest {
  protected:
   HealthCapTest() : HealthTest(HealthServiceOptions{.max_watchers_per_connection = 3}) {}
