@@ -130,8 +130,12 @@ class RawH2Server {
  public:
   using Script = std::function<std::string(std::uint32_t stream, int request)>;
 
-  explicit RawH2Server(Script script)
-      : acceptor_(io_, {asio::ip::make_address("127.0.0.1"), 0}), script_(std::move(script)) {
+  // trickle: the script's bytes go one per write (with TCP_NODELAY), so that the client reads
+  // frames and header blocks split at every byte.
+  explicit RawH2Server(Script script, bool trickle = false)
+      : acceptor_(io_, {asio::ip::make_address("127.0.0.1"), 0}),
+        script_(std::move(script)),
+        trickle_(trickle) {
     thread_ = std::thread([this] { serve(); });
   }
   ~RawH2Server() {
@@ -202,7 +206,14 @@ class RawH2Server {
       } else if (head[3] == kHeaders) {
         answer = script_(stream, requests_++);
       }
-      if (!answer.empty()) asio::write(socket, asio::buffer(answer), ec);
+      if (trickle_ && head[3] == kHeaders) {
+        socket.set_option(asio::ip::tcp::no_delay(true), ec);
+        for (std::size_t i = 0; i < answer.size() && !ec; ++i) {
+          asio::write(socket, asio::buffer(answer.data() + i, 1), ec);
+        }
+      } else if (!answer.empty()) {
+        asio::write(socket, asio::buffer(answer), ec);
+      }
       if (ec) return;
     }
   }
@@ -210,6 +221,7 @@ class RawH2Server {
   asio::io_context io_;
   asio::ip::tcp::acceptor acceptor_;
   Script script_;
+  bool trickle_;
   std::atomic<bool> stop_{false};
   std::atomic<int> requests_{0};
   std::mutex mutex_;
@@ -347,6 +359,30 @@ TEST(BrokenServer, AnHtmlPageAfterEarlyHintsIsNotOk) {
   const absl::Status s = call(server.target());
   EXPECT_EQ(s.code(), absl::StatusCode::kUnknown) << s;
   EXPECT_TRUE(contains(s, "content-type")) << s;
+}
+
+// The same responses one byte per read: a proxy's page, and early hints before a real response.
+TEST(BrokenServer, ResponsesSplitAtEveryByteReadTheSame) {
+  {
+    RawH2Server server(
+        [&](std::uint32_t stream, int) {
+          return headers(stream, {{":status", "502"}, {"content-type", "text/html"}}, false) +
+                 data(stream, kHtmlPage, true);
+        },
+        /*trickle=*/true);
+    const absl::Status s = call(server.target());
+    EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  }
+  RawH2Server server(
+      [&](std::uint32_t stream, int) {
+        return headers(stream, {{":status", "103"}, {"link", "</a.css>"}}, false) +
+               grpc_ok(stream, "trickled");
+      },
+      /*trickle=*/true);
+  EchoResponse response;
+  const absl::Status s = call(server.target(), response);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(response.payload(), "trickled");
 }
 
 // --- the header-list limit, per block ---------------------------------------------------------
