@@ -67,6 +67,15 @@ class CancellationRegistration {
   std::uint64_t id_ = 0;  // 0: nothing registered (or it ran already)
 };
 
+// What an authorization interceptor (ferry/authz.h) decided for a call, for the interceptors
+// after it, the handler and the on_finish hooks (metrics, logs).
+struct CallAuthorization {
+  enum class Decision : std::uint8_t { kNotEvaluated, kAllowed, kDenied };
+  Decision decision = Decision::kNotEvaluated;
+  std::string_view policy;  // the policy's name
+  std::string_view rule;    // the rule that decided; "" when denied for want of an allow rule
+};
+
 class ServerContext {
  public:
   // "/package.Service/Method".
@@ -98,6 +107,11 @@ class ServerContext {
   // The client's verified certificate identity (mutual TLS, ferry/tls.h); null over cleartext
   // or when the client presented no certificate. Valid while the call runs.
   const PeerIdentity* peer_identity() const;
+  // The authorization decision for this call (Decision::kNotEvaluated when no authorization
+  // interceptor ran before the reader). set_authorization is the interceptor's: the views in
+  // result must stay valid while owner lives, which the call holds until it ends. No allocation.
+  const CallAuthorization& authorization() const;
+  void set_authorization(const CallAuthorization& result, std::shared_ptr<const void> owner);
 
   // Metadata for the response headers; only before the first message is written.
   void add_initial_metadata(std::string_view key, std::string_view value);

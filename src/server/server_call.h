@@ -53,6 +53,11 @@ class ServerCall final : public CallStream {
   std::string_view peer() const { return {peer_, peer_size_}; }
   std::uint64_t connection_id() const { return connection_id_; }
   const PeerIdentity* peer_identity() const { return identity_.get(); }
+  const CallAuthorization& authorization() const { return authorization_; }
+  void set_authorization(const CallAuthorization& result, std::shared_ptr<const void> owner) {
+    authorization_owner_ = std::move(owner);  // first: result may view the previous owner's
+    authorization_ = result;
+  }
 
   google::protobuf::Arena* arena() { return &arena_; }
   bool is_cancelled() const { return !abort_.ok(); }
@@ -192,6 +197,8 @@ class ServerCall final : public CallStream {
   std::string malformed_binary_key_;
   std::uint64_t connection_id_ = 0;               // the site's: a handler may outlive the stream
   std::shared_ptr<const PeerIdentity> identity_;  // the same for TLS: null in cleartext
+  CallAuthorization authorization_;               // views what authorization_owner_ holds
+  std::shared_ptr<const void> authorization_owner_;
   std::size_t header_bytes_ = 0;
   bool headers_done_ = false;
   bool headers_sent_ = false;

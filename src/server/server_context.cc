@@ -12,6 +12,11 @@ bool ServerContext::is_cancelled() const { return call_->is_cancelled(); }
 std::string ServerContext::peer() const { return std::string(call_->peer()); }
 std::uint64_t ServerContext::connection_id() const { return call_->connection_id(); }
 const PeerIdentity* ServerContext::peer_identity() const { return call_->peer_identity(); }
+const CallAuthorization& ServerContext::authorization() const { return call_->authorization(); }
+void ServerContext::set_authorization(const CallAuthorization& result,
+                                      std::shared_ptr<const void> owner) {
+  call_->set_authorization(result, std::move(owner));
+}
 google::protobuf::Arena* ServerContext::arena() const { return call_->arena(); }
 
 void ServerContext::add_initial_metadata(std::string_view key, std::string_view value) {

@@ -1,0 +1,330 @@
+// ferry::authz's interceptor (ferry/authz.h): the policy in force for each call, the file it is
+// reloaded from, and the audit loggers (gRFC A59), the built-in stdout_logger among them.
+#include "ferry/authz.h"
+
+#include <condition_variable>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "authz/policy_internal.h"
+#include "common/strings.h"
+#include "ferry/call_info.h"
+#include "ferry/tls.h"
+
+namespace ferry {
+
+namespace {
+
+// The peer's SPIFFE ID as grpc-go's credentials find it: its one URI SAN, when that is
+// spiffe://<host>/<path>; "" otherwise (a certificate with several URI SANs has none).
+std::string_view spiffe_id(const PeerIdentity* peer) {
+  if (peer == nullptr || peer->uris.size() != 1) return {};
+  std::string_view uri = peer->uris[0];
+  constexpr std::string_view kScheme = "spiffe://";
+  if (uri.size() <= kScheme.size() ||
+      !absl::StartsWithIgnoreCase(detail::to_absl(uri), detail::to_absl(kScheme)))
+    return {};
+  const std::string_view rest = uri.substr(kScheme.size());
+  const std::size_t slash = rest.find('/');
+  if (slash == 0 || slash == std::string_view::npos || uri.size() > 2048) return {};
+  return uri;
+}
+
+// Go's time.RFC3339Nano in UTC: trailing zeros of the fraction dropped, "Z".
+std::string rfc3339_nano_now() {
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  std::tm tm{};
+  gmtime_r(&now.tv_sec, &tm);
+  char out[64];
+  std::size_t n = std::strftime(out, sizeof(out), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (now.tv_nsec != 0) {
+    char frac[16];
+    std::snprintf(frac, sizeof(frac), ".%09ld", static_cast<long>(now.tv_nsec));
+    std::size_t len = std::strlen(frac);
+    while (len > 1 && frac[len - 1] == '0') --len;
+    frac[len] = '\0';
+    n += static_cast<std::size_t>(std::snprintf(out + n, sizeof(out) - n, "%s", frac));
+  }
+  std::snprintf(out + n, sizeof(out) - n, "Z");
+  return out;
+}
+
+class StdoutAuditLogger final : public AuditLogger {
+ public:
+  void log(const AuditEvent& e) override {
+    std::string line = "{\"grpc_audit_log\":{\"rpc_method\":";
+    authz_detail::append_json_string(line, e.method);
+    line += ",\"principal\":";
+    authz_detail::append_json_string(line, e.principal);
+    line += ",\"policy_name\":";
+    authz_detail::append_json_string(line, e.policy_name);
+    line += ",\"matched_rule\":";
+    authz_detail::append_json_string(line, e.matched_rule);
+    absl::StrAppend(&line, ",\"authorized\":", e.authorized ? "true" : "false", ",\"timestamp\":\"",
+                    rfc3339_nano_now(), "\"}}\n");
+    static std::mutex mutex;  // one line at a time, whole, from every I/O thread
+    std::lock_guard lock(mutex);
+    std::fwrite(line.data(), 1, line.size(), stdout);
+    std::fflush(stdout);
+  }
+};
+
+constexpr absl::string_view kDenied = "authz: unauthorized RPC request rejected";  // grpc-go's
+
+}  // namespace
+
+std::shared_ptr<AuditLogger> make_stdout_audit_logger() {
+  static const std::shared_ptr<AuditLogger> logger = std::make_shared<StdoutAuditLogger>();
+  return logger;
+}
+
+void AuthorizationPolicy::audit(std::string_view method, const PeerIdentity* peer,
+                                const AuthorizationDecision& decision) const {
+  if (audit_loggers_.empty()) return;
+  // gRFC A59: the policy's condition, as its deny and allow engines apply it, logs each call
+  // once at most.
+  bool wanted = false;
+  switch (audit_condition_) {
+    case AuditCondition::kNone:
+      break;
+    case AuditCondition::kOnDeny:
+      wanted = !decision.allowed;
+      break;
+    case AuditCondition::kOnAllow:
+      wanted = decision.allowed;
+      break;
+    case AuditCondition::kOnDenyAndAllow:
+      wanted = true;
+      break;
+  }
+  if (!wanted) return;
+  const AuditEvent event{method, spiffe_id(peer), name_, decision.qualified_rule, decision.allowed};
+  for (const std::shared_ptr<AuditLogger>& logger : audit_loggers_) logger->log(event);
+}
+
+// ---- the file watcher -------------------------------------------------------------------------
+
+struct AuthorizationInterceptor::Watcher {
+  std::string path;
+  std::chrono::milliseconds interval{};
+  AuthorizationOptions options;
+  std::function<void(const absl::Status&)> on_reload;
+
+  std::mutex reload_mutex;  // one reload at a time: the thread's and reload_now's
+  std::string loaded;       // the text of the policy in force
+  std::string failed;       // the last text that failed, reported once
+  std::atomic<std::uint64_t> reloads{0};
+  std::atomic<std::uint64_t> failures{0};
+  mutable std::mutex error_mutex;
+  absl::Status last_error;
+
+  std::mutex stop_mutex;
+  std::condition_variable stop_cv;
+  bool stopping = false;
+  std::thread thread;
+
+  absl::StatusOr<std::string> read() const {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (f == nullptr) {
+      return absl::NotFoundError(
+          absl::StrCat("authorization policy file ", path, ": ", std::strerror(errno)));
+    }
+    // One open file read to its end: a file replaced (renamed over) meanwhile is read whole
+    // from the old inode; one rewritten in place may read partly written, fail to parse and
+    // be read again at the next refresh.
+    std::string text;
+    char buf[16384];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) {
+      if (text.size() + n > AuthorizationPolicy::kMaxPolicyBytes) {
+        std::fclose(f);
+        return absl::InvalidArgumentError(
+            absl::StrCat("authorization policy file ", path, " is over the limit of ",
+                         AuthorizationPolicy::kMaxPolicyBytes, " bytes"));
+      }
+      text.append(buf, n);
+    }
+    const bool failed_read = std::ferror(f) != 0;
+    std::fclose(f);
+    if (failed_read) {
+      return absl::UnavailableError(
+          absl::StrCat("authorization policy file ", path, ": read failed"));
+    }
+    return text;
+  }
+};
+
+AuthorizationInterceptor::AuthorizationInterceptor() = default;
+
+AuthorizationInterceptor::~AuthorizationInterceptor() {
+  if (watcher_ == nullptr || !watcher_->thread.joinable()) return;
+  {
+    std::lock_guard lock(watcher_->stop_mutex);
+    watcher_->stopping = true;
+  }
+  watcher_->stop_cv.notify_all();
+  if (watcher_->thread.get_id() == std::this_thread::get_id()) {
+    // Dropped by its own on_reload, on the thread: it sees stopping once the callback returns
+    // and ends without touching the interceptor; its copy of the watcher goes with it.
+    watcher_->thread.detach();
+    return;
+  }
+  watcher_->thread.join();
+}
+
+void AuthorizationInterceptor::set_policy(std::shared_ptr<const AuthorizationPolicy> policy) {
+  policy_.store(std::move(policy), std::memory_order_release);
+}
+
+std::shared_ptr<const AuthorizationPolicy> AuthorizationInterceptor::policy() const {
+  return policy_.load(std::memory_order_acquire);
+}
+
+AuthorizationStats AuthorizationInterceptor::stats() const {
+  AuthorizationStats s;
+  s.allowed = allowed_.load(std::memory_order_relaxed);
+  s.denied = denied_.load(std::memory_order_relaxed);
+  if (watcher_ != nullptr) {
+    s.reloads = watcher_->reloads.load(std::memory_order_relaxed);
+    s.reload_failures = watcher_->failures.load(std::memory_order_relaxed);
+  }
+  return s;
+}
+
+absl::Status AuthorizationInterceptor::last_reload_error() const {
+  if (watcher_ == nullptr) return absl::OkStatus();
+  std::lock_guard lock(watcher_->error_mutex);
+  return watcher_->last_error;
+}
+
+absl::Status AuthorizationInterceptor::reload_now() {
+  if (watcher_ == nullptr) {
+    return absl::FailedPreconditionError("the authorization policy was not read from a file");
+  }
+  Watcher& w = *watcher_;
+  std::unique_lock lock(w.reload_mutex);
+  absl::StatusOr<std::string> text = w.read();
+  absl::Status status;
+  bool changed = false;
+  if (!text.ok()) {
+    status = text.status();
+  } else if (*text == w.loaded) {
+    return absl::OkStatus();
+  } else {
+    absl::StatusOr<std::shared_ptr<const AuthorizationPolicy>> parsed =
+        AuthorizationPolicy::parse(*text, w.options);
+    if (parsed.ok()) {
+      set_policy(*std::move(parsed));
+      w.loaded = *std::move(text);
+      w.failed.clear();
+      w.reloads.fetch_add(1, std::memory_order_relaxed);
+      changed = true;
+    } else {
+      status = absl::Status(
+          parsed.status().code(),
+          absl::StrCat("authorization policy file ", w.path, ": ", parsed.status().message()));
+      // The same bad text is reported once, not at every refresh.
+      if (*text == w.failed) return status;
+      w.failed = *std::move(text);
+    }
+  }
+  if (!status.ok()) w.failures.fetch_add(1, std::memory_order_relaxed);
+  {
+    std::lock_guard error_lock(w.error_mutex);
+    w.last_error = status;
+  }
+  if (!status.ok()) {
+    std::fprintf(stderr,
+                 "ferry: authorization policy not reloaded, the previous one stays in "
+                 "force: %s\n",
+                 std::string(status.message()).c_str());
+  } else if (changed) {
+    std::fprintf(stderr, "ferry: authorization policy \"%s\" reloaded from %s\n",
+                 policy()->name().c_str(), w.path.c_str());
+  }
+  std::function<void(const absl::Status&)> on_reload = w.on_reload;
+  lock.unlock();
+  if (on_reload) on_reload(status);
+  return status;
+}
+
+absl::StatusOr<std::shared_ptr<AuthorizationInterceptor>> AuthorizationInterceptor::from_policy(
+    std::string_view json, const AuthorizationOptions& options) {
+  absl::StatusOr<std::shared_ptr<const AuthorizationPolicy>> policy =
+      AuthorizationPolicy::parse(json, options);
+  if (!policy.ok()) return policy.status();
+  std::shared_ptr<AuthorizationInterceptor> interceptor(new AuthorizationInterceptor());
+  interceptor->set_policy(*std::move(policy));
+  return interceptor;
+}
+
+absl::StatusOr<std::shared_ptr<AuthorizationInterceptor>> AuthorizationInterceptor::from_file(
+    std::string path, std::chrono::milliseconds refresh_interval,
+    const AuthorizationOptions& options, std::function<void(const absl::Status&)> on_reload) {
+  if (path.empty()) {
+    return absl::InvalidArgumentError("authorization policy file path is empty");
+  }
+  if (refresh_interval <= std::chrono::milliseconds::zero()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("authorization policy refresh interval must be positive, not ",
+                     refresh_interval.count(), " ms"));
+  }
+  std::shared_ptr<AuthorizationInterceptor> interceptor(new AuthorizationInterceptor());
+  auto watcher = std::make_shared<Watcher>();
+  watcher->path = std::move(path);
+  watcher->interval = refresh_interval;
+  watcher->options = options;
+  absl::StatusOr<std::string> text = watcher->read();
+  if (!text.ok()) return text.status();
+  absl::StatusOr<std::shared_ptr<const AuthorizationPolicy>> policy =
+      AuthorizationPolicy::parse(*text, options);
+  if (!policy.ok()) {
+    return absl::Status(
+        policy.status().code(),
+        absl::StrCat("authorization policy file ", watcher->path, ": ", policy.status().message()));
+  }
+  interceptor->set_policy(*std::move(policy));
+  watcher->loaded = *std::move(text);
+  watcher->on_reload = std::move(on_reload);
+  interceptor->watcher_ = std::move(watcher);
+  // The thread holds the interceptor by a raw pointer: the destructor stops and joins it first.
+  AuthorizationInterceptor* self = interceptor.get();
+  std::shared_ptr<Watcher> w = interceptor->watcher_;
+  w->thread = std::thread([self, w] {
+    while (true) {
+      {
+        std::unique_lock lock(w->stop_mutex);
+        if (w->stop_cv.wait_for(lock, w->interval, [w] { return w->stopping; })) break;
+      }
+      (void)self->reload_now();
+    }
+  });
+  return interceptor;
+}
+
+asio::awaitable<absl::Status> AuthorizationInterceptor::on_start(ServerContext& ctx,
+                                                                 const CallInfo& call) {
+  std::shared_ptr<const AuthorizationPolicy> policy = policy_.load(std::memory_order_acquire);
+  const AuthorizationDecision decision =
+      policy->evaluate(call.method, ctx.client_metadata(), ctx.peer_identity());
+  policy->audit(call.method, ctx.peer_identity(), decision);
+  const CallAuthorization result{decision.allowed ? CallAuthorization::Decision::kAllowed
+                                                  : CallAuthorization::Decision::kDenied,
+                                 policy->name(), decision.rule};
+  ctx.set_authorization(result, std::move(policy));
+  if (decision.allowed) {
+    allowed_.fetch_add(1, std::memory_order_relaxed);
+    return ready_status();
+  }
+  denied_.fetch_add(1, std::memory_order_relaxed);
+  return ready_status(absl::PermissionDeniedError(kDenied));
+}
+
+}  // namespace ferry
