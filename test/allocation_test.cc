@@ -13,6 +13,7 @@
 #include "asio/co_spawn.hpp"
 #include "asio/detached.hpp"
 #include "asio/use_awaitable.hpp"
+#include "ferry/authz.h"
 #include "ferry/client_stream.h"
 #include "ferry/interceptor.h"
 #include "support/loopback.h"
@@ -159,6 +160,46 @@ TEST_F(AllocationsWithInterceptors, NonePerUnaryCallOnceWarm) {
 
 TEST_F(AllocationsWithInterceptors, NonePerUnaryCallOnTheClientOnceWarm) {
   expect_none_per_call([] { return static_cast<std::int64_t>(bench::thread_allocation_count()); });
+}
+
+// A 50-rule authorization policy (ferry/authz.h) in front of the handler: deny rules on
+// principals and headers that the call misses, allow rules on other paths, and the call allowed
+// by the last rule, on its path and its user-agent. Evaluating it, and keeping the policy alive for
+// the call, allocates nothing.
+std::string fifty_rule_policy() {
+  std::string json = R"({"name":"alloc","deny_rules":[)";
+  for (int i = 0; i < 10; ++i) {
+    json += (i ? "," : "") + std::string(R"({"name":"deny)") + std::to_string(i) +
+            R"(","source":{"principals":["spiffe://bad/)" + std::to_string(i) +
+            R"(*"]},"request":{"headers":[{"key":"x-block","values":["*"]}]}})";
+  }
+  json += R"(],"allow_rules":[)";
+  for (int i = 0; i < 39; ++i) {
+    json += (i ? "," : "") + std::string(R"({"name":"allow)") + std::to_string(i) +
+            R"(","request":{"paths":["/ferry.test.Other)" + std::to_string(i) +
+            R"(/*"],"headers":[{"key":"x-request-id","values":["*"]}]}})";
+  }
+  json +=
+      R"(,{"name":"count","request":{"paths":["/ferry.test.Allocations/Count","/ferry.testing.Echo/Echo"],
+      "headers":[{"key":"user-agent","values":["grpc-java/*","grpc-python/*"]}]}}]})";
+  return json;
+}
+
+ServerOptions one_thread_authorized() {
+  ServerOptions options = one_thread();
+  auto authz = AuthorizationInterceptor::from_policy(fifty_rule_policy());
+  EXPECT_TRUE(authz.ok()) << authz.status();
+  options.interceptors.push_back(*authz);
+  return options;
+}
+
+class AllocationsWithAuthorization : public Allocations {
+ protected:
+  AllocationsWithAuthorization() : Allocations(one_thread_authorized(), like_a_real_client()) {}
+};
+
+TEST_F(AllocationsWithAuthorization, NonePerUnaryCallOnceWarm) {
+  expect_none_per_call([this] { return server_allocations(); });
 }
 
 TEST_F(Allocations, NonePerStreamedMessageOnceWarm) {
