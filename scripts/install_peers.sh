@@ -10,6 +10,7 @@
 #                        PREFIX/go/pkg/mod/connectrpc.com/conformance@V          } every version
 #   PREFIX/bin/h2spec     HTTP/2 conformance tester                              }
 #   PREFIX/bin/rich_status_peer_go  test/peers/rich_status_go against grpc-go    }
+#   PREFIX/bin/authz_peer_go  test/peers/authz_go: grpc-go's authz.NewStatic       }
 #   PREFIX/bin/http1_smuggling_go_server  test/http1_smuggling's Go net/http server   go build
 #   PREFIX/bin/ghz                                 go install (its own go.mod's versions)
 #   PREFIX/bin/connect_echo_server_go  bench/head_to_head/connect_go: connect-go serving the
@@ -240,13 +241,13 @@ fi
 # toxiproxy (the fault proxy test/faults drives through its HTTP API), connectrpc's conformance
 # runner (its .proto files, which test/conformance generates its server and client from, stay in
 # the module cache: PREFIX/go/pkg/mod/connectrpc.com/conformance@V), h2spec (the HTTP/2
-# conformance tester), and grpc-go's side of the rich error details test (test/peers/
-# rich_status_go). go.mod and go.sum pin every version, read only (-mod=readonly): a build that
+# conformance tester), grpc-go's side of the rich error details test (test/peers/
+# rich_status_go) and of the authorization agreement test (test/peers/authz_go). go.mod and go.sum pin every version, read only (-mod=readonly): a build that
 # would need another version fails. toxiproxy's command is `server`, like grpc-go's interop
 # server: built apart under its own name. A stamp holding the module's and rich_status_go's hash
 # rebuilds them all when either changes (cheaply: Go's build cache has the rest).
 go_module="$repo/test/peers"
-go_module_stamp() { cat "$go_module/go.mod" "$go_module/go.sum" "$go_module/rich_status_go/main.go" | sha256sum | cut -c1-16; }
+go_module_stamp() { cat "$go_module/go.mod" "$go_module/go.sum" "$go_module/rich_status_go/main.go" "$go_module/authz_go/main.go" | sha256sum | cut -c1-16; }
 go_module_check() {
   go_has server google.golang.org/grpc "$GRPC_GO_VERSION" &&
     go_has client google.golang.org/grpc "$GRPC_GO_VERSION" &&
@@ -257,6 +258,7 @@ go_module_check() {
     [ -f "$prefix/go/pkg/mod/connectrpc.com/conformance@$CONNECT_CONFORMANCE_VERSION/proto/connectrpc/conformance/v1/service.proto" ] &&
     go_has h2spec github.com/summerwind/h2spec "${H2SPEC_VERSION//+/\\+}" &&
     go_has rich_status_peer_go google.golang.org/grpc "$GRPC_GO_VERSION" &&
+    go_has authz_peer_go google.golang.org/grpc "$GRPC_GO_VERSION" &&
     [ "$(cat "$GOBIN/.go_module.stamp" 2>/dev/null)" = "$(go_module_stamp)" ]
 }
 go_module_install() {
@@ -267,6 +269,7 @@ go_module_install() {
     github.com/summerwind/h2spec/cmd/h2spec &&
     go build -mod=readonly -o "$GOBIN/toxiproxy-server" github.com/Shopify/toxiproxy/v2/cmd/server &&
     go build -mod=readonly -o "$GOBIN/rich_status_peer_go" ./rich_status_go &&
+    go build -mod=readonly -o "$GOBIN/authz_peer_go" ./authz_go &&
     go_module_stamp >"$GOBIN/.go_module.stamp"
 }
 step "grpc-go interop $GRPC_GO_VERSION, grpcurl $GRPCURL_VERSION, grpc-health-probe $GRPC_HEALTH_PROBE_VERSION, toxiproxy $TOXIPROXY_VERSION, connectconformance $CONNECT_CONFORMANCE_VERSION, h2spec $H2SPEC_VERSION, rich_status_peer_go (test/peers/go.mod)" \

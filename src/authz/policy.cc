@@ -576,7 +576,7 @@ absl::StatusOr<std::shared_ptr<const AuthorizationPolicy>> AuthorizationPolicy::
       policy->audit_condition_ = AuditCondition::kOnDenyAndAllow;
     } else {
       return absl::InvalidArgumentError(
-          absl::StrCat("failed to parse \"audit_condition\" ", condition,
+          absl::StrCat("failed to parse AuditCondition ", condition,
                        ". Allowed values {NONE, ON_DENY, ON_ALLOW, ON_DENY_AND_ALLOW}"));
     }
   }
@@ -612,8 +612,7 @@ absl::StatusOr<std::shared_ptr<const AuthorizationPolicy>> AuthorizationPolicy::
     } else if (entry.optional) {
       continue;
     } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("audit_loggers: no builder registered for ", entry.name));
+      return absl::InvalidArgumentError(absl::StrCat("no builder registered for ", entry.name));
     }
     if (logger != nullptr) policy->audit_loggers_.push_back(std::move(logger));
   }

@@ -2,7 +2,7 @@
 # Generates the test PKI the TLS tests and the interop programs use (committed with its output;
 # rerun only to change it): a CA, a server certificate for localhost, 127.0.0.1, ::1 and
 # *.test.google.fr (the host name gRPC's interop clients check with --use_test_ca), a client
-# certificate with a SPIFFE URI, a second CA with a server certificate of its own, an
+# certificate with a SPIFFE URI (and three more for the authorization tests), a second CA with a server certificate of its own, an
 # expired server certificate, a server certificate that names localhost in its CN only (no
 # subjectAltName), and one whose only name is elsewhere.ferry.test. EC P-256 keys; valid for 100
 # years except the expired one.
@@ -67,6 +67,23 @@ leaf cn_only "/O=ferry test/CN=localhost" "$work/cn_only.ext"
 sed 's/^subjectAltName=.*/subjectAltName=DNS:elsewhere.ferry.test/' "$work/server.ext" \
   > "$work/wrong_name.ext"
 leaf wrong_name "/O=ferry test/CN=elsewhere.ferry.test" "$work/wrong_name.ext"
+
+# Client certificates for the authorization tests (test/authz_agreement): one whose names are
+# DNS SANs only, one with a subject and no SAN, one with two URI SANs (so no SPIFFE ID).
+client_ext() {  # client_ext NAME SAN: a client certificate's extensions, SAN optional
+  {
+    echo "basicConstraints=CA:FALSE"
+    echo "keyUsage=critical,digitalSignature"
+    echo "extendedKeyUsage=clientAuth"
+    if [[ -n $2 ]]; then echo "subjectAltName=$2"; fi
+  } > "$work/$1.ext"
+}
+client_ext client_dns "DNS:dns.ferry.test,DNS:api.dns.ferry.test"
+leaf client_dns "/O=ferry test/CN=ferry dns client" "$work/client_dns.ext"
+client_ext client_subject ""
+leaf client_subject "/O=ferry test/OU=billing/CN=ferry subject client" "$work/client_subject.ext"
+client_ext client_uris "URI:spiffe://ferry.test/ns/prod/sa/billing,URI:https://billing.ferry.test/id,DNS:billing.ferry.test"
+leaf client_uris "/O=ferry test/CN=ferry uris client" "$work/client_uris.ext"
 
 # Expired: `openssl ca` is the only 3.0 tool that takes explicit dates.
 if ! wanted expired; then echo "generated in $(pwd)"; exit 0; fi

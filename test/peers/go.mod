@@ -14,7 +14,7 @@
 //     github.com/Shopify/toxiproxy/v2/cmd/server@V connectrpc.com/conformance/cmd/connectconformance@V \
 //     github.com/summerwind/h2spec/cmd/h2spec@V
 // (h2spec has no go.mod: the first go get pins the dependencies it would otherwise take newest.)
-// rich_status_go/ is ferry's own peer, a package of this module.
+// rich_status_go/ and authz_go/ are ferry's own peers, packages of this module.
 
 module ferry.peers
 
