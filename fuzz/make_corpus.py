@@ -160,3 +160,17 @@ write(HC, "close_delimited", b"\xff\x01" + b"HTTP/1.1 200 OK\r\nconnection: clos
 write(HC, "rejected_header", b"\xff\x01" + b"HTTP/1.1 404 Not Found\r\nx-reject: 1\r\n"
       b"content-length: 0\r\n\r\n" + RESP)
 write(HC, "cancelled_then_next", b"\xff\x09" + CHUNKED + RESP)
+
+# authz_policy_fuzzer: the policy text itself. The agreement test's policies and malformed
+# policies (test/authz_agreement), and a policy with every field and an audit logger's config.
+AZ = "authz_policy_fuzzer"
+AGREEMENT = os.path.join(HERE, "..", "test", "authz_agreement")
+for sub in ("policies", "malformed"):
+    for name in sorted(os.listdir(os.path.join(AGREEMENT, sub))):
+        with open(os.path.join(AGREEMENT, sub, name), "rb") as f:
+            write(AZ, sub + "_" + name[:-len(".json")], f.read())
+write(AZ, "every_field", b'{"name":"p","deny_rules":[{"name":"d","source":{"principals":["*"]},'
+      b'"request":{"paths":["/a.B/*","*/C"],"headers":[{"key":"x-k","values":["v*","*v","*"]}]}}],'
+      b'"allow_rules":[{"name":"a","request":{"paths":["/a.B/C"]}}],"audit_logging_options":'
+      b'{"audit_condition":"ON_DENY_AND_ALLOW","audit_loggers":[{"name":"stdout_logger",'
+      b'"config":{"a":[1,{"b":null}]},"is_optional":false}]}}')

@@ -27,7 +27,7 @@ fi
 seconds=${FERRY_FUZZ_SECONDS:-60}
 build=${FERRY_FUZZ_BUILD:-build-fuzz}
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(frame_decoder_fuzzer wire_format_fuzzer gzip_fuzzer json_fuzzer server_connection_fuzzer
+[ ${#targets[@]} -gt 0 ] || targets=(frame_decoder_fuzzer wire_format_fuzzer gzip_fuzzer json_fuzzer authz_policy_fuzzer server_connection_fuzzer
                                   http1_connection_fuzzer http1_client_fuzzer)
 
 if ! command -v clang++ >/dev/null 2>&1; then
