@@ -1,10 +1,12 @@
 // tls_client: calls helloworld.Greeter's SayHello on tls_server over TLS: it checks the server's
 // certificate against the example's CA and, for mutual TLS, presents its own.
 //   tls_client [--certs=certs] [--target=localhost:50051] [--name=tls] [--no_client_cert]
-//              [--server_name=NAME]
+//              [--server_name=NAME] [--header=KEY:VALUE]
 // --certs: the directory make_certs.sh filled (ca.pem, client.pem, client.key).
 // --no_client_cert: present none, to see the server refuse the connection.
 // --server_name: the name the server's certificate must match (default: the target's host).
+// --header: metadata to send, which an authorization policy may look at (policy.json denies
+// calls with an x-robot header).
 // Exits 0 when the call succeeded, 1 otherwise (printing the status).
 #include <chrono>
 #include <cstdio>
@@ -22,6 +24,7 @@ ABSL_FLAG(std::string, target, "localhost:50051", "the server, as a gRPC target"
 ABSL_FLAG(std::string, name, "tls", "the name to greet");
 ABSL_FLAG(bool, no_client_cert, false, "present no client certificate");
 ABSL_FLAG(std::string, server_name, "", "the name the server's certificate must match");
+ABSL_FLAG(std::string, header, "", "KEY:VALUE metadata to send with the call");
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
@@ -48,6 +51,11 @@ int main(int argc, char** argv) {
 
   ferry::ClientContext context;
   context.set_timeout(std::chrono::seconds(10));
+  if (const std::string header = absl::GetFlag(FLAGS_header); !header.empty()) {
+    const std::size_t colon = header.find(':');
+    context.add_metadata(header.substr(0, colon),
+                         colon == std::string::npos ? "" : header.substr(colon + 1));
+  }
   helloworld::HelloRequest request;
   request.set_name(absl::GetFlag(FLAGS_name));
   helloworld::HelloReply reply;
