@@ -27,24 +27,31 @@ ferry::Metadata real_metadata() {
 }
 
 // 10 deny rules the call misses (principals of other workloads, a header it lacks), then 40
-// allow rules: `exact` of them on exact paths of other services (looked up by path), the others
-// on path prefixes with principals and headers (scanned), the last one the call's.
-std::string fifty_rules(int exact) {
+// allow rules: `exact` of them on exact paths of other services, the others on path prefixes
+// with principals and headers, the last one the call's. With `indexable` false, none has a
+// path or principal the index can use ("*" principals, no paths): all 50 are tried in turn.
+std::string fifty_rules(int exact, bool indexable = true) {
   std::string json = R"({"name":"bench","deny_rules":[)";
   for (int i = 0; i < 10; ++i) {
-    json += (i ? "," : "") + std::string(R"({"name":"deny)") + std::to_string(i) +
-            R"(","source":{"principals":["spiffe://ferry.test/ns/bad)" + std::to_string(i) +
-            R"(/*"]},"request":{"headers":[{"key":"x-block","values":["*"]}]}})";
+    const std::string n = std::to_string(i);
+    const std::string principal =
+        indexable ? "spiffe://ferry.test/ns/bad" + n + "/*" : std::string("*");
+    json += (i ? "," : "") + std::string(R"({"name":"deny)") + n +
+            R"(","source":{"principals":[")" + principal +
+            R"("]},"request":{"headers":[{"key":"x-block)" + n + R"(","values":["*"]}]}})";
   }
   json += R"(],"allow_rules":[)";
   for (int i = 0; i < 39; ++i) {
     const std::string n = std::to_string(i);
     json += i ? "," : "";
-    if (i < exact) {
+    if (!indexable) {
+      json += R"({"name":"scanned)" + n + R"(","source":{"principals":["*"]},"request":{)" +
+              R"("headers":[{"key":"x-team","values":["team)" + n + R"("]}]}})";
+    } else if (i < exact) {
       json += R"({"name":"exact)" + n + R"(","request":{"paths":["/bench.Service)" + n +
               R"(/Get","/bench.Service)" + n + R"(/Put"]}})";
     } else {
-      json += R"({"name":"scanned)" + n +
+      json += R"({"name":"prefix)" + n +
               R"(","source":{"principals":["spiffe://ferry.test/ns/default/sa/other)" + n +
               R"(","*.other.test"]},"request":{"paths":["/bench.Prefix)" + n +
               R"(/*"],"headers":[{"key":"x-team","values":["team)" + n + R"("]}]}})";
@@ -83,8 +90,12 @@ void BM_OneRule(benchmark::State& state) {
 }
 // 20 of the 39 other allow rules on exact paths, 19 scanned.
 void BM_FiftyRules(benchmark::State& state) { evaluate(state, fifty_rules(20), true); }
-// The worst case: every rule scanned (no exact paths), the call's the last.
-void BM_FiftyRulesAllScanned(benchmark::State& state) { evaluate(state, fifty_rules(0), true); }
+// No exact paths: every allow rule on a path prefix.
+void BM_FiftyRulesPrefixes(benchmark::State& state) { evaluate(state, fifty_rules(0), true); }
+// The worst case: no rule the index can find, all 50 tried in turn, the call's the last.
+void BM_FiftyRulesUnindexable(benchmark::State& state) {
+  evaluate(state, fifty_rules(0, /*indexable=*/false), true);
+}
 // No rule matches: all 50 tried, denied.
 void BM_FiftyRulesDenied(benchmark::State& state) {
   std::string json = fifty_rules(20);
@@ -94,7 +105,8 @@ void BM_FiftyRulesDenied(benchmark::State& state) {
 
 BENCHMARK(BM_OneRule);
 BENCHMARK(BM_FiftyRules);
-BENCHMARK(BM_FiftyRulesAllScanned);
+BENCHMARK(BM_FiftyRulesPrefixes);
+BENCHMARK(BM_FiftyRulesUnindexable);
 BENCHMARK(BM_FiftyRulesDenied);
 
 }  // namespace

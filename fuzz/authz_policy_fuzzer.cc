@@ -1,13 +1,14 @@
 // libFuzzer target: gRFC A43 authorization policies (ferry/authz.h, src/authz/policy.cc), read
 // from arbitrary text: a policy is refused with INVALID_ARGUMENT or accepted without crashing,
 // and an accepted one decides a few calls (cleartext and three kinds of certificate, with and
-// without metadata) the same way twice, naming a rule whenever it allows and the rule's
-// qualified name as "<policy>_<rule>".
+// without metadata) the same way twice, and as every rule tried in order without the indexes
+// would, naming a rule whenever it allows and the rule's qualified name as "<policy>_<rule>".
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "authz/policy_internal.h"
 #include "ferry/authz.h"
 #include "ferry/metadata.h"
 #include "ferry/tls.h"
@@ -19,7 +20,7 @@ const ferry::PeerIdentity kUris{"CN=c,O=o", {"c.test"}, {"spiffe://t/ns/a/sa/b",
 const ferry::PeerIdentity kDns{"CN=d", {"d.test", "e.test"}, {}};
 const ferry::PeerIdentity kSubject{"CN=s,OU=u,O=o", {}, {}};
 const ferry::PeerIdentity* const kPeers[] = {nullptr, &kUris, &kDns, &kSubject};
-const char* const kMethods[] = {"/a.B/C", "/pkg.Svc/Get", "", "/x"};
+const char* const kMethods[] = {"/a.B/C", "/pkg.Svc/Get", "", "/x", "/a.B/CD", "/a"};
 
 }  // namespace
 
@@ -44,6 +45,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const ferry::AuthorizationDecision a = p.evaluate(method, *md, peer);
         const ferry::AuthorizationDecision b = p.evaluate(method, *md, peer);
         FUZZ_CHECK(a.allowed == b.allowed && a.rule == b.rule);
+        const ferry::AuthorizationDecision linear =
+            ferry::authz_detail::evaluate_linear(p, method, *md, peer);
+        FUZZ_CHECK(a.allowed == linear.allowed && a.rule == linear.rule);
         if (a.allowed) FUZZ_CHECK(!a.rule.empty());
         if (!a.rule.empty()) {
           FUZZ_CHECK(a.qualified_rule == p.name() + "_" + std::string(a.rule));

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <string>
 
+#include "authz/policy_internal.h"
 #include "ferry/authz.h"
 #include "ferry/metadata.h"
 #include "ferry/tls.h"
@@ -38,6 +39,10 @@ struct Call {
 
 std::string decide(const AuthorizationPolicy& p, const Call& c) {
   AuthorizationDecision d = p.evaluate(c.method, c.md, c.peer);
+  // The indexes find what trying every rule in order finds.
+  AuthorizationDecision linear = authz_detail::evaluate_linear(p, c.method, c.md, c.peer);
+  EXPECT_EQ(d.allowed, linear.allowed) << c.method;
+  EXPECT_EQ(d.rule, linear.rule) << c.method;
   return std::string(d.allowed ? "allow:" : "deny:") + std::string(d.rule);
 }
 

@@ -28,6 +28,9 @@ namespace ferry {
 
 class Metadata;
 struct PeerIdentity;
+namespace authz_detail {
+struct Access;  // the compiled policy, for ferry's tests and fuzzer
+}
 
 // gRFC A59's audit_condition: which decisions are logged.
 enum class AuditCondition { kNone, kOnDeny, kOnAllow, kOnDenyAndAllow };
@@ -103,7 +106,9 @@ class AuthorizationPolicy {
   // method), and every one of its headers (each: any of its values, against the values of that
   // key joined with ","). A principal matches an authenticated peer (peer non-null) by its URI
   // SANs if it has any, else its DNS SANs if any, else its subject; "*" is any non-empty name,
-  // "x*" a prefix, "*x" a suffix, otherwise exact. Any thread; no allocation, no lock.
+  // "x*" a prefix, "*x" a suffix, otherwise exact. Any thread; no allocation, no lock. Cost: a
+  // few hash lookups (the method, the peer's names) and the rules they find, plus every rule
+  // with neither paths nor principals but "*", checked in turn.
   AuthorizationDecision evaluate(std::string_view method, const Metadata& metadata,
                                  const PeerIdentity* peer) const noexcept;
 
@@ -123,6 +128,7 @@ class AuthorizationPolicy {
   AuthorizationPolicy& operator=(const AuthorizationPolicy&) = delete;
 
  private:
+  friend struct authz_detail::Access;
   AuthorizationPolicy();
   std::string name_;
   AuditCondition audit_condition_ = AuditCondition::kNone;

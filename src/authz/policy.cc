@@ -36,7 +36,9 @@ class JoinedValues {
   JoinedValues(const Metadata& md, std::string_view key) : md_(md), key_(key) {
     for (std::size_t i = 0; i < md.size(); ++i) {
       const auto [k, v] = md.entry(i);
-      if (k != key) continue;
+      if (k.size() != key.size() || !authz_detail::bytes_equal(k.data(), key.data(), k.size())) {
+        continue;
+      }
       if (count_ == 0) first_ = i;
       size_ += (count_ == 0 ? 0 : 1) + v.size();
       ++count_;
@@ -80,7 +82,8 @@ class JoinedValues {
     const std::size_t begin = std::max(pos, at);
     const std::size_t end = std::min(pos + p.size(), at + text.size());
     if (begin >= end) return true;
-    return std::memcmp(p.data() + (begin - pos), text.data() + (begin - at), end - begin) == 0;
+    return authz_detail::bytes_equal(p.data() + (begin - pos), text.data() + (begin - at),
+                                     end - begin);
   }
 
   const Metadata& md_;
@@ -94,23 +97,25 @@ class JoinedValues {
 
 namespace authz_detail {
 
-bool StringMatch::matches(std::string_view value) const {
-  switch (kind) {
-    case Kind::kExact:
-      return value == text;
-    case Kind::kPrefix:
-      return value.starts_with(text);
-    case Kind::kSuffix:
-      return value.ends_with(text);
-    case Kind::kNonEmptyLine:
-      return !value.empty() && value.find('\n') == std::string_view::npos;
-  }
-  return false;
-}
-
 bool HeaderMatch::matches(const Metadata& md) const {
+  // The usual case first: the key once, its value matched as it is.
+  std::size_t count = 0;
+  std::string_view only;
+  for (std::size_t i = 0; i < md.size() && count < 2; ++i) {
+    const auto [k, v] = md.entry(i);
+    if (k.size() == key.size() && bytes_equal(k.data(), key.data(), k.size())) {
+      only = v;
+      ++count;
+    }
+  }
+  if (count == 0) return false;
+  if (count == 1) {
+    for (const StringMatch& m : values) {
+      if (m.matches(only)) return true;
+    }
+    return false;
+  }
   const JoinedValues joined(md, key);
-  if (!joined.present()) return false;
   for (const StringMatch& m : values) {
     switch (m.kind) {
       case StringMatch::Kind::kExact:
@@ -133,30 +138,29 @@ bool HeaderMatch::matches(const Metadata& md) const {
   return false;
 }
 
-// A41's authenticated principal: the first non-empty source among URI SANs, DNS SANs and the
-// subject; an unauthenticated peer matches no principal.
-bool principal_matches(const std::vector<StringMatch>& principals, const PeerIdentity* peer) {
+PeerNames peer_names(const PeerIdentity* peer) {
+  if (peer == nullptr) return {};
+  if (!peer->uris.empty()) return {peer->uris.data(), peer->uris.data() + peer->uris.size()};
+  if (!peer->dns_names.empty()) {
+    return {peer->dns_names.data(), peer->dns_names.data() + peer->dns_names.size()};
+  }
+  return {&peer->subject, &peer->subject + 1};
+}
+
+// A41's authenticated principal: an unauthenticated peer matches no principal.
+bool principal_matches(const std::vector<StringMatch>& principals, PeerNames peer) {
   if (principals.empty()) return true;  // "source" without principals: any peer
-  if (peer == nullptr) return false;
+  if (!peer.authenticated()) return false;
   for (const StringMatch& m : principals) {
-    if (!peer->uris.empty()) {
-      for (const std::string& uri : peer->uris) {
-        if (m.matches(uri)) return true;
-      }
-    } else if (!peer->dns_names.empty()) {
-      for (const std::string& dns : peer->dns_names) {
-        if (m.matches(dns)) return true;
-      }
-    } else if (m.matches(peer->subject)) {
-      return true;
+    for (const std::string* name = peer.begin; name != peer.end; ++name) {
+      if (m.matches(*name)) return true;
     }
   }
   return false;
 }
 
-bool Rule::matches(std::string_view method, const Metadata& md, const PeerIdentity* peer,
-                   bool path_known) const {
-  if (!path_known && !paths.empty()) {
+bool Rule::matches(std::string_view method, const Metadata& md, PeerNames peer, Known known) const {
+  if (known != Known::kPath && !paths.empty()) {
     bool any = false;
     for (const StringMatch& p : paths) {
       if (p.matches(method)) {
@@ -166,48 +170,135 @@ bool Rule::matches(std::string_view method, const Metadata& md, const PeerIdenti
     }
     if (!any) return false;
   }
-  if (!principal_matches(principals, peer)) return false;
+  if (known != Known::kPrincipal && !principal_matches(principals, peer)) return false;
   for (const HeaderMatch& h : headers) {
     if (!h.matches(md)) return false;
   }
   return true;
 }
 
-void RuleSet::index() {
-  for (std::uint32_t i = 0; i < rules.size(); ++i) {
-    const Rule& r = rules[i];
-    const bool exact_only =
-        !r.paths.empty() && std::all_of(r.paths.begin(), r.paths.end(), [](const StringMatch& m) {
-          return m.kind == StringMatch::Kind::kExact;
-        });
-    if (!exact_only) {
-      scanned.push_back(i);
-      continue;
+void PatternIndex::add(const StringMatch& m, std::uint32_t rule) {
+  ByText* by_text = &exact;
+  if (m.kind != StringMatch::Kind::kExact) {
+    auto& lengths = m.kind == StringMatch::Kind::kPrefix ? prefixes : suffixes;
+    auto it = std::find_if(lengths.begin(), lengths.end(),
+                           [&](const auto& l) { return l.first == m.text.size(); });
+    if (it == lengths.end()) {
+      lengths.emplace_back(m.text.size(), ByText());
+      it = lengths.end() - 1;
     }
-    for (const StringMatch& p : r.paths) {
-      std::vector<std::uint32_t>& list = by_path[p.text];
-      if (list.empty() || list.back() != i) list.push_back(i);
+    by_text = &it->second;
+  }
+  Rules& list = (*by_text)[m.text];  // NOLINT: inserts
+  if (list.empty() || list.back() != rule) list.push_back(rule);
+}
+
+template <class Each>
+void PatternIndex::lookup(std::string_view value, Each&& each) const {
+  if (!exact.empty()) {
+    if (auto it = exact.find(value); it != exact.end()) each(it->second);
+  }
+  for (const auto& [length, by_text] : prefixes) {
+    if (length > value.size()) continue;
+    if (auto it = by_text.find(value.substr(0, length)); it != by_text.end()) {
+      each(it->second);
+    }
+  }
+  for (const auto& [length, by_text] : suffixes) {
+    if (length > value.size()) continue;
+    if (auto it = by_text.find(value.substr(value.size() - length)); it != by_text.end()) {
+      each(it->second);
     }
   }
 }
 
-// The first rule in order that matches: the rules whose paths are all exact come from the index
-// by the method, the others are scanned, and the two ascending lists are merged.
-const Rule* RuleSet::first_match(std::string_view method, const Metadata& md,
-                                 const PeerIdentity* peer) const {
-  static const std::vector<std::uint32_t> kNone;
-  const std::vector<std::uint32_t>* indexed = &kNone;
-  if (!by_path.empty()) {
-    auto it = by_path.find(to_absl(method));
-    if (it != by_path.end()) indexed = &it->second;
+namespace {
+
+// Whether every pattern can be looked up (exact, prefix or suffix: not "*").
+bool indexable(const std::vector<StringMatch>& patterns) {
+  return !patterns.empty() &&
+         std::none_of(patterns.begin(), patterns.end(), [](const StringMatch& m) {
+           return m.kind == StringMatch::Kind::kNonEmptyLine;
+         });
+}
+
+// The rules a call's lookups found, on the stack: past its capacity the call scans every rule.
+class Candidates {
+ public:
+  void add(const std::vector<std::uint32_t>& rules) {
+    if (rules.size() > kCapacity - size_) {
+      overflow_ = true;
+      return;
+    }
+    for (std::uint32_t r : rules) ids_[size_++] = r;
   }
+  bool overflow() const { return overflow_; }
+  // Ascending, each once.
+  std::size_t sort_unique() {
+    for (std::size_t i = 1; i < size_; ++i) {  // insertion sort: a handful, mostly in order
+      const std::uint32_t v = ids_[i];
+      std::size_t j = i;
+      for (; j > 0 && ids_[j - 1] > v; --j) ids_[j] = ids_[j - 1];
+      ids_[j] = v;
+    }
+    size_ = static_cast<std::size_t>(std::unique(ids_, ids_ + size_) - ids_);
+    return size_;
+  }
+  std::uint32_t operator[](std::size_t i) const { return ids_[i]; }
+
+ private:
+  static constexpr std::size_t kCapacity = 64;
+  std::uint32_t ids_[kCapacity];
+  std::size_t size_ = 0;
+  bool overflow_ = false;
+};
+
+}  // namespace
+
+void RuleSet::index() {
+  keyed_by.assign(rules.size(), Rule::Known::kNothing);
+  for (std::uint32_t i = 0; i < rules.size(); ++i) {
+    const Rule& r = rules[i];
+    if (indexable(r.paths)) {
+      keyed_by[i] = Rule::Known::kPath;
+      for (const StringMatch& p : r.paths) by_path.add(p, i);
+    } else if (indexable(r.principals)) {
+      keyed_by[i] = Rule::Known::kPrincipal;
+      for (const StringMatch& p : r.principals) by_principal.add(p, i);
+    } else {
+      scanned.push_back(i);
+    }
+  }
+}
+
+const Rule* RuleSet::first_match(std::string_view method, const Metadata& md,
+                                 PeerNames peer) const {
+  Candidates found;
+  const auto add = [&](const std::vector<std::uint32_t>& list) { found.add(list); };
+  by_path.lookup(method, add);
+  if (peer.authenticated() && !by_principal.empty()) {
+    for (const std::string* name = peer.begin; name != peer.end; ++name) {
+      by_principal.lookup(*name, add);
+    }
+  }
+  if (found.overflow()) return first_match_linear(method, md, peer);
+  const std::size_t n = found.sort_unique();
   std::size_t a = 0;
   std::size_t b = 0;
-  while (a < indexed->size() || b < scanned.size()) {
-    const bool from_index =
-        b >= scanned.size() || (a < indexed->size() && (*indexed)[a] < scanned[b]);
-    const std::uint32_t i = from_index ? (*indexed)[a++] : scanned[b++];
-    if (rules[i].matches(method, md, peer, /*path_known=*/from_index)) return &rules[i];
+  while (a < n || b < scanned.size()) {
+    const bool from_index = b >= scanned.size() || (a < n && found[a] < scanned[b]);
+    const std::uint32_t i = from_index ? found[a++] : scanned[b++];
+    if (rules[i].matches(method, md, peer, from_index ? keyed_by[i] : Rule::Known::kNothing)) {
+      return &rules[i];
+    }
+  }
+  return nullptr;
+}
+
+const Rule* RuleSet::first_match_linear(std::string_view method, const Metadata& md,
+                                        PeerNames peer) const {
+  for (const Rule& r : rules) {
+    if (r.matches(method, md, peer, Rule::Known::kNothing)) return &r;
   }
   return nullptr;
 }
@@ -623,10 +714,11 @@ AuthorizationDecision AuthorizationPolicy::evaluate(std::string_view method,
                                                     const Metadata& metadata,
                                                     const PeerIdentity* peer) const noexcept {
   const Compiled& c = *compiled_;
-  if (const Rule* r = c.deny.first_match(method, metadata, peer)) {
+  const authz_detail::PeerNames names = authz_detail::peer_names(peer);
+  if (const Rule* r = c.deny.first_match(method, metadata, names)) {
     return {false, r->name, r->qualified_name};
   }
-  if (const Rule* r = c.allow.first_match(method, metadata, peer)) {
+  if (const Rule* r = c.allow.first_match(method, metadata, names)) {
     return {true, r->name, r->qualified_name};
   }
   return {false, {}, {}};
