@@ -252,6 +252,28 @@ TEST(AuthzPolicy, IndexedAndScannedRulesKeepTheFilesOrder) {
   EXPECT_EQ(decide(*p, c), "allow:last");
 }
 
+TEST(AuthzPolicy, ACallThatFindsManyIndexedRulesStillGetsTheFirstInOrder) {
+  // 100 rules on one path: more than a call gathers on its stack, so it tries every rule.
+  std::string json = R"({"name":"p","allow_rules":[)";
+  for (int i = 0; i < 100; ++i) {
+    json += (i ? "," : "") + std::string(R"({"name":"r)") + std::to_string(i) +
+            R"(","request":{"paths":["/a.B/C"],"headers":[{"key":"k","values":[")" +
+            std::to_string(i) + R"("]}]}})";
+  }
+  json += "]}";
+  auto p = parse(json);
+  ASSERT_NE(p, nullptr);
+  for (int i : {0, 63, 64, 99}) {
+    Call c;
+    c.method = "/a.B/C";
+    c.md.add("k", std::to_string(i));
+    EXPECT_EQ(decide(*p, c), "allow:r" + std::to_string(i));
+  }
+  Call none;
+  none.method = "/a.B/C";
+  EXPECT_EQ(decide(*p, none), "deny:");
+}
+
 // Every rule grpc-go's translatePolicy and engine apply at load, with grpc-go's words.
 TEST(AuthzPolicy, MalformedPoliciesAreRefusedNamingTheField) {
   struct Case {

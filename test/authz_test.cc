@@ -6,6 +6,7 @@
 #include "ferry/authz.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -310,6 +311,22 @@ TEST(Authz, FromFileRefusesABadFirstPolicyAndBadArguments) {
   auto ok = AuthorizationInterceptor::from_file(file.path(), std::chrono::hours(1));
   ASSERT_TRUE(ok.ok());
   EXPECT_TRUE((*ok)->reload_now().ok());
+  // Neither a FIFO (reading it would block for ever) nor a directory nor a file over 4 MiB.
+  const std::string fifo = file.path() + ".fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto from_fifo = AuthorizationInterceptor::from_file(fifo, std::chrono::seconds(1));
+  std::filesystem::remove(fifo);
+  ASSERT_FALSE(from_fifo.ok());
+  EXPECT_NE(from_fifo.status().message().find("not a regular file"), std::string_view::npos);
+  EXPECT_FALSE(AuthorizationInterceptor::from_file(std::filesystem::temp_directory_path().string(),
+                                                   std::chrono::seconds(1))
+                   .ok());
+  file.write(std::string(AuthorizationPolicy::kMaxPolicyBytes + 1, ' '));
+  auto huge = AuthorizationInterceptor::from_file(file.path(), std::chrono::seconds(1));
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("over the limit"), std::string_view::npos);
+  file.write(allow_only("p", "/a.B/C"));
+
   auto fixed = AuthorizationInterceptor::from_policy(allow_only("p", "/a.B/C"));
   ASSERT_TRUE(fixed.ok());
   EXPECT_EQ((*fixed)->reload_now().code(), absl::StatusCode::kFailedPrecondition);

@@ -2,6 +2,10 @@
 // reloaded from.
 #include "ferry/authz.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <condition_variable>
 #include <cstdio>
@@ -48,32 +52,43 @@ struct AuthorizationInterceptor::Watcher {
   std::thread thread;
 
   absl::StatusOr<std::string> read() const {
-    std::FILE* f = std::fopen(path.c_str(), "rb");
-    if (f == nullptr) {
+    // Not blocking: a FIFO or a device named as the policy would hang the first load, or the
+    // reload thread for ever; only a regular file is read.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
       return absl::NotFoundError(
           absl::StrCat("authorization policy file ", path, ": ", std::strerror(errno)));
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      return absl::InvalidArgumentError(
+          absl::StrCat("authorization policy file ", path, " is not a regular file"));
     }
     // One open file read to its end: a file replaced (renamed over) meanwhile is read whole
     // from the old inode; one rewritten in place may read partly written, fail to parse and
     // be read again at the next refresh.
     std::string text;
     char buf[16384];
-    std::size_t n;
-    while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) {
-      if (text.size() + n > AuthorizationPolicy::kMaxPolicyBytes) {
-        std::fclose(f);
+    while (true) {
+      const ssize_t n = ::read(fd, buf, sizeof(buf));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        const int err = errno;
+        ::close(fd);
+        return absl::UnavailableError(
+            absl::StrCat("authorization policy file ", path, ": ", std::strerror(err)));
+      }
+      if (n == 0) break;
+      if (text.size() + static_cast<std::size_t>(n) > AuthorizationPolicy::kMaxPolicyBytes) {
+        ::close(fd);
         return absl::InvalidArgumentError(
             absl::StrCat("authorization policy file ", path, " is over the limit of ",
                          AuthorizationPolicy::kMaxPolicyBytes, " bytes"));
       }
-      text.append(buf, n);
+      text.append(buf, static_cast<std::size_t>(n));
     }
-    const bool failed_read = std::ferror(f) != 0;
-    std::fclose(f);
-    if (failed_read) {
-      return absl::UnavailableError(
-          absl::StrCat("authorization policy file ", path, ": read failed"));
-    }
+    ::close(fd);
     return text;
   }
 };
