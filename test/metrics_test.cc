@@ -13,6 +13,7 @@
 #include "asio/ip/tcp.hpp"
 #include "asio/read.hpp"
 #include "asio/write.hpp"
+#include "ferry/authz.h"
 #include "ferry/channel.h"
 #include "ferry/interceptor.h"
 #include "ferry/retry.h"
@@ -111,6 +112,48 @@ TEST(Metrics, CountersAfterKnownCallsOnServerAndClient) {
       text, "grpc_client_attempt_duration_seconds_count{" + echo + ",grpc_status=\"NOT_FOUND\"} 1"))
       << text;
   EXPECT_TRUE(has_line(text, "grpc_client_call_rcvd_messages_total{" + expand + "} 4")) << text;
+}
+
+// An authorization policy after the metrics interceptor: its decisions are counted by policy,
+// rule and decision, the denied calls included; the reload callback counts reloads by result.
+TEST(Metrics, AuthorizationDecisionsAndReloads) {
+  MetricsSetup metrics;
+  ASSERT_GT(metrics.port, 0);
+  auto authz = AuthorizationInterceptor::from_policy(R"({"name":"p",
+      "deny_rules":[{"name":"no_chat","request":{"paths":["/ferry.testing.Echo/Chat"]}}],
+      "allow_rules":[{"name":"echo","request":{"paths":["/ferry.testing.Echo/Echo"]}}]})");
+  ASSERT_TRUE(authz.ok()) << authz.status();
+  metrics.server_options.interceptors.push_back(*authz);
+  Loopback loop(metrics.server_options, metrics.channel_options);
+  loop.run([&]() -> asio::awaitable<void> {
+    EchoRequest request;
+    EchoResponse response;
+    for (int i = 0; i < 2; ++i) {
+      ClientContext ctx;
+      EXPECT_TRUE((co_await loop.stub().Echo(ctx, request, response)).ok());
+    }
+    ClientContext expand_ctx;
+    ClientReader<EchoResponse> reader = co_await loop.stub().Expand(expand_ctx, request);
+    while (co_await reader.read(response)) {
+    }
+    EXPECT_EQ((co_await reader.finish()).code(), absl::StatusCode::kPermissionDenied);
+  });
+  auto on_reload = make_authorization_reload_metrics(*metrics.registry);
+  on_reload(absl::OkStatus());
+  on_reload(absl::InvalidArgumentError("\"name\" is not present"));
+  on_reload(absl::InvalidArgumentError("\"name\" is not present"));
+
+  const std::string text = scrape(metrics.port);
+  EXPECT_TRUE(has_line(text,
+                       "grpc_server_authz_decisions_total{authz_decision=\"allow\",authz_policy="
+                       "\"p\",authz_rule=\"echo\",grpc_method=\"ferry.testing.Echo/Echo\"} 2"))
+      << text;
+  EXPECT_TRUE(has_line(text,
+                       "grpc_server_authz_decisions_total{authz_decision=\"deny\",authz_policy="
+                       "\"p\",authz_rule=\"\",grpc_method=\"ferry.testing.Echo/Expand\"} 1"))
+      << text;
+  EXPECT_TRUE(has_line(text, "grpc_server_authz_policy_reloads_total{result=\"ok\"} 1")) << text;
+  EXPECT_TRUE(has_line(text, "grpc_server_authz_policy_reloads_total{result=\"error\"} 2")) << text;
 }
 
 // A call retried by its method's policy: the attempt metrics count its attempts, the call

@@ -17,6 +17,11 @@
 //           histograms of message bytes per call (client: per attempt; payloads as sent, after
 //           compression, without the 5-byte prefix), gRPC's size buckets (0, 1 KiB, 2 KiB, 4 KiB,
 //           16 KiB ... 4 GiB)
+//   Server: grpc_server_authz_decisions_total{grpc_method,authz_policy,authz_rule,authz_decision}
+//           counter of an authorization policy's decisions (ferry/authz.h; authz_decision is
+//           "allow" or "deny", authz_rule "" when no allow rule matched), and
+//           grpc_server_authz_policy_reloads_total{result} ("ok" or "error") when the policy's
+//           on_reload is make_authorization_reload_metrics' (below)
 //   Both:   grpc_{server,client}_call_{sent,rcvd}_messages_total{grpc_method}  counters (ferry's
 //   own:
 //           OpenTelemetry's gRPC metrics count bytes, not messages)
@@ -27,7 +32,10 @@
 //   exposer.RegisterCollectable(registry);
 #pragma once
 
+#include <functional>
 #include <memory>
+
+#include "absl/status/status.h"
 
 namespace prometheus {
 class Registry;
@@ -42,6 +50,11 @@ class ClientInterceptor;
 // returns the interceptor that records them. Thread-safe: one instance serves every I/O thread.
 // Cost per call: a few hash lookups and atomic increments under prometheus-cpp's family locks.
 std::shared_ptr<ServerInterceptor> make_server_metrics(prometheus::Registry& registry);
+
+// The on_reload callback for AuthorizationInterceptor::from_file (ferry/authz.h): counts the
+// policy file's reloads by result on registry (which must outlive it). Any thread.
+std::function<void(const absl::Status&)> make_authorization_reload_metrics(
+    prometheus::Registry& registry);
 
 // The same for a channel's calls.
 std::shared_ptr<ClientInterceptor> make_client_metrics(prometheus::Registry& registry);

@@ -75,16 +75,31 @@ class ServerMetrics final : public ServerInterceptor {
                               "(grpc.server.call.sent_total_compressed_message_size).")),
         rcvd_bytes_(histogram(registry, "grpc_server_call_rcvd_total_compressed_message_size_bytes",
                               "Message bytes (compressed) the server received per call "
-                              "(grpc.server.call.rcvd_total_compressed_message_size).")) {}
+                              "(grpc.server.call.rcvd_total_compressed_message_size).")),
+        authz_(counter(registry, "grpc_server_authz_decisions_total",
+                       "Calls an authorization policy decided (ferry/authz.h), by policy, rule "
+                       "and decision.")) {}
 
   asio::awaitable<absl::Status> on_start(ServerContext&, const CallInfo& call) override {
     started_.Add({{"grpc_method", method_label(call.method)}}).Increment();
     return ready_status();  // not a coroutine of its own: no frame from asio's small cache
   }
 
-  void on_finish(ServerContext&, const CallInfo& call, const CallOutcome& outcome) override {
+  void on_finish(ServerContext& ctx, const CallInfo& call, const CallOutcome& outcome) override {
     const std::string method = method_label(call.method);
     const std::string status = status_label(outcome.status);
+    // The policy's decision, when an authorization interceptor ran (this one placed before it
+    // sees the calls it denied too).
+    const CallAuthorization& authz = ctx.authorization();
+    if (authz.decision != CallAuthorization::Decision::kNotEvaluated) {
+      authz_
+          .Add({{"grpc_method", method},
+                {"authz_policy", std::string(authz.policy)},
+                {"authz_rule", std::string(authz.rule)},
+                {"authz_decision",
+                 authz.decision == CallAuthorization::Decision::kAllowed ? "allow" : "deny"}})
+          .Increment();
+    }
     duration_.Add({{"grpc_method", method}, {"grpc_status", status}}, latency_buckets())
         .Observe(seconds(outcome.duration));
     sent_.Add({{"grpc_method", method}}).Increment(static_cast<double>(outcome.messages_sent));
@@ -102,6 +117,7 @@ class ServerMetrics final : public ServerInterceptor {
   prometheus::Family<prometheus::Counter>& rcvd_;
   prometheus::Family<prometheus::Histogram>& sent_bytes_;
   prometheus::Family<prometheus::Histogram>& rcvd_bytes_;
+  prometheus::Family<prometheus::Counter>& authz_;
 };
 
 class ClientMetrics final : public ClientInterceptor {
@@ -171,6 +187,16 @@ std::shared_ptr<ServerInterceptor> make_server_metrics(prometheus::Registry& reg
 
 std::shared_ptr<ClientInterceptor> make_client_metrics(prometheus::Registry& registry) {
   return std::make_shared<ClientMetrics>(registry);
+}
+
+std::function<void(const absl::Status&)> make_authorization_reload_metrics(
+    prometheus::Registry& registry) {
+  auto& family = counter(registry, "grpc_server_authz_policy_reloads_total",
+                         "Authorization policy reloads from its file, by result (ok: the new "
+                         "policy is in force; error: the previous one stayed).");
+  prometheus::Counter* ok = &family.Add({{"result", "ok"}});
+  prometheus::Counter* error = &family.Add({{"result", "error"}});
+  return [ok, error](const absl::Status& status) { (status.ok() ? ok : error)->Increment(); };
 }
 
 }  // namespace ferry
