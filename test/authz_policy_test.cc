@@ -377,6 +377,16 @@ TEST(AuthzPolicy, AnOptionalUnknownLoggerIsSkipped) {
   EXPECT_EQ((*p)->audit_condition(), AuditCondition::kOnDeny);
 }
 
+TEST(AuthzPolicy, TheStdoutLoggerEscapesAsGoDoes) {
+  const AuditEvent event{"/a.B/C", "", "p<&>\"q", "p<&>\"q_r\n", true};
+  ::testing::internal::CaptureStdout();
+  make_stdout_audit_logger()->log(event);
+  const std::string line = ::testing::internal::GetCapturedStdout();
+  const std::string want =
+      R"({"grpc_audit_log":{"rpc_method":"/a.B/C","principal":"","policy_name":"p\u003c\u0026\u003e\"q","matched_rule":"p\u003c\u0026\u003e\"q_r\n","authorized":true,"timestamp":")";
+  EXPECT_EQ(line.substr(0, want.size()), want) << line;
+}
+
 TEST(AuthzPolicy, HugeAndDeepInputIsRefusedQuickly) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   EXPECT_FALSE(AuthorizationPolicy::parse(deep).ok());

@@ -161,6 +161,8 @@ class AuthorizationInterceptor : public ServerInterceptor {
   // for the calls that start after; one that fails to read or parse leaves the previous policy
   // in force and is reported (standard error, reload_failures, last_reload_error(), and
   // on_reload). refresh_interval must be positive. The thread ends with the interceptor.
+  // on_reload hears of every reload that read a changed file, OK or not (a bad file once per
+  // version): on the interceptor's thread or on reload_now's caller, so it must be thread-safe.
   static absl::StatusOr<std::shared_ptr<AuthorizationInterceptor>> from_file(
       std::string path, std::chrono::milliseconds refresh_interval,
       const AuthorizationOptions& options = {},

@@ -509,10 +509,21 @@ absl::Status read_rules(const JsonValue& v, std::string_view list, const std::st
   return absl::OkStatus();
 }
 
+// As Go's encoding/json writes strings: <, > and & escaped too (the stdout logger's lines
+// match grpc-go's byte for byte).
 void quote_json(std::string& out, std::string_view s) {
   out.push_back('"');
   for (unsigned char c : s) {
     switch (c) {
+      case '<':
+        out += "\\u003c";
+        break;
+      case '>':
+        out += "\\u003e";
+        break;
+      case '&':
+        out += "\\u0026";
+        break;
       case '"':
         out += "\\\"";
         break;

@@ -107,7 +107,7 @@ struct PatternHash {
     if (s.size() >= 8) {
       std::memcpy(&a, s.data(), 8);
       std::memcpy(&b, s.data() + s.size() - 8, 8);
-    } else {
+    } else if (!s.empty()) {  // an empty view may have no data at all
       std::memcpy(&a, s.data(), s.size());
     }
     std::uint64_t h = (a ^ (s.size() * 0x9e3779b97f4a7c15ULL)) * 0xff51afd7ed558ccdULL;
