@@ -1,7 +1,8 @@
 // ferry's authorization engine judged against grpc-go's (ferry/authz.h): every row of
 // test/authz_agreement/cases.txt is a call from ferry's client, over TLS with the row's client
 // certificate, to a ferry server and to grpc-go's (test/peers/authz_go: authz.NewStatic)
-// enforcing the same policy file; both must answer with the row's code. Every policy of
+// enforcing the same policy file; both must answer with the row's code, and the audited policy's
+// stdout_logger lines (gRFC A59) must be the same from both but for the time. Every policy of
 // test/authz_agreement/malformed/ must be refused by both, with grpc-go's words where they are
 // not its JSON decoder's.
 #include <fcntl.h>
@@ -103,16 +104,23 @@ class GoPeer {
     close(in[0]);
     close(out[1]);
     stdin_ = in[1];
-    FILE* from = fdopen(out[0], "r");
-    char buf[4096];
-    for (std::size_t i = 0; i < policies.size() && std::fgets(buf, sizeof(buf), from); ++i) {
-      std::string line(buf);
-      if (!line.empty() && line.back() == '\n') line.pop_back();
+    from_ = fdopen(out[0], "r");
+    for (std::size_t i = 0; i < policies.size(); ++i) {
+      std::string line;
+      if (!read_line(line)) break;
       lines_.push_back(line);
     }
-    std::fclose(from);
+  }
+  // The next line the peer writes (its audit log, once the ports are out); false at its end.
+  bool read_line(std::string& line) {
+    char buf[4096];
+    if (from_ == nullptr || std::fgets(buf, sizeof(buf), from_) == nullptr) return false;
+    line = buf;
+    if (!line.empty() && line.back() == '\n') line.pop_back();
+    return true;
   }
   ~GoPeer() {
+    if (from_ != nullptr) std::fclose(from_);
     if (stdin_ >= 0) close(stdin_);
     if (pid_ > 0) {
       kill(pid_, SIGTERM);
@@ -125,6 +133,7 @@ class GoPeer {
  private:
   pid_t pid_ = -1;
   int stdin_ = -1;
+  FILE* from_ = nullptr;
   std::vector<std::string> lines_;
 };
 
@@ -235,6 +244,9 @@ TEST(AuthzAgreement, FerryAndGrpcGoDecideEveryRowAlike) {
   Clients clients;
   std::string disagreements;
   std::set<std::string> policies_used;
+  // The stdout audit lines of both: ferry's server writes them here, in this process.
+  ::testing::internal::CaptureStdout();
+  std::size_t audited_calls = 0;
   for (const Row& r : rows) {
     ASSERT_TRUE(ferry.count(r.policy)) << "cases.txt:" << r.line << ": no policy " << r.policy;
     policies_used.insert(r.policy);
@@ -251,8 +263,31 @@ TEST(AuthzAgreement, FerryAndGrpcGoDecideEveryRowAlike) {
     if (!from_ferry.ok() && !from_go.ok()) {
       EXPECT_EQ(from_ferry.message(), from_go.message()) << "cases.txt:" << r.line;
     }
+    if (r.policy == "audited") ++audited_calls;
   }
+  const std::string ferry_stdout = ::testing::internal::GetCapturedStdout();
   EXPECT_EQ(disagreements, "");
+
+  // gRFC A59's stdout_logger: the same lines from both, in the same order, but for the time.
+  const auto without_time = [](std::string line) {
+    const std::size_t at = line.find(",\"timestamp\":");
+    return at == std::string::npos ? line : line.substr(0, at);
+  };
+  std::vector<std::string> ferry_lines;
+  std::istringstream ferry_in(ferry_stdout);
+  for (std::string line; std::getline(ferry_in, line);) {
+    if (line.rfind("{\"grpc_audit_log\"", 0) == 0) ferry_lines.push_back(without_time(line));
+  }
+  std::vector<std::string> go_lines;
+  for (std::string line; go_lines.size() < audited_calls && go.read_line(line);) {
+    if (line.rfind("{\"grpc_audit_log\"", 0) == 0) go_lines.push_back(without_time(line));
+  }
+  ASSERT_GT(audited_calls, 0u);
+  EXPECT_EQ(ferry_lines.size(), audited_calls);  // ON_DENY_AND_ALLOW: one line per call
+  EXPECT_EQ(ferry_lines, go_lines);
+  if (std::getenv("FERRY_AUTHZ_SHOW_AUDIT") != nullptr) {
+    for (const std::string& line : go_lines) std::printf("grpc-go: %s\n", line.c_str());
+  }
   EXPECT_EQ(policies_used.size(), policies.size()) << "a policy no row uses";
 
   // Refused by both; where grpc-go's reason is not its JSON decoder's, in its words.
