@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -187,7 +188,13 @@ class AuthorizationInterceptor : public ServerInterceptor {
   AuthorizationInterceptor();
   void set_policy(std::shared_ptr<const AuthorizationPolicy> policy);
 
-  std::atomic<std::shared_ptr<const AuthorizationPolicy>> policy_;
+  // The policy in force, swapped under the mutex; version_ names it (a number no other policy
+  // of any interceptor had), so that each thread keeps its own reference to it and takes the
+  // mutex only when it changed (std::atomic<std::shared_ptr>'s load in GCC 12 unlocks relaxed:
+  // a data race with the next store, which ThreadSanitizer reports).
+  mutable std::mutex policy_mutex_;
+  std::shared_ptr<const AuthorizationPolicy> policy_;
+  std::atomic<std::uint64_t> version_{0};
   std::atomic<std::uint64_t> allowed_{0};
   std::atomic<std::uint64_t> denied_{0};
   std::shared_ptr<Watcher> watcher_;  // and its thread's copy

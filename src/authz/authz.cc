@@ -111,12 +111,41 @@ AuthorizationInterceptor::~AuthorizationInterceptor() {
   watcher_->thread.join();
 }
 
+namespace {
+
+// Every policy an interceptor puts in force gets a number none had before, in any interceptor:
+// a thread's cached reference names its interceptor and that number, so an interceptor made
+// where a destroyed one lived never finds the other's policy in a cache.
+std::atomic<std::uint64_t> policy_versions{0};
+
+struct PolicyCache {
+  const void* owner = nullptr;
+  std::uint64_t version = 0;
+  std::shared_ptr<const AuthorizationPolicy> policy;
+};
+// One entry per thread (an I/O thread serves one server, usually with one policy); a thread that
+// alternates between interceptors takes their mutexes instead.
+thread_local PolicyCache policy_cache;
+
+}  // namespace
+
 void AuthorizationInterceptor::set_policy(std::shared_ptr<const AuthorizationPolicy> policy) {
-  policy_.store(std::move(policy), std::memory_order_release);
+  std::lock_guard lock(policy_mutex_);
+  policy_.swap(policy);  // the previous one is released after the lock
+  version_.store(policy_versions.fetch_add(1, std::memory_order_relaxed) + 1,
+                 std::memory_order_release);
 }
 
 std::shared_ptr<const AuthorizationPolicy> AuthorizationInterceptor::policy() const {
-  return policy_.load(std::memory_order_acquire);
+  PolicyCache& cache = policy_cache;
+  if (cache.owner == this && cache.version == version_.load(std::memory_order_acquire)) {
+    return cache.policy;
+  }
+  std::lock_guard lock(policy_mutex_);
+  cache.owner = this;
+  cache.version = version_.load(std::memory_order_relaxed);  // policy_'s, under the lock
+  cache.policy = policy_;
+  return cache.policy;
 }
 
 AuthorizationStats AuthorizationInterceptor::stats() const {
@@ -243,7 +272,7 @@ absl::StatusOr<std::shared_ptr<AuthorizationInterceptor>> AuthorizationIntercept
 
 asio::awaitable<absl::Status> AuthorizationInterceptor::on_start(ServerContext& ctx,
                                                                  const CallInfo& call) {
-  std::shared_ptr<const AuthorizationPolicy> policy = policy_.load(std::memory_order_acquire);
+  std::shared_ptr<const AuthorizationPolicy> policy = this->policy();
   const AuthorizationDecision decision =
       policy->evaluate(call.method, ctx.client_metadata(), ctx.peer_identity());
   policy->audit(call.method, ctx.peer_identity(), decision);
