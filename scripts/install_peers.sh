@@ -242,12 +242,16 @@ fi
 # runner (its .proto files, which test/conformance generates its server and client from, stay in
 # the module cache: PREFIX/go/pkg/mod/connectrpc.com/conformance@V), h2spec (the HTTP/2
 # conformance tester), grpc-go's side of the rich error details test (test/peers/
-# rich_status_go) and of the authorization agreement test (test/peers/authz_go). go.mod and go.sum pin every version, read only (-mod=readonly): a build that
-# would need another version fails. toxiproxy's command is `server`, like grpc-go's interop
-# server: built apart under its own name. A stamp holding the module's and rich_status_go's hash
-# rebuilds them all when either changes (cheaply: Go's build cache has the rest).
+# rich_status_go) and of the authorization agreement test (test/peers/authz_go). go.mod and
+# go.sum pin every version, read only (-mod=readonly): a build that would need another version
+# fails. toxiproxy's command is `server`, like grpc-go's interop server: built apart under its
+# own name. A stamp holding the module's, rich_status_go's and authz_go's hash rebuilds them all
+# when any changes (cheaply: Go's build cache has the rest).
 go_module="$repo/test/peers"
-go_module_stamp() { cat "$go_module/go.mod" "$go_module/go.sum" "$go_module/rich_status_go/main.go" "$go_module/authz_go/main.go" | sha256sum | cut -c1-16; }
+go_module_stamp() {
+  cat "$go_module/go.mod" "$go_module/go.sum" "$go_module/rich_status_go/main.go" \
+    "$go_module/authz_go/main.go" | sha256sum | cut -c1-16
+}
 go_module_check() {
   go_has server google.golang.org/grpc "$GRPC_GO_VERSION" &&
     go_has client google.golang.org/grpc "$GRPC_GO_VERSION" &&
@@ -272,7 +276,7 @@ go_module_install() {
     go build -mod=readonly -o "$GOBIN/authz_peer_go" ./authz_go &&
     go_module_stamp >"$GOBIN/.go_module.stamp"
 }
-step "grpc-go interop $GRPC_GO_VERSION, grpcurl $GRPCURL_VERSION, grpc-health-probe $GRPC_HEALTH_PROBE_VERSION, toxiproxy $TOXIPROXY_VERSION, connectconformance $CONNECT_CONFORMANCE_VERSION, h2spec $H2SPEC_VERSION, rich_status_peer_go (test/peers/go.mod)" \
+step "grpc-go interop $GRPC_GO_VERSION, grpcurl $GRPCURL_VERSION, grpc-health-probe $GRPC_HEALTH_PROBE_VERSION, toxiproxy $TOXIPROXY_VERSION, connectconformance $CONNECT_CONFORMANCE_VERSION, h2spec $H2SPEC_VERSION, rich_status_peer_go, authz_peer_go (test/peers/go.mod)" \
   "$prefix/logs/go_module.log" go_module_check go_module_install
 cd "$prefix" || exit 1
 
