@@ -6,7 +6,8 @@
 // with 64 KiB and 1 MiB messages (and 1 MiB by reference: write_raw / read_raw); then the
 // small-call and 64 KiB figures over TLS (test/certs, TLS 1.3 with AES-GCM; and each end's CPU per
 // streamed byte) beside cleartext ("tls" as the fifth argument: only these); the small-call figures
-// with one no-op interceptor on the server and the channel (ferry/interceptor.h) beside none; then
+// with one no-op interceptor on the server and the channel (ferry/interceptor.h) beside none, and
+// with a 50-rule authorization policy on the server (ferry/authz.h) beside none; then
 // a channel with round_robin over two servers beside one connection (client calls/s and CPU per
 // call, 64 in flight) and the picker's own cost. Prints tables of medians. Servers run on core 0
 // and the client on core 1 (ServerCores below).
@@ -24,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "alloc_counter.h"
 #include "asio/co_spawn.hpp"
 #include "asio/detached.hpp"
@@ -34,6 +36,7 @@
 #include "asio/use_future.hpp"
 #include "asio/write.hpp"
 #include "client/load_balancer.h"
+#include "ferry/authz.h"
 #include "ferry/bytes_field.h"
 #include "ferry/channel.h"
 #include "ferry/interceptor.h"
@@ -169,14 +172,45 @@ struct FerryResult {
 class NoOpServerInterceptor final : public ServerInterceptor {};
 class NoOpClientInterceptor final : public ClientInterceptor {};
 
+// A 50-rule authorization policy the benchmark's calls pass (cleartext: no peer certificate, so
+// no principal): 10 deny rules on headers the calls lack, 39 allow rules on other services'
+// exact paths and path prefixes, each with a header, and last the rule that allows them (the
+// Echo service's prefix, and the benchmark's own stats service).
+std::string fifty_rule_policy() {
+  std::string json = R"({"name":"bench","deny_rules":[)";
+  for (int i = 0; i < 10; ++i) {
+    absl::StrAppend(&json, i ? "," : "", R"({"name":"deny)", i,
+                    R"(","request":{"headers":[{"key":"x-block)", i, R"(","values":["*"]}]}})");
+  }
+  absl::StrAppend(&json, R"(],"allow_rules":[)");
+  for (int i = 0; i < 39; ++i) {
+    absl::StrAppend(&json, i ? "," : "", R"({"name":"rule)", i,
+                    R"(","request":{"paths":["/bench.Service)", i, R"(/Get","/bench.Prefix)", i,
+                    R"(/*"],"headers":[{"key":"x-team","values":["team)", i, R"("]}]}})");
+  }
+  absl::StrAppend(&json, R"(,{"name":"echo","request":{"paths":)",
+                  R"(["/ferry.testing.Echo/*","/ferry.bench.Stats/*"]}}]})");
+  return json;
+}
+
+enum class ServerExtras { kNone, kNoOpInterceptors, kPolicy };
+
 FerryResult measure_ferry(int latency_calls, int throughput_calls, int stream_messages,
-                          bool tls = false, bool noop_interceptors = false) {
+                          bool tls = false, ServerExtras extras = ServerExtras::kNone) {
   ServerOptions options;
   options.num_threads = 1;
   ChannelOptions channel_options;
-  if (noop_interceptors) {
+  if (extras == ServerExtras::kNoOpInterceptors) {
     options.interceptors.push_back(std::make_shared<NoOpServerInterceptor>());
     channel_options.interceptors.push_back(std::make_shared<NoOpClientInterceptor>());
+  }
+  if (extras == ServerExtras::kPolicy) {
+    auto authz = AuthorizationInterceptor::from_policy(fifty_rule_policy());
+    if (!authz.ok()) {
+      std::fprintf(stderr, "rpc_bench: policy: %s\n", authz.status().ToString().c_str());
+      std::exit(1);
+    }
+    options.interceptors.push_back(*std::move(authz));
   }
   if (tls) {
     options.credentials =
@@ -506,7 +540,7 @@ int main(int argc, char** argv) {
   const bool tls_only = argc > 5 && std::string_view(argv[5]) == "tls";
 
   pin_this_thread(kClientCore);
-  std::vector<FerryResult> ferry, tls, intercepted;
+  std::vector<FerryResult> ferry, tls, intercepted, authorized;
   std::vector<EchoResult> echo;
   std::vector<BalancedResult> one_conn, balanced;
   std::vector<double> pick1, pick2;
@@ -526,8 +560,10 @@ int main(int argc, char** argv) {
     }
     echo.push_back(measure_tcp_echo(latency_calls, throughput_calls));
     tls.push_back(measure_ferry(latency_calls, throughput_calls, stream_messages, true));
-    intercepted.push_back(
-        measure_ferry(latency_calls, throughput_calls, stream_messages, false, true));
+    intercepted.push_back(measure_ferry(latency_calls, throughput_calls, stream_messages, false,
+                                        ServerExtras::kNoOpInterceptors));
+    authorized.push_back(measure_ferry(latency_calls, throughput_calls, stream_messages, false,
+                                       ServerExtras::kPolicy));
     one_conn.push_back(measure_balanced(1, throughput_calls));
     balanced.push_back(measure_balanced(2, throughput_calls));
     pick1.push_back(picker_ns(1));
@@ -618,6 +654,23 @@ int main(int argc, char** argv) {
   std::printf("| the same, %zu-byte payloads | %.2f | %.2f | | |\n", kSmallPayload,
               m(ferry, &FerryResult::small_allocs_per_call),
               m(intercepted, &FerryResult::small_allocs_per_call));
+
+  const double a_p50 = m(authorized, &FerryResult::p50_us);
+  const double a_qps = m(authorized, &FerryResult::calls_per_s);
+  const double a_cpu = m(authorized, &FerryResult::cpu_us_per_call);
+  std::printf(
+      "\nA 50-rule authorization policy on the server (ferry::authz), beside none, same run\n\n");
+  std::printf(
+      "| measure | none | 50-rule policy | difference | ratio |\n|---|---:|---:|---:|---:|\n");
+  std::printf("| unary latency p50, 1 in flight (µs) | %.1f | %.1f | %+.2f | %.2f× |\n", f_p50,
+              a_p50, a_p50 - f_p50, a_p50 / f_p50);
+  std::printf("| unary calls/s, %d in flight, 1 connection | %.0f | %.0f | | %.2f× |\n", kInFlight,
+              f_qps, a_qps, a_qps / f_qps);
+  std::printf("| server CPU per call, %d in flight (µs) | %.2f | %.2f | %+.3f | %.2f× |\n",
+              kInFlight, f_cpu, a_cpu, a_cpu - f_cpu, a_cpu / f_cpu);
+  std::printf("| server heap allocations per call | %.2f | %.2f | | |\n",
+              m(ferry, &FerryResult::allocs_per_call),
+              m(authorized, &FerryResult::allocs_per_call));
 
   const double o_qps = m(one_conn, &BalancedResult::calls_per_s);
   const double b_qps = m(balanced, &BalancedResult::calls_per_s);
