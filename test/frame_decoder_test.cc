@@ -5,6 +5,7 @@
 #include <google/protobuf/arena.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -153,6 +154,85 @@ TEST(FrameDecoder, MessageInsideOneChunkIsDeliveredWithoutCopying) {
   EXPECT_EQ(first.payload.slice(0).data(), chunk.data() + kFramePrefixSize);
   EXPECT_EQ(second.payload.slice(0).data(), chunk.data() + 2 * kFramePrefixSize + 1003);
   EXPECT_EQ(first.payload.slice(0).block(), chunk.block());
+}
+
+// Pushes wire by reference in pieces of the sizes step() gives, each piece a block of its own (as
+// each read of a trickling peer is), dropping the pieces once pushed; returns the bodies decoded
+// and, in max_blocks, the most blocks in use meanwhile beyond those at the start.
+template <class Step>
+std::vector<std::string> decode_by_reference(const std::string& wire, Step step,
+                                             std::int64_t& max_blocks) {
+  const std::int64_t start = BufferPool::instance().stats().blocks_in_use;
+  max_blocks = 0;
+  FrameDecoder decoder;
+  std::vector<std::string> bodies;
+  for (std::size_t at = 0; at < wire.size();) {
+    const std::size_t n = std::min(step(), wire.size() - at);
+    decoder.push(Slice::copy_of(wire.data() + at, n));
+    at += n;
+    DecodedMessage m;
+    while (true) {
+      absl::StatusOr<bool> got = decoder.next(m);
+      EXPECT_TRUE(got.ok()) << got.status();
+      if (!got.ok() || !*got) break;
+      Buffer msg;
+      EXPECT_TRUE(parse_message(m.payload, msg).ok());
+      bodies.push_back(msg.body());
+    }
+    max_blocks = std::max(max_blocks, BufferPool::instance().stats().blocks_in_use - start);
+  }
+  EXPECT_TRUE(decoder.finish().ok());
+  return bodies;
+}
+
+// A peer that trickles a message one byte per read used to make the decoder keep one 64 KiB
+// block per byte (5,000 blocks here); the bytes are copied into the decoder's own blocks once
+// the reads' blocks far outweigh them, so a few blocks are in use at any time.
+TEST(FrameDecoder, BytesTrickledByReferenceKeepAFewBlocksNotOnePerRead) {
+  const std::vector<std::size_t> sizes = {3, 300, 5000, 0, 7};
+  const std::string wire = wire_of(sizes);
+  std::vector<std::string> expected;
+  for (std::size_t n : sizes) expected.push_back(body_of(n));
+  std::int64_t max_blocks = 0;
+  EXPECT_EQ(decode_by_reference(
+                wire, [] { return std::size_t{1}; }, max_blocks),
+            expected);
+  EXPECT_LE(max_blocks, 3) << "blocks in use while the message trickled in";
+}
+
+// The same with pieces of random sizes (1 to 200 bytes), which split prefixes and messages at
+// every place relative to the copies: the bytes come out as they went in.
+TEST(FrameDecoder, RandomSmallPiecesByReferenceDecodeIntactInAFewBlocks) {
+  const std::vector<std::size_t> sizes = {70000, 1, 300, 20000, 0, 5};
+  const std::string wire = wire_of(sizes);
+  std::vector<std::string> expected;
+  for (std::size_t n : sizes) expected.push_back(body_of(n));
+  std::mt19937 rng(20261128);
+  std::uniform_int_distribution<std::size_t> piece(1, 200);
+  std::int64_t max_blocks = 0;
+  EXPECT_EQ(decode_by_reference(
+                wire, [&] { return piece(rng); }, max_blocks),
+            expected);
+  EXPECT_LE(max_blocks, 4);
+}
+
+// The zero-copy path stays for bytes that use their blocks well: a message arriving in nearly
+// full 64 KiB reads is delivered as slices of those blocks, never copied.
+TEST(FrameDecoder, MessageInFullReadsIsNotCopied) {
+  const std::string wire = wire_of({200000});
+  FrameDecoder decoder;
+  std::vector<Slice> reads;
+  constexpr std::size_t kRead = 60000;
+  DecodedMessage m;
+  for (std::size_t at = 0; at < wire.size(); at += kRead) {
+    reads.push_back(Slice::copy_of(wire.data() + at, std::min(kRead, wire.size() - at)));
+    decoder.push(reads.back());
+  }
+  ASSERT_TRUE(*decoder.next(m));
+  ASSERT_EQ(m.payload.slice_count(), reads.size());
+  for (std::size_t i = 0; i < reads.size(); ++i) {
+    EXPECT_EQ(m.payload.slice(i).block(), reads[i].block()) << "slice " << i << " was copied";
+  }
 }
 
 TEST(FrameDecoder, ParsesOntoAnArena) {

@@ -44,10 +44,24 @@ class FrameDecoder {
  public:
   explicit FrameDecoder(FrameDecoderOptions options = {}) : options_(options) {}
 
-  // Appends the next bytes of the stream, by reference.
-  void push(const Slice& chunk) { pending_.append(chunk); }
-  void push(Slice&& chunk) { pending_.append(std::move(chunk)); }
-  // Appends a copy of bytes ferry does not own.
+  // Appends the next bytes of the stream, by reference. While a message is incomplete its bytes
+  // stay by reference only as long as the blocks they keep alive do not far outweigh them (see
+  // detail::LooseTail): one trickled a few bytes per read is copied into blocks of the
+  // decoder's own as it goes, so it holds a few bytes per byte rather than a block per read.
+  void push(const Slice& chunk) {
+    if (chunk.empty()) return;
+    if (pending_.empty()) loose_.reset();
+    loose_.note(chunk);
+    pending_.append(chunk);
+  }
+  void push(Slice&& chunk) {
+    if (chunk.empty()) return;
+    if (pending_.empty()) loose_.reset();
+    loose_.note(chunk);
+    pending_.append(std::move(chunk));
+  }
+  // Appends a copy of bytes ferry does not own (or that were decoded from the stream), packed
+  // into the decoder's own blocks after the bytes before them.
   void push_copy(const void* data, std::size_t size);
 
   // Takes the next complete message off the front into out. Returns true when it did, false when
@@ -77,6 +91,9 @@ class FrameDecoder {
 
   // Bytes pushed and not yet returned by next().
   std::size_t buffered_bytes() const { return pending_.size(); }
+  // The memory those bytes keep alive (whole blocks for bytes held by reference, the free rest
+  // of the decoder's own block): what the budgets on held bytes count.
+  std::size_t held_bytes() const { return pending_.empty() ? 0 : loose_.pinned_bytes(pending_); }
 
   const FrameDecoderOptions& options() const { return options_; }
   void set_options(const FrameDecoderOptions& options) { options_ = options; }
@@ -86,6 +103,7 @@ class FrameDecoder {
 
   FrameDecoderOptions options_;
   SliceChain pending_;
+  detail::LooseTail loose_;  // pending_'s bytes by reference since it last copied
   absl::Status error_;
 };
 

@@ -4,6 +4,7 @@
 // into asio buffers for one writev.
 #pragma once
 
+#include <algorithm>
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
@@ -122,6 +123,11 @@ class SliceChain {
   }
   // Drops bytes from the end, leaving the first new_size (<= size()).
   void truncate(std::size_t new_size);
+  // Copies the last n bytes (n <= size()) into the block this chain writes into (and further
+  // pooled blocks), replacing the slices they were in: the blocks those slices kept alive are let
+  // go. What a chain built by reference from a peer's small reads does to stop pinning a 64 KiB
+  // block per read (detail::LooseTail decides when). Costs a copy of the n bytes.
+  void repack_back(std::size_t n);
   // Drops the first n bytes (n <= size()).
   void consume(std::size_t n) {
     if (!slices_.empty() && slices_[0].size() > n) {
@@ -172,5 +178,77 @@ class SliceChain {
   // The block reserve() writes into; this chain holds one reference to it.
   detail::Block* write_block_ = nullptr;
 };
+
+namespace detail {
+
+// The bytes a chain took by reference at its end (slices of blocks that others filled: a
+// connection's reads) since it last copied, and how many blocks they keep alive. A chain that
+// grows a few bytes per read (a peer trickling a message) would pin a whole 64 KiB block per read;
+// compact() copies such bytes into the chain's own packed blocks once the blocks they pin
+// outweigh them, so that what the chain holds stays within a few bytes per byte. A chain whose
+// bytes arrive in full reads is never copied. Not thread-safe: the chain's owner's.
+class LooseTail {
+ public:
+  // s was just appended by reference to the chain (not empty).
+  void note(const Slice& s) {
+    bytes_ += s.size();
+    ++slices_;
+    if (s.block() != last_block_) {
+      ++blocks_;
+      last_block_ = s.block();
+    }
+  }
+  // The chain was emptied (or never took anything by reference).
+  void reset() { *this = LooseTail(); }
+
+  // Copies the loose bytes into chain's own blocks when the blocks they pin hold more than
+  // kMaxPinnedPerByte times their bytes, and either two or more blocks would be let go or the
+  // chain's own block has room for them (then the copy takes no new block). The front of chain
+  // may have been consumed since the last call (its own bytes go first). Returns whether it
+  // copied. Each byte is copied at most once: copied bytes are the chain's own.
+  bool compact(SliceChain& chain) {
+    clamp(chain);
+    if (blocks_ == 0 || blocks_ * BufferPool::kBlockSize <= kMaxPinnedPerByte * bytes_) {
+      return false;
+    }
+    if (blocks_ < 2 && chain.tail_room() < bytes_) return false;
+    chain.repack_back(bytes_);
+    reset();
+    return true;
+  }
+  // Copies the loose bytes into the chain's own blocks whatever they pin.
+  void compact_all(SliceChain& chain) {
+    clamp(chain);
+    if (bytes_ > 0) chain.repack_back(bytes_);
+    reset();
+  }
+  // What chain keeps alive, as far as this knows: the loose bytes' blocks in full, the chain's
+  // own bytes, and the free rest of the block it writes into.
+  std::size_t pinned_bytes(const SliceChain& chain) const {
+    const std::size_t loose = std::min(bytes_, chain.size());
+    return std::min(blocks_, slices_) * BufferPool::kBlockSize + (chain.size() - loose) +
+           chain.tail_room();
+  }
+
+  // Blocks pinned per loose byte beyond which they are copied.
+  static constexpr std::size_t kMaxPinnedPerByte = 2;
+
+ private:
+  // What the chain still holds of the loose bytes: its front is consumed first, own bytes
+  // before loose ones, so what went beyond the own bytes was loose.
+  void clamp(const SliceChain& chain) {
+    slices_ = std::min(slices_, chain.slice_count());
+    bytes_ = std::min(bytes_, chain.size());
+    blocks_ = std::min(blocks_, slices_);
+    if (bytes_ == 0) reset();
+  }
+
+  const Block* last_block_ = nullptr;  // compared only, never dereferenced
+  std::size_t blocks_ = 0;
+  std::size_t slices_ = 0;
+  std::size_t bytes_ = 0;
+};
+
+}  // namespace detail
 
 }  // namespace ferry

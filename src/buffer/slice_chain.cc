@@ -108,6 +108,25 @@ void SliceChain::truncate(std::size_t new_size) {
   size_ = new_size;
 }
 
+void SliceChain::repack_back(std::size_t n) {
+  assert(n <= size_);
+  if (n == 0) return;
+  const std::size_t keep = size_ - n;
+  std::size_t first = 0;  // the first slice holding any of the last n bytes
+  std::size_t before = 0;
+  while (before + slices_[first].size() <= keep) before += slices_[first++].size();
+  // References to the bytes while the chain lets go of its own, so that the copy reads them.
+  detail::SliceVector tail;
+  tail.reserve(slices_.size() - first);
+  for (std::size_t i = first; i < slices_.size(); ++i) tail.push_back(slices_[i]);
+  truncate(keep);
+  std::size_t skip = keep - before;
+  for (const Slice& s : tail) {
+    append_copy(s.data() + skip, s.size() - skip);
+    skip = 0;
+  }
+}
+
 void SliceChain::consume_slow(std::size_t n) {
   assert(n <= size_);
   size_ -= n;

@@ -6,14 +6,14 @@
 
 namespace ferry::detail {
 
-bool Base64BodyDecoder::flush_run(std::string_view run, SliceChain& out) {
+bool Base64BodyDecoder::flush_run(std::string_view run, FrameDecoder& out) {
   if (run.empty()) return true;
   if (!absl::Base64Unescape(to_absl(run), &decoded_)) return false;
-  out.append_copy(decoded_.data(), decoded_.size());
+  out.push_copy(decoded_.data(), decoded_.size());
   return true;
 }
 
-bool Base64BodyDecoder::decode(std::string_view text, SliceChain& out) {
+bool Base64BodyDecoder::decode(std::string_view text, FrameDecoder& out) {
   pending_.append(text.data(), text.size());
   const std::size_t whole = pending_.size() / 4 * 4;
   // A group with padding ends a piece: decode up to and including it on its own, then go on.

@@ -7,20 +7,23 @@
 #include <string>
 #include <string_view>
 
+#include "ferry/frame_decoder.h"
 #include "ferry/slice_chain.h"
 
 namespace ferry::detail {
 
 class Base64BodyDecoder {
  public:
-  // Decodes what of text completes 4-character groups and appends the bytes to out; the rest
-  // waits for the next piece. False on a character or padding base64 does not allow.
-  bool decode(std::string_view text, SliceChain& out);
+  // Decodes what of text completes 4-character groups and pushes the bytes into out, which packs
+  // them into its own blocks after those before (a body sent a few characters per DATA frame
+  // takes a few bytes per piece, not a block); the rest waits for the next piece. False on a
+  // character or padding base64 does not allow.
+  bool decode(std::string_view text, FrameDecoder& out);
   // Whether the body ended on a group boundary (else it was cut inside a group).
   bool complete() const { return pending_.empty(); }
 
  private:
-  bool flush_run(std::string_view run, SliceChain& out);
+  bool flush_run(std::string_view run, FrameDecoder& out);
 
   std::string pending_;  // characters of an incomplete group
   std::string decoded_;  // scratch, reused

@@ -239,20 +239,25 @@ void CallStream::on_formatted_data(const Slice& chunk) {
                                                     limits_.max_receive_message_size, " bytes)")));
       return;
     }
-    state.body.append(chunk);
+    // By reference while the reads' blocks are well used; a body trickled a few bytes per read
+    // is copied into the call's own blocks as it goes (detail::LooseTail).
+    if (state.body.empty()) state.body_loose.reset();
+    if (!chunk.empty()) {
+      state.body_loose.note(chunk);
+      state.body.append(chunk);
+      state.body_loose.compact(state.body);
+    }
     acknowledge(unacked_ - held_);
     return;
   }
   // base64 text: decoded into pooled blocks, then deframed as usual. The window is counted in
   // the text's bytes, a third more than the messages', so a queued message holds less window
   // than it took; the rest goes back once the reader has caught up.
-  SliceChain decoded;
-  if (!state.base64.decode(bytes, decoded)) {
+  if (!state.base64.decode(bytes, decoder_)) {
     acknowledge(unacked_ - held_);
     on_receive_error(absl::InternalError("malformed base64 in a gRPC-Web text body"));
     return;
   }
-  for (const Slice& s : decoded) decoder_.push(s);
   decode_ready();
 }
 

@@ -23,8 +23,9 @@ struct MessageFormat {
 // What a call with such a format keeps between reads and writes.
 struct MessageFormatState {
   Base64BodyDecoder base64;
-  SliceChain body;   // an unframed body as it arrives
-  std::string json;  // an outbound message's JSON, reused
+  SliceChain body;       // an unframed body as it arrives
+  LooseTail body_loose;  // body's bytes by reference since it last copied
+  std::string json;      // an outbound message's JSON, reused
 };
 
 }  // namespace ferry::detail

@@ -11,12 +11,18 @@
 namespace ferry {
 
 void FrameDecoder::push_copy(const void* data, std::size_t size) {
+  if (size == 0) return;
+  // Bytes by reference before them are copied first: the loose bytes stay the last ones.
+  loose_.compact_all(pending_);
   pending_.append_copy(data, size);
 }
 
 absl::StatusOr<bool> FrameDecoder::next_slow(DecodedMessage& out) {
   if (!error_.ok()) return error_;
-  if (pending_.size() < kFramePrefixSize) return false;
+  if (pending_.size() < kFramePrefixSize) {
+    loose_.compact(pending_);
+    return false;
+  }
 
   std::uint8_t copied[kFramePrefixSize];
   const std::uint8_t* prefix = pending_.slice(0).data();
@@ -46,7 +52,12 @@ absl::StatusOr<bool> FrameDecoder::next_slow(DecodedMessage& out) {
     return error_;
   }
 
-  if (pending_.size() - kFramePrefixSize < length) return false;
+  if (pending_.size() - kFramePrefixSize < length) {
+    // The message is incomplete: its bytes wait here, copied out of the reads' blocks when
+    // those hold far more than them (a trickle), by reference otherwise.
+    loose_.compact(pending_);
+    return false;
+  }
   pending_.consume(kFramePrefixSize);
   out.compressed = flag == 1;
   out.end_frame = end_frame;
