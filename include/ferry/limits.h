@@ -17,6 +17,23 @@ struct MessageLimits {
   std::size_t max_receive_message_size = kDefaultMaxReceiveMessageSize;
   // Larger messages fail the write with RESOURCE_EXHAUSTED (checked on the uncompressed size).
   std::size_t max_send_message_size = kMaxFramePayloadSize;
+  // The memory a call's unfinished inbound message may keep alive: what is held, not what was
+  // declared (the 64 KiB blocks its bytes are in, counted whole when it holds bytes of them by
+  // reference, and the free rest of the block it copies into). A message still arriving is
+  // acknowledged to flow control as it comes, so windows do not bound it; this does. Past it
+  // the call fails with RESOURCE_EXHAUSTED (a server answers it as the call's status, a client
+  // resets the stream and returns it). ferry copies the bytes of a message trickled a few per
+  // read into packed blocks as they arrive, so that it holds at most about twice its bytes:
+  // 0, the default, is 2 x max_receive_message_size + 256 KiB, which a message within the
+  // receive limit never reaches; set less to bound a call's memory more tightly than its
+  // messages' size.
+  std::size_t max_held_receive_bytes = 0;
+
+  // max_held_receive_bytes as it applies (the default resolved).
+  std::size_t held_receive_budget() const {
+    return max_held_receive_bytes != 0 ? max_held_receive_bytes
+                                       : 2 * max_receive_message_size + (std::size_t{256} << 10);
+  }
 };
 
 // What one HTTP/2 connection advertises in its SETTINGS and enforces.
@@ -40,6 +57,12 @@ struct ConnectionLimits {
   // goes on, so unread streams cannot starve it. A peer that reads nothing at all (connection
   // window used up) holds every streaming writer at the bound. Unary answers are not held.
   std::size_t max_queued_send_bytes = std::size_t{32} << 20;
+  // The memory all the connection's calls together may keep alive for their unfinished inbound
+  // messages (each counted as MessageLimits::max_held_receive_bytes counts it): what bounds a
+  // peer that opens many streams and sends each the start of a large message. Past it the
+  // connection ends with GOAWAY ENHANCE_YOUR_CALM (debug data "held_bytes") and its calls fail
+  // UNAVAILABLE. Not applied to HTTP/1.1, which carries one call at a time. Default 256 MiB.
+  std::size_t max_held_bytes = std::size_t{256} << 20;
   // When what the connection produces is written (ferry/write_policy.h).
   WritePolicy write_policy;
 };

@@ -56,6 +56,10 @@ void CallStream::cancel_operation(void* self) {
 
 void CallStream::on_closed(http2::ErrorCode error) {
   release_window();
+  if (held_reported_ != 0 && connection_ != nullptr) {
+    connection_->change_held(this, -static_cast<std::ptrdiff_t>(held_reported_));
+    held_reported_ = 0;
+  }
   closed_ = true;
   connection_ = nullptr;
   disarm_deadline();
@@ -152,11 +156,37 @@ void CallStream::on_data(Slice chunk) {
   }
   if (!format_.plain_body()) [[unlikely]] {
     on_formatted_data(chunk);
-    return;
+  } else {
+    if (ready_head_ < ready_.size()) pack_stale(chunk.block());
+    decoder_.push(std::move(chunk));
+    decode_ready();
   }
-  if (ready_head_ < ready_.size()) pack_stale(chunk.block());
-  decoder_.push(std::move(chunk));
-  decode_ready();
+  // Nothing to count for messages that arrived whole (the usual case): no call.
+  if (decoder_.buffered_bytes() != 0 || held_reported_ != 0 || format_state_ != nullptr)
+      [[unlikely]] {
+    account_held();
+  }
+}
+
+void CallStream::account_held() {
+  std::size_t held = decoder_.held_bytes();
+  if (format_state_ != nullptr && !format_state_->body.empty()) {
+    held += format_state_->body_loose.pinned_bytes(format_state_->body);
+  }
+  // MessageLimits::max_held_receive_bytes: the call's own share.
+  if (held > limits_.held_receive_budget() && abort_.ok()) {
+    acknowledge(unacked_ - held_);
+    on_receive_error(absl::ResourceExhaustedError(absl::StrCat(
+        "the unfinished message holds ", held, " bytes of memory, more than the limit (",
+        limits_.held_receive_budget(), " bytes): it arrives in pieces too small for its blocks")));
+  }
+  // ConnectionLimits::max_held_bytes: the connection's sum, which may end the connection.
+  if (held != held_reported_ && connection_ != nullptr) {
+    const auto delta =
+        static_cast<std::ptrdiff_t>(held) - static_cast<std::ptrdiff_t>(held_reported_);
+    held_reported_ = held;
+    connection_->change_held(this, delta);
+  }
 }
 
 void CallStream::decode_ready() {

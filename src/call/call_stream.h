@@ -237,6 +237,9 @@ class CallStream : public http2::Stream, private Deadline {
   // Copies small queued messages out of read blocks other than current (see the .cc).
   void pack_stale(const detail::Block* current);
 
+  // After on_data: the memory the unfinished message keeps alive, checked against the call's
+  // budget (MessageLimits::max_held_receive_bytes) and told to the connection.
+  void account_held();
   // on_data's decoding, once a chunk is in the decoder: queues the complete messages.
   void decode_ready();
   // on_data for a body that is not plain gRPC framing (base64 text, or one bare message).
@@ -280,9 +283,10 @@ class CallStream : public http2::Stream, private Deadline {
   FrameDecoder decoder_;
   absl::InlinedVector<Ready, 1> ready_;
   std::size_t ready_head_ = 0;
-  std::size_t packed_upto_ = 0;  // ready_ before this index has been through pack_stale
-  std::size_t held_ = 0;         // sum of Ready::held
-  std::size_t unacked_ = 0;      // DATA bytes received and not yet given back; always >= held_
+  std::size_t packed_upto_ = 0;    // ready_ before this index has been through pack_stale
+  std::size_t held_ = 0;           // sum of Ready::held
+  std::size_t unacked_ = 0;        // DATA bytes received and not yet given back; always >= held_
+  std::size_t held_reported_ = 0;  // memory the unfinished message keeps, as the connection knows
   Event read_event_;
   Event write_event_;
 };

@@ -33,7 +33,8 @@ Connection::Connection(std::unique_ptr<ByteStream> stream, Role role,
       observer_(observer),
       parts_(settings.write_policy.calls_per_write),
       answer_bytes_(settings.write_policy.bytes_per_write),
-      max_queued_(settings.max_queued_send_bytes) {
+      max_queued_(settings.max_queued_send_bytes),
+      max_held_(settings.max_held_bytes) {
   nghttp2_session_callbacks* const callbacks = Callbacks::table();
   nghttp2_option* option;
   nghttp2_option_new(&option);
@@ -151,6 +152,14 @@ void Connection::consume(Stream* stream, std::size_t n) {
   if (closed_ || n == 0 || stream->id_ <= 0) return;
   nghttp2_session_consume(session_, stream->id_, n);
   schedule_flush();
+}
+
+void Connection::change_held(Stream* stream, std::ptrdiff_t delta) {
+  (void)stream;
+  held_ = static_cast<std::size_t>(static_cast<std::ptrdiff_t>(held_) + delta);
+  // A peer that starts large messages on many streams and trickles them: each stream's share is
+  // bounded (MessageLimits::max_held_receive_bytes), their sum is bounded here.
+  if (delta > 0 && held_ > max_held_) terminate(ErrorCode::kEnhanceYourCalm, "held_bytes");
 }
 
 void Connection::consume_connection(std::size_t n) {

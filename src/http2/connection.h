@@ -95,6 +95,10 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   // The same for the connection window only: bytes of a stream that is closing (may be called
   // from Stream::on_closed), which would otherwise stay charged to the window all streams share.
   void consume_connection(std::size_t n) override;
+  // The streams' held memory (ConnectionLimits::max_held_bytes): past the bound the connection
+  // ends with GOAWAY ENHANCE_YOUR_CALM.
+  void change_held(Stream* stream, std::ptrdiff_t delta) override;
+  std::size_t held_bytes() const { return held_; }
 
   // Graceful shutdown: GOAWAY(last processed stream); existing streams go on, new ones are
   // refused (REFUSED_STREAM, so that the peer retries them elsewhere) from the moment the
@@ -206,6 +210,8 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   Stream* streams_ = nullptr;  // open streams, for close()
   std::size_t queued_ = 0;     // sum of the open streams' queued_counted_
   std::size_t max_queued_;     // ConnectionLimits::max_queued_send_bytes
+  std::size_t max_held_;       // ConnectionLimits::max_held_bytes
+  std::size_t held_ = 0;       // what the streams' unfinished messages keep alive
   bool send_waiters_ = false;  // a writer waits for queued_ to fall below max_queued_
   std::size_t open_streams_ = 0;
   std::uint64_t streams_opened_ = 0;

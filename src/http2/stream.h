@@ -40,6 +40,12 @@ class StreamCarrier {
   virtual void consume(Stream* stream, std::size_t n) = 0;
   virtual void consume_connection(std::size_t n) = 0;
   virtual const asio::any_io_executor& executor() const = 0;
+  // The memory a stream's unfinished inbound message keeps alive changed by delta bytes
+  // (ConnectionLimits::max_held_bytes). Default: not counted (HTTP/1.1, one call at a time).
+  virtual void change_held(Stream* stream, std::ptrdiff_t delta) {
+    (void)stream;
+    (void)delta;
+  }
   // HTTP/1.1: no trailers and no full duplex, so gRPC itself cannot run over it (gRPC-Web and
   // Connect can).
   virtual bool is_http1() const { return false; }

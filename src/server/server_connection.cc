@@ -21,7 +21,7 @@ void ServerConnection::adopt(IoThread& thread, std::unique_ptr<http2::ByteStream
   site.methods = &table;
   site.runners = &thread.runners;
   site.deadlines = &thread.deadlines;
-  site.limits = CallLimits{options.max_receive_message_size, options.max_send_message_size};
+  site.limits = static_cast<const MessageLimits&>(options);
   site.max_header_bytes = options.max_header_list_size;
   site.active_calls = &active_calls;
   if (!options.cors_allowed_origins.empty()) site.cors_origins = &options.cors_allowed_origins;

@@ -4,6 +4,8 @@
 // Connect unary and streaming; HTTP/2 and HTTP/1.1; in large reads or one byte per read), and the
 // server's growth per byte received must stay within 4x while the connection is held and come
 // back when it closes; a raw HTTP/2 server trickles a response to ferry's client the same way.
+// The budgets on what is held (MessageLimits::max_held_receive_bytes, ConnectionLimits::
+// max_held_bytes) end the call or the connection past them.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -399,6 +401,58 @@ TEST_P(HeldMemory, SmallReadsHoldAFewBytesPerByte) {
 INSTANTIATE_TEST_SUITE_P(Shapes, HeldMemory, ::testing::ValuesIn(kShapes),
                          [](const auto& info) { return std::string(info.param.name); });
 
+// Promise: a call whose unfinished message holds more than MessageLimits::
+// max_held_receive_bytes ends with RESOURCE_EXHAUSTED (here gRPC-Web over HTTP/1.1, whose
+// status shows in plain text), and what it held goes back.
+TEST(HeldBudget, ServerCallPastItsBudgetFailsResourceExhausted) {
+  ServerOptions options;
+  options.max_held_receive_bytes = 256 * 1024;
+  EchoServer server(options);
+  const std::int64_t baseline = settled_blocks_in_use();
+  const Shape& shape = kShapes[5];  // grpcweb_h1
+  ASSERT_STREQ(shape.name, "grpcweb_h1");
+  {
+    RawRequest request(server.port, shape);
+    request.send(request.body(512 * 1024), 16 * 1024, 0us);
+    std::string response;
+    const auto until = std::chrono::steady_clock::now() + 5s;
+    while (response.find("grpc-status") == std::string::npos &&
+           std::chrono::steady_clock::now() < until) {
+      response += request.socket().receive(100ms);
+    }
+    EXPECT_NE(response.find("grpc-status: 8"), std::string::npos)
+        << "[" << response.substr(0, 400) << "]";
+  }
+  EXPECT_TRUE(testing::eventually([&] { return blocks_in_use() <= baseline; }, 3s));
+}
+
+// Promise: many streams on one connection, each holding the start of a large message, are
+// bounded together by ConnectionLimits::max_held_bytes: past it the server sends GOAWAY
+// ENHANCE_YOUR_CALM and closes, and everything they held goes back.
+TEST(HeldBudget, ConnectionPastItsBudgetGetsEnhanceYourCalm) {
+  ServerOptions options;
+  options.max_held_bytes = 1 << 20;
+  EchoServer server(options);
+  const std::int64_t baseline = settled_blocks_in_use();
+  const Shape& shape = kShapes[0];  // grpc_h2
+  constexpr std::uint32_t kStreams = 8;
+  std::uint32_t goaway_code = 0;
+  {
+    RawRequest request(server.port, shape, kStreams);
+    const std::string body = request.body(200 * 1024);
+    for (std::uint32_t i = 0; i < kStreams; ++i) request.send(body, 16 * 1024, 0us, 1 + 2 * i);
+    H2Reader reader(request.socket());
+    for (std::optional<H2Frame> f; (f = reader.next());) {
+      if (f->type == kGoaway && f->payload.size() >= 8) {
+        goaway_code = static_cast<std::uint8_t>(f->payload[7]);
+        break;
+      }
+    }
+  }
+  EXPECT_EQ(goaway_code, 0xbu) << "GOAWAY ENHANCE_YOUR_CALM expected";
+  EXPECT_TRUE(testing::eventually([&] { return blocks_in_use() <= baseline; }, 3s));
+}
+
 // --- the client facing a hostile server -------------------------------------------------------
 
 // An HTTP/2 server by hand on a socket of its own: answers ferry's first request with response
@@ -523,6 +577,22 @@ TEST(HeldMemoryClient, SmallFramesHoldAFewBytesPerByte) {
   absl::Status status;
   check(kClientShape, "small", measure_client(160 * 1024, 64, 100us, &status));
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+}
+
+// Promise: past MessageLimits::max_held_receive_bytes, ferry's client ends the call with
+// RESOURCE_EXHAUSTED (and resets the stream) instead of holding more.
+TEST(HeldBudget, ClientCallPastItsBudgetFailsResourceExhausted) {
+  TricklingServer server;
+  ChannelOptions options;
+  options.max_held_receive_bytes = 256 * 1024;
+  Channel channel("127.0.0.1:" + std::to_string(server.port()), options);
+  std::future<absl::Status> call = call_trickler(channel);
+  ASSERT_TRUE(server.answer(64));
+  server.send(512 * 1024, 16 * 1024, 0us);
+  ASSERT_EQ(call.wait_for(5s), std::future_status::ready);
+  const absl::Status status = call.get();
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
+  server.close();
 }
 
 }  // namespace
