@@ -29,10 +29,13 @@ struct MessageLimits {
   // messages' size.
   std::size_t max_held_receive_bytes = 0;
 
-  // max_held_receive_bytes as it applies (the default resolved).
+  // max_held_receive_bytes as it applies: the default resolved, saturating (an unlimited receive
+  // size leaves it unlimited).
   std::size_t held_receive_budget() const {
-    return max_held_receive_bytes != 0 ? max_held_receive_bytes
-                                       : 2 * max_receive_message_size + (std::size_t{256} << 10);
+    constexpr std::size_t kSlack = std::size_t{256} << 10;
+    if (max_held_receive_bytes != 0) return max_held_receive_bytes;
+    if (max_receive_message_size > (SIZE_MAX - kSlack) / 2) return SIZE_MAX;
+    return 2 * max_receive_message_size + kSlack;
   }
 };
 

@@ -453,6 +453,19 @@ TEST(HeldBudget, ConnectionPastItsBudgetGetsEnhanceYourCalm) {
   EXPECT_TRUE(testing::eventually([&] { return blocks_in_use() <= baseline; }, 3s));
 }
 
+// Promise: the default budget follows the receive limit (twice it, plus 256 KiB: above what a
+// message within the limit can hold), an explicit one replaces it, and an unlimited receive size
+// leaves it unlimited rather than wrapping around to a small number.
+TEST(HeldBudget, DefaultFollowsTheReceiveLimitAndSaturates) {
+  MessageLimits limits;
+  EXPECT_EQ(limits.held_receive_budget(), 2 * limits.max_receive_message_size + (256u << 10));
+  limits.max_held_receive_bytes = 1000;
+  EXPECT_EQ(limits.held_receive_budget(), 1000u);
+  limits.max_held_receive_bytes = 0;
+  limits.max_receive_message_size = SIZE_MAX;
+  EXPECT_EQ(limits.held_receive_budget(), SIZE_MAX);
+}
+
 // --- the client facing a hostile server -------------------------------------------------------
 
 // An HTTP/2 server by hand on a socket of its own: answers ferry's first request with response
