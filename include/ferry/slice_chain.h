@@ -128,6 +128,11 @@ class SliceChain {
   // go. What a chain built by reference from a peer's small reads does to stop pinning a 64 KiB
   // block per read (detail::LooseTail decides when). Costs a copy of the n bytes.
   void repack_back(std::size_t n);
+  // Copies all the bytes (at most BufferPool::kBlockSize) into one run of a block that the
+  // calling thread's small chains share, replacing every slice and the block this chain writes
+  // into: a chain of a few bytes then costs its bytes, not a block of its own (detail::LooseTail
+  // decides when). Costs a copy of size() bytes.
+  void repack_shared();
   // Drops the first n bytes (n <= size()).
   void consume(std::size_t n) {
     if (!slices_.empty() && slices_[0].size() > n) {
@@ -208,9 +213,17 @@ class LooseTail {
   // copied. Each byte is copied at most once: copied bytes are the chain's own.
   bool compact(SliceChain& chain) {
     clamp(chain);
-    if (blocks_ == 0 || blocks_ * BufferPool::kBlockSize <= kMaxPinnedPerByte * bytes_) {
-      return false;
+    if (blocks_ == 0) return false;
+    // A few bytes in all and no block of the chain's own (a stream's first piece of a message,
+    // or one trickled so far): copied whole into a block the thread's small chains share, so
+    // that a peer sending a few bytes on each of many streams does not pin a block per stream.
+    // Whole, so that the chain stays one slice however many pieces it took.
+    if (chain.size() <= kShareBelow && chain.tail_room() == 0) {
+      chain.repack_shared();
+      reset();
+      return true;
     }
+    if (blocks_ * BufferPool::kBlockSize <= kMaxPinnedPerByte * bytes_) return false;
     if (blocks_ < 2 && chain.tail_room() < bytes_) return false;
     chain.repack_back(bytes_);
     reset();
@@ -232,6 +245,8 @@ class LooseTail {
 
   // Blocks pinned per loose byte beyond which they are copied.
   static constexpr std::size_t kMaxPinnedPerByte = 2;
+  // Chains up to this size share their thread's block (each copy of one costs at most this).
+  static constexpr std::size_t kShareBelow = BufferPool::kBlockSize / 16;
 
  private:
   // What the chain still holds of the loose bytes: its front is consumed first, own bytes

@@ -127,6 +127,27 @@ void SliceChain::repack_back(std::size_t n) {
   }
 }
 
+namespace {
+
+// The block the calling thread's small chains share (repack_shared): consumed as it is handed
+// out, so it holds only its write block, which the next copies go on filling.
+SliceChain& shared_pack() {
+  thread_local SliceChain pack;
+  return pack;
+}
+
+}  // namespace
+
+void SliceChain::repack_shared() {
+  if (size_ == 0) return;
+  assert(size_ <= BufferPool::kBlockSize);
+  SliceChain& pack = shared_pack();
+  const std::size_t n = size_;
+  copy_to(0, n, pack.reserve(n));
+  pack.commit(n);
+  *this = pack.split_front(n);
+}
+
 void SliceChain::consume_slow(std::size_t n) {
   assert(n <= size_);
   size_ -= n;

@@ -50,6 +50,9 @@ constexpr double kMaxGrowthPerByte = 4.0;
 // Block granularity: a partial message keeps up to a block of its own and one it is reading into
 // besides its bytes, whatever their number.
 constexpr std::size_t kGrowthSlack = 2 * kBlock;
+// What a thread keeps once it has served a call, whatever came since: the block its small pieces
+// of messages share (SliceChain::repack_shared).
+constexpr std::int64_t kThreadBlocks = 1;
 // The declared length of the message that never completes (within the 4 MiB receive limit).
 constexpr std::uint32_t kDeclared = 4'000'000;
 
@@ -362,7 +365,7 @@ Growth measure(const Shape& shape, std::size_t filler, std::size_t piece,
     g.blocks = settled_blocks_in_use() - before;
     g.bytes = body.size() - head;
   }
-  testing::eventually([&] { return blocks_in_use() <= baseline; }, 3s);
+  testing::eventually([&] { return blocks_in_use() <= baseline + kThreadBlocks; }, 3s);
   g.after_close = blocks_in_use() - baseline;
   return g;
 }
@@ -374,7 +377,8 @@ void check(const Shape& shape, const char* how, const Growth& g) {
   EXPECT_LE(static_cast<double>(g.blocks) * kBlock,
             kMaxGrowthPerByte * static_cast<double>(g.bytes) + kGrowthSlack)
       << shape.name << " " << how << ": " << g.per_byte() << " bytes held per byte received";
-  EXPECT_LE(g.after_close, 0) << shape.name << " " << how << ": blocks still held after close";
+  EXPECT_LE(g.after_close, kThreadBlocks)
+      << shape.name << " " << how << ": blocks still held after close";
 }
 
 class HeldMemory : public ::testing::TestWithParam<Shape> {};
@@ -401,6 +405,32 @@ TEST_P(HeldMemory, SmallReadsHoldAFewBytesPerByte) {
 INSTANTIATE_TEST_SUITE_P(Shapes, HeldMemory, ::testing::ValuesIn(kShapes),
                          [](const auto& info) { return std::string(info.param.name); });
 
+// Promise: a peer that starts a message on each of many streams, each piece a read of its own,
+// does not make the server pin a block per stream (200 blocks, 12.5 MiB, for these 1,600 bytes
+// before): a few bytes with no block of their own are copied into a block the thread's small
+// messages share.
+TEST(HeldMemoryStreams, AFewBytesOnEachOfManyStreamsShareBlocks) {
+  EchoServer server;
+  const std::int64_t baseline = settled_blocks_in_use();
+  constexpr std::uint32_t kStreams = 200;
+  const std::string start = grpc_prefix(kDeclared) + "abc";
+  std::int64_t held = 0;
+  {
+    RawRequest request(server.port, kShapes[0], 0);
+    for (std::uint32_t i = 0; i < kStreams; ++i) {
+      request.open_stream(1 + 2 * i);
+      request.send(start, start.size(), 150us, 1 + 2 * i);
+    }
+    held = settled_blocks_in_use() - baseline;
+  }
+  const std::size_t bytes = kStreams * start.size();
+  std::printf("%u streams x %zu bytes: %lld blocks held over the idle server\n", kStreams,
+              start.size(), static_cast<long long>(held));
+  // The connection's own read and output blocks, and the shared one, beside the bytes.
+  EXPECT_LE(static_cast<double>(held) * kBlock, kMaxGrowthPerByte * bytes + 4 * kBlock);
+  EXPECT_TRUE(testing::eventually([&] { return blocks_in_use() <= baseline + kThreadBlocks; }, 3s));
+}
+
 // Promise: a call whose unfinished message holds more than MessageLimits::
 // max_held_receive_bytes ends with RESOURCE_EXHAUSTED (here gRPC-Web over HTTP/1.1, whose
 // status shows in plain text), and what it held goes back.
@@ -423,7 +453,7 @@ TEST(HeldBudget, ServerCallPastItsBudgetFailsResourceExhausted) {
     EXPECT_NE(response.find("grpc-status: 8"), std::string::npos)
         << "[" << response.substr(0, 400) << "]";
   }
-  EXPECT_TRUE(testing::eventually([&] { return blocks_in_use() <= baseline; }, 3s));
+  EXPECT_TRUE(testing::eventually([&] { return blocks_in_use() <= baseline + kThreadBlocks; }, 3s));
 }
 
 // Promise: many streams on one connection, each holding the start of a large message, are
@@ -450,7 +480,7 @@ TEST(HeldBudget, ConnectionPastItsBudgetGetsEnhanceYourCalm) {
     }
   }
   EXPECT_EQ(goaway_code, 0xbu) << "GOAWAY ENHANCE_YOUR_CALM expected";
-  EXPECT_TRUE(testing::eventually([&] { return blocks_in_use() <= baseline; }, 3s));
+  EXPECT_TRUE(testing::eventually([&] { return blocks_in_use() <= baseline + kThreadBlocks; }, 3s));
 }
 
 // Promise: the default budget follows the receive limit (twice it, plus 256 KiB: above what a
