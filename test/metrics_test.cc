@@ -5,8 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
+#include <random>
+#include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "asio/connect.hpp"
 #include "asio/io_context.hpp"
@@ -48,6 +54,99 @@ std::string scrape(int port) {
 bool has_line(const std::string& text, const std::string& line) {
   return text.find("\n" + line + "\n") != std::string::npos || text.rfind(line + "\n", 0) == 0;
 }
+
+// The bucket bounds ("le" labels, +Inf left out) of the first series of histogram name whose
+// labels include label, in the exposition's order.
+std::vector<double> bucket_bounds(const std::string& text, const std::string& name,
+                                  const std::string& label) {
+  std::vector<double> bounds;
+  std::istringstream lines(text);
+  std::string line;
+  std::string first_series;
+  while (std::getline(lines, line)) {
+    if (line.rfind(name + "_bucket{", 0) != 0 || line.find(label) == std::string::npos) continue;
+    const std::size_t le = line.find("le=\"");
+    if (le == std::string::npos) continue;
+    const std::string series = line.substr(0, le);
+    if (first_series.empty()) first_series = series;
+    if (series != first_series) break;
+    const std::string value = line.substr(le + 4, line.find('"', le + 4) - le - 4);
+    if (value != "+Inf") bounds.push_back(std::stod(value));
+  }
+  return bounds;
+}
+
+// A server that speaks just enough HTTP/2 to refuse every stream (RST_STREAM REFUSED_STREAM):
+// the server never processed the call, so gRPC retries it transparently, on every connection
+// the client opens.
+class RefusingServer {
+ public:
+  RefusingServer() : acceptor_(io_, {asio::ip::make_address("127.0.0.1"), 0}) {
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~RefusingServer() {
+    stop_ = true;
+    asio::error_code ignored;
+    {
+      asio::io_context io;  // a connection wakes the blocking accept
+      asio::ip::tcp::socket wake(io);
+      wake.connect(acceptor_.local_endpoint(), ignored);
+      thread_.join();
+    }
+  }
+  std::string target() const {
+    return "127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port());
+  }
+  int refused() const { return refused_.load(); }
+
+ private:
+  static std::string frame(std::uint8_t type, std::uint8_t flags, std::uint32_t stream,
+                           const std::string& payload) {
+    std::string f;
+    f.push_back(static_cast<char>(payload.size() >> 16));
+    f.push_back(static_cast<char>(payload.size() >> 8));
+    f.push_back(static_cast<char>(payload.size()));
+    f.push_back(static_cast<char>(type));
+    f.push_back(static_cast<char>(flags));
+    for (int shift : {24, 16, 8, 0}) f.push_back(static_cast<char>(stream >> shift));
+    return f + payload;
+  }
+
+  // One connection at a time: the client's next connection waits in the backlog meanwhile.
+  void serve() {
+    while (!stop_) {
+      asio::ip::tcp::socket socket(io_);
+      asio::error_code ec;
+      acceptor_.accept(socket, ec);
+      if (ec || stop_) return;
+      std::string preface(24, '\0');
+      asio::read(socket, asio::buffer(preface), ec);
+      asio::write(socket, asio::buffer(frame(0x4, 0, 0, "")), ec);  // SETTINGS
+      while (!ec && !stop_) {
+        unsigned char header[9];
+        asio::read(socket, asio::buffer(header), ec);
+        if (ec) break;
+        std::string payload((header[0] << 16) | (header[1] << 8) | header[2], '\0');
+        asio::read(socket, asio::buffer(payload), ec);
+        if (ec) break;
+        const std::uint32_t stream =
+            ((header[5] & 0x7fu) << 24) | (header[6] << 16) | (header[7] << 8) | header[8];
+        if (header[3] == 0x4 && (header[4] & 0x1) == 0) {  // SETTINGS: ACK it
+          asio::write(socket, asio::buffer(frame(0x4, 0x1, 0, "")), ec);
+        } else if (header[3] == 0x1) {  // HEADERS: RST_STREAM REFUSED_STREAM (7)
+          ++refused_;
+          asio::write(socket, asio::buffer(frame(0x3, 0, stream, std::string("\0\0\0\7", 4))), ec);
+        }
+      }
+    }
+  }
+
+  asio::io_context io_;
+  asio::ip::tcp::acceptor acceptor_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> refused_{0};
+  std::thread thread_;
+};
 
 // A registry recorded by the server and client metrics interceptors (in the options to build
 // the Loopback with) and exposed over HTTP on port (0 when the exposer has no listening port).
@@ -94,6 +193,9 @@ TEST(Metrics, CountersAfterKnownCallsOnServerAndClient) {
   const std::string text = scrape(metrics.port);
   const std::string echo = "grpc_method=\"ferry.testing.Echo/Echo\"";
   const std::string expand = "grpc_method=\"ferry.testing.Echo/Expand\"";
+  // The client's series carry the channel's target as gRFC A66 canonicalizes it (grpc_target,
+  // after the labels prometheus-cpp sorts before it).
+  const std::string target = "grpc_target=\"dns:///" + loop.target() + "\"";
   EXPECT_TRUE(has_line(text, "grpc_server_call_started_total{" + echo + "} 4")) << text;
   EXPECT_TRUE(has_line(text, "grpc_server_call_started_total{" + expand + "} 1")) << text;
   EXPECT_TRUE(
@@ -104,14 +206,21 @@ TEST(Metrics, CountersAfterKnownCallsOnServerAndClient) {
       << text;
   EXPECT_TRUE(has_line(text, "grpc_server_call_sent_messages_total{" + expand + "} 4")) << text;
   EXPECT_TRUE(has_line(text, "grpc_server_call_rcvd_messages_total{" + expand + "} 1")) << text;
-  EXPECT_TRUE(has_line(text, "grpc_client_attempt_started_total{" + echo + "} 4")) << text;
+  EXPECT_TRUE(has_line(text, "grpc_client_attempt_started_total{" + echo + "," + target + "} 4"))
+      << text;
+  EXPECT_TRUE(has_line(text, "grpc_client_call_duration_seconds_count{" + echo +
+                                 ",grpc_status=\"OK\"," + target + "} 3"))
+      << text;
+  EXPECT_TRUE(has_line(text, "grpc_client_attempt_duration_seconds_count{" + echo +
+                                 ",grpc_status=\"NOT_FOUND\"," + target + "} 1"))
+      << text;
   EXPECT_TRUE(
-      has_line(text, "grpc_client_call_duration_seconds_count{" + echo + ",grpc_status=\"OK\"} 3"))
+      has_line(text, "grpc_client_call_rcvd_messages_total{" + expand + "," + target + "} 4"))
       << text;
-  EXPECT_TRUE(has_line(
-      text, "grpc_client_attempt_duration_seconds_count{" + echo + ",grpc_status=\"NOT_FOUND\"} 1"))
-      << text;
-  EXPECT_TRUE(has_line(text, "grpc_client_call_rcvd_messages_total{" + expand + "} 4")) << text;
+  // Calls that were not retried record no retry histograms (gRFC A96: 0 is not reported).
+  EXPECT_EQ(text.find("grpc_client_call_retries_count"), std::string::npos) << text;
+  EXPECT_EQ(text.find("grpc_client_call_retry_delay_seconds_count"), std::string::npos) << text;
+  EXPECT_EQ(text.find("grpc_client_call_transparent_retries_count"), std::string::npos) << text;
 }
 
 // An authorization policy after the metrics interceptor: its decisions are counted by policy,
@@ -185,11 +294,13 @@ TEST(Metrics, ClientAttemptsOfRetriedCalls) {
   });
 
   const std::string text = scrape(metrics.port);
+  const std::string target = "grpc_target=\"dns:///" + loop.target() + "\"";
   for (const std::string method : {"Echo", "Expand"}) {
     const std::string m = "grpc_method=\"ferry.testing.Echo/" + method + "\"";
-    const std::string not_found = m + ",grpc_status=\"NOT_FOUND\"";
+    const std::string not_found = m + ",grpc_status=\"NOT_FOUND\"," + target;
     EXPECT_TRUE(has_line(text, "grpc_server_call_started_total{" + m + "} 3")) << method << text;
-    EXPECT_TRUE(has_line(text, "grpc_client_attempt_started_total{" + m + "} 3")) << method << text;
+    EXPECT_TRUE(has_line(text, "grpc_client_attempt_started_total{" + m + "," + target + "} 3"))
+        << method << text;
     EXPECT_TRUE(has_line(text, "grpc_client_attempt_duration_seconds_count{" + not_found + "} 3"))
         << method << text;
     EXPECT_TRUE(has_line(
@@ -197,6 +308,19 @@ TEST(Metrics, ClientAttemptsOfRetriedCalls) {
         "grpc_client_attempt_sent_total_compressed_message_size_bytes_count{" + not_found + "} 3"))
         << method << text;
     EXPECT_TRUE(has_line(text, "grpc_client_call_duration_seconds_count{" + not_found + "} 1"))
+        << method << text;
+    // gRFC A96: one retried call of 2 retries, in the [1, 2, 3, 4, 5] buckets; the backoff
+    // between its attempts in grpc_client_call_retry_delay_seconds; no transparent retries.
+    const std::string call = m + "," + target;
+    EXPECT_TRUE(has_line(text, "grpc_client_call_retries_count{" + call + "} 1")) << method << text;
+    EXPECT_TRUE(has_line(text, "grpc_client_call_retries_sum{" + call + "} 2")) << method << text;
+    EXPECT_TRUE(has_line(text, "grpc_client_call_retries_bucket{" + call + ",le=\"1\"} 0"))
+        << method << text;
+    EXPECT_TRUE(has_line(text, "grpc_client_call_retries_bucket{" + call + ",le=\"2\"} 1"))
+        << method << text;
+    EXPECT_TRUE(has_line(text, "grpc_client_call_retry_delay_seconds_count{" + call + "} 1"))
+        << method << text;
+    EXPECT_EQ(text.find("grpc_client_call_transparent_retries_count{" + call), std::string::npos)
         << method << text;
   }
 }
@@ -265,10 +389,12 @@ TEST(Metrics, MessageBytesPerCallOnServerAndClient) {
   ASSERT_EQ(expand_response_bytes, 4u * 303 + 3 * 2);
 
   const std::string text = scrape(metrics.port);
+  const std::string target = ",grpc_target=\"dns:///" + loop.target() + "\"";
   auto expect_histogram = [&](const std::string& name, const std::string& method, std::size_t count,
                               std::size_t sum) {
-    const std::string labels =
-        "{grpc_method=\"ferry.testing.Echo/" + method + "\",grpc_status=\"OK\"} ";
+    const bool client = name.rfind("grpc_client_", 0) == 0;
+    const std::string labels = "{grpc_method=\"ferry.testing.Echo/" + method +
+                               "\",grpc_status=\"OK\"" + (client ? target : "") + "} ";
     EXPECT_TRUE(has_line(text, name + "_count" + labels + std::to_string(count)))
         << name << " " << method << "\n"
         << text;
@@ -305,6 +431,144 @@ TEST(Metrics, MessageBytesPerCallOnServerAndClient) {
                                  "_bucket{grpc_method=\"ferry.testing.Echo/Expand\","
                                  "grpc_status=\"OK\",le=\"2048\"} 1"))
       << text;
+}
+
+// Each histogram's bucket bounds are gRPC's, exactly: A66's latency and size buckets, A96's
+// retry counts.
+TEST(Metrics, HistogramBucketsAreTheGrfcs) {
+  MetricsSetup metrics;
+  ASSERT_GT(metrics.port, 0);
+  RetryPolicy& policy =
+      metrics.channel_options.method_configs["/ferry.testing.Echo/"].retry_policy.emplace();
+  policy.max_attempts = 2;
+  policy.initial_backoff = std::chrono::milliseconds(1);
+  policy.max_backoff = std::chrono::milliseconds(1);
+  policy.retryable_status_codes = {absl::StatusCode::kNotFound};
+  Loopback loop(metrics.server_options, metrics.channel_options);
+  loop.run([&]() -> asio::awaitable<void> {
+    EchoRequest request;
+    request.set_status_code(static_cast<int>(absl::StatusCode::kNotFound));
+    EchoResponse response;
+    ClientContext ctx;
+    EXPECT_EQ((co_await loop.stub().Echo(ctx, request, response)).code(),
+              absl::StatusCode::kNotFound);
+  });
+  const std::string text = scrape(metrics.port);
+  const std::vector<double> latency = {
+      0,     0.00001, 0.00005, 0.0001, 0.0003, 0.0006, 0.0008, 0.001, 0.002, 0.003, 0.004,
+      0.005, 0.006,   0.008,   0.01,   0.013,  0.016,  0.02,   0.025, 0.03,  0.04,  0.05,
+      0.065, 0.08,    0.1,     0.13,   0.16,   0.2,    0.25,   0.3,   0.4,   0.5,   0.65,
+      0.8,   1,       2,       5,      10,     20,     50,     100};
+  const std::vector<double> size = {0,        1024,      2048,       4096,      16384,
+                                    65536,    262144,    1048576,    4194304,   16777216,
+                                    67108864, 268435456, 1073741824, 4294967296};
+  const std::string echo = "grpc_method=\"ferry.testing.Echo/Echo\"";
+  for (const std::string name :
+       {"grpc_server_call_duration_seconds", "grpc_client_attempt_duration_seconds",
+        "grpc_client_call_duration_seconds", "grpc_client_call_retry_delay_seconds"}) {
+    EXPECT_EQ(bucket_bounds(text, name, echo), latency) << name << "\n" << text;
+  }
+  for (const std::string name : {"grpc_server_call_sent_total_compressed_message_size_bytes",
+                                 "grpc_server_call_rcvd_total_compressed_message_size_bytes",
+                                 "grpc_client_attempt_sent_total_compressed_message_size_bytes",
+                                 "grpc_client_attempt_rcvd_total_compressed_message_size_bytes"}) {
+    EXPECT_EQ(bucket_bounds(text, name, echo), size) << name << "\n" << text;
+  }
+  EXPECT_EQ(bucket_bounds(text, "grpc_client_call_retries", echo),
+            (std::vector<double>{1, 2, 3, 4, 5}))
+      << text;
+  // Each family says its type (and its help names the gRFC instrument it is).
+  for (const std::string family :
+       {"grpc_server_call_started_total counter", "grpc_server_call_duration_seconds histogram",
+        "grpc_client_attempt_started_total counter", "grpc_client_call_retries histogram",
+        "grpc_client_call_retry_delay_seconds histogram"}) {
+    EXPECT_NE(text.find("# TYPE " + family + "\n"), std::string::npos) << family << "\n" << text;
+  }
+  EXPECT_NE(text.find("(grpc.client.call.retries)"), std::string::npos) << text;
+}
+
+// A server that refuses every stream: ferry retries the call transparently, 8 times at most,
+// and grpc_client_call_transparent_retries records the 8 (A96's [1, 2, 3, 4, 5, 10] buckets);
+// the attempts count 9, and the retry policy's histogram nothing.
+TEST(Metrics, TransparentRetriesOfRefusedStreams) {
+  RefusingServer server;
+  auto registry = std::make_shared<prometheus::Registry>();
+  ChannelOptions options;
+  options.interceptors.push_back(make_client_metrics(*registry));
+  {
+    Channel channel(server.target(), options);  // on its own loop
+    testing::EchoRequest request;
+    testing::EchoResponse response;
+    ClientContext ctx;
+    ctx.set_deadline(std::chrono::steady_clock::now() + std::chrono::seconds(20));
+    const absl::Status status =
+        channel.call_blocking("/ferry.testing.Echo/Echo", ctx, request, response);
+    EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  }
+  EXPECT_EQ(server.refused(), 9);
+
+  prometheus::Exposer exposer("127.0.0.1:0");
+  exposer.RegisterCollectable(registry);
+  const std::string text = scrape(exposer.GetListeningPorts().front());
+  const std::string call =
+      "grpc_method=\"ferry.testing.Echo/Echo\",grpc_target=\"dns:///" + server.target() + "\"";
+  EXPECT_TRUE(has_line(text, "grpc_client_attempt_started_total{" + call + "} 9")) << text;
+  EXPECT_TRUE(has_line(text, "grpc_client_call_transparent_retries_count{" + call + "} 1")) << text;
+  EXPECT_TRUE(has_line(text, "grpc_client_call_transparent_retries_sum{" + call + "} 8")) << text;
+  EXPECT_TRUE(
+      has_line(text, "grpc_client_call_transparent_retries_bucket{" + call + ",le=\"5\"} 0"))
+      << text;
+  EXPECT_TRUE(
+      has_line(text, "grpc_client_call_transparent_retries_bucket{" + call + ",le=\"10\"} 1"))
+      << text;
+  EXPECT_TRUE(has_line(text, "grpc_client_call_retry_delay_seconds_count{" + call + "} 1")) << text;
+  EXPECT_EQ(text.find("grpc_client_call_retries_count"), std::string::npos) << text;
+}
+
+// An untrusted client sending calls to 300 random method paths creates no series: only the
+// server's registered methods are labelled (gRFC A66 would say "other" for the rest; ferry's
+// server interceptors, and so its metrics, see registered methods only, the unknown ones being
+// answered UNIMPLEMENTED before any), so the exposition keeps its size, whatever the paths'
+// length.
+TEST(Metrics, RandomMethodPathsFromAClientAddNoServerSeries) {
+  MetricsSetup metrics;
+  ASSERT_GT(metrics.port, 0);
+  Loopback loop(metrics.server_options, ChannelOptions{});
+  auto one_known_call = [&]() -> asio::awaitable<void> {
+    EchoRequest request;
+    EchoResponse response;
+    ClientContext ctx;
+    EXPECT_TRUE((co_await loop.stub().Echo(ctx, request, response)).ok());
+  };
+  loop.run(one_known_call);
+  const std::string before = scrape(metrics.port);
+  std::mt19937 random(39);
+  loop.run([&]() -> asio::awaitable<void> {
+    EchoRequest request;
+    EchoResponse response;
+    for (int i = 0; i < 300; ++i) {
+      std::string path = "/attacker.S" + std::to_string(random()) + "/";
+      path += std::string(1 + random() % 2000, static_cast<char>('a' + random() % 26));
+      if (i % 3 == 0) path = "/ferry.testing.Echo/" + path.substr(1, 40);  // a known service
+      ClientContext ctx;
+      EXPECT_EQ((co_await loop.channel().call(path, ctx, request, response)).code(),
+                absl::StatusCode::kUnimplemented);
+    }
+  });
+  loop.run(one_known_call);
+  const std::string after = scrape(metrics.port);
+  EXPECT_EQ(after.find("attacker"), std::string::npos);
+  auto series = [](const std::string& text) {
+    std::size_t n = 0;
+    std::istringstream lines(text);
+    std::string line;
+    while (std::getline(lines, line)) n += !line.empty() && line[0] != '#';
+    return n;
+  };
+  EXPECT_EQ(series(after), series(before)) << after;
+  EXPECT_TRUE(
+      has_line(after, "grpc_server_call_started_total{grpc_method=\"ferry.testing.Echo/Echo\"} 2"))
+      << after;
 }
 
 }  // namespace

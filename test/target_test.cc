@@ -15,6 +15,7 @@
 namespace ferry {
 namespace {
 
+using detail::canonical_target;
 using detail::parse_target;
 
 struct Form {
@@ -47,6 +48,19 @@ INSTANTIATE_TEST_SUITE_P(
                       Form{"dns:localhost:7", "localhost", "7", "localhost:7"},
                       Form{"ipv4:127.0.0.1:9", "127.0.0.1", "9", "127.0.0.1:9"},
                       Form{"ipv6:[::1]:9", "::1", "9", "[::1]:9"}));
+
+// gRFC A66's grpc.target: a target with a scheme as written, any other with dns:/// before it.
+TEST(Target, CanonicalFormForMetrics) {
+  EXPECT_EQ(canonical_target("localhost:50051"), "dns:///localhost:50051");
+  EXPECT_EQ(canonical_target("[::1]:50051"), "dns:///[::1]:50051");
+  EXPECT_EQ(canonical_target("example.com"), "dns:///example.com");
+  EXPECT_EQ(canonical_target("dns:///example.com:443"), "dns:///example.com:443");
+  EXPECT_EQ(canonical_target("dns:example.com:443"), "dns:example.com:443");
+  EXPECT_EQ(canonical_target("unix:///tmp/s.sock"), "unix:///tmp/s.sock");
+  EXPECT_EQ(canonical_target("unix-abstract:name"), "unix-abstract:name");
+  EXPECT_EQ(canonical_target("ipv4:10.0.0.1:80,10.0.0.2:80"), "ipv4:10.0.0.1:80,10.0.0.2:80");
+  EXPECT_EQ(canonical_target("ipv6:[::1]:80"), "ipv6:[::1]:80");
+}
 
 TEST(Target, MalformedOnesSayWhy) {
   for (const char* bad : {"", "dns:///", ":50051", "host:", "host:port", "host:99999", "::1:50051",

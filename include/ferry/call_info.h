@@ -27,6 +27,10 @@ struct CallInfo {
   // On the client, the kind the call was opened as: generated stubs pass their method's; a call
   // opened with Channel::open(method, ctx), without a kind or a request, is kBidiStreaming.
   RpcKind kind = RpcKind::kUnary;
+  // On the client, the channel's target as gRFC A66 canonicalizes it for its grpc.target label:
+  // as written when it has a scheme ("dns:", "unix:", "ipv4:" ...), else "dns:///" + target.
+  // Lives as long as the channel. Empty on the server.
+  std::string_view target;
 };
 
 // How a call ended.
@@ -47,6 +51,13 @@ struct CallOutcome {
   // each).
   std::size_t bytes_sent = 0;
   std::size_t bytes_received = 0;
+  // Client on_finish only (gRFC A96): the attempts after the first that the method's retry
+  // policy made, those made as transparent retries (the one before never reached the server's
+  // application), and the time the call spent with no attempt open between its first attempt's
+  // start and its end (the retries' backoff; 0 without retries).
+  int retries = 0;
+  int transparent_retries = 0;
+  std::chrono::steady_clock::duration retry_delay{};
 };
 
 }  // namespace ferry

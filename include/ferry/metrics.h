@@ -1,29 +1,31 @@
 // ferry/metrics.h: per-method RPC metrics for Prometheus (library ferry::metrics, built when
 // Debian's prometheus-cpp-dev is installed), as a server and a client interceptor
-// (ferry/interceptor.h). The names are gRPC's OpenTelemetry metric names (gRFC A66) in Prometheus
-// spelling, so dashboards made for grpc++/grpc-go carry over; label grpc_method is
-// "package.Service/Method", grpc_status the status code's name ("OK", "UNAVAILABLE", ...).
+// (ferry/interceptor.h). The names are gRPC's OpenTelemetry metric names (gRFC A66, and A96's
+// retry histograms) in Prometheus spelling (dots to underscores, a unit suffix, _total on a
+// counter), so dashboards made for grpc++/grpc-go carry over; docs/interceptors.md has the table
+// of instruments, units, labels and buckets. Labels: grpc_method "package.Service/Method" (on a
+// server, registered methods only: an unknown path is answered UNIMPLEMENTED before the
+// interceptors, so arbitrary paths create no series), grpc_status the status code's name ("OK",
+// "UNAVAILABLE", ...), and on the client grpc_target, the channel's target as A66 canonicalizes
+// it ("dns:///host:port" for "host:port").
 //
 //   Server: grpc_server_call_started_total{grpc_method}              counter
-//           grpc_server_call_duration_seconds{grpc_method,grpc_status} histogram (its _count is
-//                                                                    the calls completed by status)
-//   Client: grpc_client_attempt_started_total{grpc_method}            counter (per attempt: a
-//           grpc_client_attempt_duration_seconds{grpc_method,grpc_status} call retried by its
-//           grpc_client_call_duration_seconds{grpc_method,grpc_status}    policy makes several)
-//   Server:
-//   grpc_server_call_{sent,rcvd}_total_compressed_message_size_bytes{grpc_method,grpc_status}
-//   Client:
-//   grpc_client_attempt_{sent,rcvd}_total_compressed_message_size_bytes{grpc_method,grpc_status}
-//           histograms of message bytes per call (client: per attempt; payloads as sent, after
-//           compression, without the 5-byte prefix), gRPC's size buckets (0, 1 KiB, 2 KiB, 4 KiB,
-//           16 KiB ... 4 GiB)
+//           grpc_server_call_duration_seconds{grpc_method,grpc_status} histogram
+//           grpc_server_call_{sent,rcvd}_total_compressed_message_size_bytes{grpc_method,
+//             grpc_status}                                           histograms of bytes per call
+//   Client: grpc_client_attempt_started_total{grpc_method,grpc_target}  counter, per attempt
+//           grpc_client_attempt_duration_seconds{grpc_method,grpc_target,grpc_status}
+//           grpc_client_attempt_{sent,rcvd}_total_compressed_message_size_bytes{...same}
+//           grpc_client_call_duration_seconds{grpc_method,grpc_target,grpc_status}
+//           grpc_client_call_retries, grpc_client_call_transparent_retries,
+//           grpc_client_call_retry_delay_seconds{grpc_method,grpc_target}  (A96: per call that
+//             was retried)
 //   Server: grpc_server_authz_decisions_total{grpc_method,authz_policy,authz_rule,authz_decision}
 //           counter of an authorization policy's decisions (ferry/authz.h; authz_decision is
 //           "allow" or "deny", authz_rule "" when no allow rule matched), and
 //           grpc_server_authz_policy_reloads_total{result} ("ok" or "error") when the policy's
 //           on_reload is make_authorization_reload_metrics' (below)
-//   Both:   grpc_{server,client}_call_{sent,rcvd}_messages_total{grpc_method}  counters (ferry's
-//   own:
+//   Both:   grpc_{server,client}_call_{sent,rcvd}_messages_total   counters (ferry's own:
 //           OpenTelemetry's gRPC metrics count bytes, not messages)
 //
 //   auto registry = std::make_shared<prometheus::Registry>();

@@ -145,7 +145,7 @@ asio::awaitable<ClientStream> Channel::open_on(std::shared_ptr<detail::ChannelCo
     call = co_await detail::start_with_request(core, method, context, *request);
   }
   if (observer != nullptr) {
-    observer->attempt_started();  // a call without a retry policy is its one attempt
+    observer->attempt_started(false);  // a call without a retry policy is its one attempt
     // Told at once when the call is over already (it could not start).
     call->set_observer(std::move(observer));
   }

@@ -13,6 +13,7 @@
 #include "asio/this_coro.hpp"
 #include "asio/use_awaitable.hpp"
 #include "client/client_call.h"
+#include "client/target.h"
 #include "client/target_resolver.h"
 #include "common/strings.h"
 
@@ -22,6 +23,7 @@ ChannelCore::ChannelCore(asio::io_context::executor_type executor, std::string t
                          ChannelOptions options)
     : executor_(executor),
       target_string_(std::move(target)),
+      canonical_target_(detail::canonical_target(target_string_)),
       options_(std::move(options)),
       resolve_backoff_(options_.backoff),
       resolve_timer_(executor),

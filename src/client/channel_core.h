@@ -70,6 +70,8 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   const std::vector<std::shared_ptr<ClientInterceptor>>& interceptors() const {
     return options_.interceptors;
   }
+  // The target as gRFC A66 labels a channel's metrics (grpc.target; client/target.h).
+  const std::string& canonical_target() const { return canonical_target_; }
 
   // After an attempt of method failed with status (attempts_made so far, this one included):
   // how long to wait before the next attempt, or nullopt when the call ends with this status
@@ -135,6 +137,7 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
 
   asio::io_context::executor_type executor_;
   std::string target_string_;
+  std::string canonical_target_;
   ChannelOptions options_;
   absl::Status target_error_;  // the target does not parse: every call fails with it
   std::shared_ptr<Resolver> resolver_;

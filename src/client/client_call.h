@@ -35,7 +35,9 @@ class ClientCallObserver {
  public:
   virtual ~ClientCallObserver() = default;
   // An attempt of the call has started: the first, or one that follows attempt_ended.
-  virtual void attempt_started() {}
+  // transparent: a transparent retry (the attempt before it never reached the server's
+  // application), not one the method's retry policy made.
+  virtual void attempt_started(bool transparent) { (void)transparent; }
   // An attempt that another one follows is over (a retry): it is done.
   virtual void attempt_ended(ClientCall& attempt) { (void)attempt; }
   // The call's last attempt is over and its status final; before the call's waiters wake.

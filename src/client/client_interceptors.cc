@@ -90,11 +90,17 @@ class InterceptedCall final : public ClientCallObserver {
         started_(started),
         entered_(entered) {}
 
-  void attempt_started() override {
+  void attempt_started(bool transparent) override {
     std::lock_guard<std::mutex> lock(context_mutex_);
     attempt_started_ = Clock::now();
+    if (attempts_ > 0) {
+      // A retry (gRFC A96): counted by kind, and the time since the last attempt ended is delay.
+      ++(transparent ? transparent_retries_ : retries_);
+      if (!attempt_open_) retry_delay_ += attempt_started_ - attempt_ended_;
+    }
+    ++attempts_;
     attempt_open_ = true;
-    const CallInfo info{method_, kind_};
+    const CallInfo info{method_, kind_, core_->canonical_target()};
     const auto& interceptors = core_->interceptors();
     for (std::size_t i = 0; i < entered_; ++i) {
       try {
@@ -113,7 +119,11 @@ class InterceptedCall final : public ClientCallObserver {
   void on_call_done(ClientCall& call) override {
     std::lock_guard<std::mutex> lock(context_mutex_);
     end_attempt(call);  // the last attempt, unless a retry that never started reported it
-    finish_locked(outcome_of(call, Clock::now() - started_));
+    CallOutcome outcome = outcome_of(call, Clock::now() - started_);
+    outcome.retries = retries_;
+    outcome.transparent_retries = transparent_retries_;
+    outcome.retry_delay = retry_delay_;
+    finish_locked(outcome);
   }
 
   void detach_context() override {
@@ -138,8 +148,9 @@ class InterceptedCall final : public ClientCallObserver {
     attempt.publish_to(*context_);
     if (!attempt_open_) return;
     attempt_open_ = false;
-    const CallOutcome outcome = outcome_of(attempt, Clock::now() - attempt_started_);
-    const CallInfo info{method_, kind_};
+    attempt_ended_ = Clock::now();
+    const CallOutcome outcome = outcome_of(attempt, attempt_ended_ - attempt_started_);
+    const CallInfo info{method_, kind_, core_->canonical_target()};
     const auto& interceptors = core_->interceptors();
     for (std::size_t i = entered_; i > 0; --i) {
       try {
@@ -149,7 +160,8 @@ class InterceptedCall final : public ClientCallObserver {
     }
   }
   void finish_locked(const CallOutcome& outcome) {
-    finish_hooks(*core_, *context_, CallInfo{method_, kind_}, std::exchange(entered_, 0), outcome);
+    finish_hooks(*core_, *context_, CallInfo{method_, kind_, core_->canonical_target()},
+                 std::exchange(entered_, 0), outcome);
   }
 
   std::shared_ptr<ChannelCore> core_;  // keeps the interceptors
@@ -163,7 +175,12 @@ class InterceptedCall final : public ClientCallObserver {
   RpcKind kind_;
   Clock::time_point started_;
   Clock::time_point attempt_started_;
+  Clock::time_point attempt_ended_;
   bool attempt_open_ = false;
+  int attempts_ = 0;
+  int retries_ = 0;
+  int transparent_retries_ = 0;
+  Clock::duration retry_delay_{};
   std::size_t entered_;
 };
 
@@ -173,8 +190,9 @@ asio::awaitable<absl::Status> unary_with_hooks(RecycledFrame, std::shared_ptr<Ch
                                                google::protobuf::MessageLite& response) {
   const auto started = Clock::now();
   std::size_t entered = 0;
-  absl::Status status = co_await start_hooks(RecycledFrame{}, *core, context,
-                                             CallInfo{method, RpcKind::kUnary}, &entered);
+  absl::Status status =
+      co_await start_hooks(RecycledFrame{}, *core, context,
+                           CallInfo{method, RpcKind::kUnary, core->canonical_target()}, &entered);
   InterceptedCall hooks(core, &context, method, /*own_method=*/false, RpcKind::kUnary, started,
                         entered);
   if (!status.ok()) {
@@ -194,8 +212,8 @@ asio::awaitable<StreamHooks> stream_hooks(RecycledFrame, std::shared_ptr<Channel
   const auto started = Clock::now();
   std::size_t entered = 0;
   StreamHooks hooks;
-  hooks.status =
-      co_await start_hooks(RecycledFrame{}, *core, context, CallInfo{method, kind}, &entered);
+  hooks.status = co_await start_hooks(RecycledFrame{}, *core, context,
+                                      CallInfo{method, kind, core->canonical_target()}, &entered);
   hooks.observer = std::make_unique<InterceptedCall>(core, &context, method, /*own_method=*/true,
                                                      kind, started, entered);
   co_return hooks;

@@ -58,7 +58,7 @@ void RetryingStream::unref() {
 asio::awaitable<void> RetryingStream::start(const google::protobuf::MessageLite* request) {
   Ref<RetryingStream> hold(this);
   call_ = co_await core_->start_call(method_, *context_, 0, unary_);
-  if (observer_ != nullptr) observer_->attempt_started();
+  if (observer_ != nullptr) observer_->attempt_started(/*transparent=*/false);
   if (request != nullptr) {
     keep(*request, WriteOptions{});
     half_closed_ = true;
@@ -128,8 +128,10 @@ asio::awaitable<bool> RetryingStream::retry() {
     if (committed_ || cancelled_ || status.ok() || status.code() == absl::StatusCode::kCancelled) {
       break;
     }
+    bool transparent = false;
     if (failed->never_processed() && transparent_ < 8) {
-      ++transparent_;  // the server never saw it: at once, whatever the policy (see unary_call)
+      ++transparent_;
+      transparent = true;  // the server never saw it: at once, whatever the policy (see unary_call)
       if (observer_ != nullptr) observer_->attempt_ended(*failed);
     } else {
       ++attempts_;
@@ -147,7 +149,7 @@ asio::awaitable<bool> RetryingStream::retry() {
     }
     Ref<ClientCall> next = co_await core_->start_call(method_, *context_, attempts_, unary_);
     if (single_message_) next->expect_single_message();
-    if (observer_ != nullptr) observer_->attempt_started();
+    if (observer_ != nullptr) observer_->attempt_started(transparent);
     call_ = next;
     failed.reset();
     if (cancelled_) {

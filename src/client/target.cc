@@ -33,6 +33,13 @@ static bool valid_dns_server(std::string_view authority) {
   return server.ok() && server->unix_path.empty() && server->authority == with_port;
 }
 
+std::string canonical_target(std::string_view target) {
+  for (std::string_view scheme : {"dns:", "unix:", "unix-abstract:", "ipv4:", "ipv6:"}) {
+    if (target.substr(0, scheme.size()) == scheme) return std::string(target);
+  }
+  return absl::StrCat("dns:///", to_absl(target));
+}
+
 absl::StatusOr<Target> parse_target(std::string_view target) {
   std::string_view rest = target;
   if (consume_prefix(rest, "unix-abstract:")) {

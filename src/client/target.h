@@ -31,4 +31,9 @@ struct Target {
 // INVALID_ARGUMENT for a target ferry cannot use, saying why.
 absl::StatusOr<Target> parse_target(std::string_view target);
 
+// The target as gRFC A66's grpc.target label names it (the "canonicalized target URI"): a target
+// with one of the schemes above stays as written, any other gets the default scheme,
+// "dns:///" + target ("localhost:50051" -> "dns:///localhost:50051").
+std::string canonical_target(std::string_view target);
+
 }  // namespace ferry::detail

@@ -56,13 +56,14 @@ asio::awaitable<absl::Status> unary_call(std::shared_ptr<ChannelCore> core, std:
   int transparent = 0;
   int attempts = 0;  // completed attempts that count for the retry policy
   int backoff_step = 0;
+  bool transparent_retry = false;  // the attempt about to start is a transparent retry
   while (true) {
     // start_with_request inlined: a unary call is the hot path, and a nested coroutine would
     // cost it one more frame per call.
     Ref<ClientCall> call = core->try_start_call(method, context, attempts, /*unary=*/true);
     if (!call) call = co_await core->start_call(method, context, attempts, /*unary=*/true);
     call->expect_single_message();
-    if (observer != nullptr) observer->attempt_started();
+    if (observer != nullptr) observer->attempt_started(transparent_retry);
     if (!call->done()) {
       absl::Status written = call->send_request(request);
       if (!written.ok()) call->cancel(written);  // e.g. over the send limit: the write's status
@@ -88,11 +89,13 @@ asio::awaitable<absl::Status> unary_call(std::shared_ptr<ChannelCore> core, std:
     } else if (never_processed && transparent < kTransparentRetries) {
       ++transparent;
       again = true;
+      transparent_retry = true;
     } else {
       ++attempts;
       wait = core->retry_after(method, status, committed, attempts, pushback_ms, backoff_step,
                                context.deadline());
       again = wait.has_value();
+      transparent_retry = false;
     }
     if (observer != nullptr) {
       if (again) {

@@ -3,6 +3,7 @@
 #include "ferry/metrics.h"
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -34,11 +35,23 @@ const prometheus::Histogram::BucketBoundaries& size_buckets() {
   return buckets;
 }
 
+// gRFC A96's bucket boundaries for the retry counts.
+const prometheus::Histogram::BucketBoundaries& retry_buckets() {
+  static const prometheus::Histogram::BucketBoundaries buckets = {1, 2, 3, 4, 5};
+  return buckets;
+}
+const prometheus::Histogram::BucketBoundaries& transparent_retry_buckets() {
+  static const prometheus::Histogram::BucketBoundaries buckets = {1, 2, 3, 4, 5, 10};
+  return buckets;
+}
+
 // "/pkg.Service/Method" -> "pkg.Service/Method", as gRPC's metrics label it.
 std::string method_label(std::string_view path) {
   if (!path.empty() && path[0] == '/') path.remove_prefix(1);
   return std::string(path);
 }
+
+std::string target_label(const CallInfo& call) { return std::string(call.target); }
 
 std::string status_label(const absl::Status& status) {
   return absl::StatusCodeToString(status.code());
@@ -142,31 +155,57 @@ class ClientMetrics final : public ClientInterceptor {
         rcvd_bytes_(histogram(registry,
                               "grpc_client_attempt_rcvd_total_compressed_message_size_bytes",
                               "Message bytes (compressed) the client received per call attempt "
-                              "(grpc.client.attempt.rcvd_total_compressed_message_size).")) {}
+                              "(grpc.client.attempt.rcvd_total_compressed_message_size).")),
+        retries_(histogram(registry, "grpc_client_call_retries",
+                           "Retries (by the retry policy) per retried call "
+                           "(grpc.client.call.retries).")),
+        transparent_retries_(histogram(registry, "grpc_client_call_transparent_retries",
+                                       "Transparent retries per call that made any "
+                                       "(grpc.client.call.transparent_retries).")),
+        retry_delay_(histogram(registry, "grpc_client_call_retry_delay_seconds",
+                               "Time a retried call spent with no attempt in flight "
+                               "(grpc.client.call.retry_delay).")) {}
 
   // The attempt metrics count attempts (a retried call makes several), the call metrics calls.
   void on_attempt_start(ClientContext&, const CallInfo& call) override {
-    started_.Add({{"grpc_method", method_label(call.method)}}).Increment();
+    started_.Add({{"grpc_method", method_label(call.method)}, {"grpc_target", target_label(call)}})
+        .Increment();
   }
 
   void on_attempt_end(ClientContext&, const CallInfo& call, const CallOutcome& attempt) override {
-    const std::string method = method_label(call.method);
-    const std::string status = status_label(attempt.status);
-    attempt_duration_.Add({{"grpc_method", method}, {"grpc_status", status}}, latency_buckets())
-        .Observe(seconds(attempt.duration));
-    sent_bytes_.Add({{"grpc_method", method}, {"grpc_status", status}}, size_buckets())
-        .Observe(static_cast<double>(attempt.bytes_sent));
-    rcvd_bytes_.Add({{"grpc_method", method}, {"grpc_status", status}}, size_buckets())
-        .Observe(static_cast<double>(attempt.bytes_received));
+    const std::map<std::string, std::string> labels = {
+        {"grpc_method", method_label(call.method)},
+        {"grpc_target", target_label(call)},
+        {"grpc_status", status_label(attempt.status)}};
+    attempt_duration_.Add(labels, latency_buckets()).Observe(seconds(attempt.duration));
+    sent_bytes_.Add(labels, size_buckets()).Observe(static_cast<double>(attempt.bytes_sent));
+    rcvd_bytes_.Add(labels, size_buckets()).Observe(static_cast<double>(attempt.bytes_received));
   }
 
   void on_finish(ClientContext&, const CallInfo& call, const CallOutcome& outcome) override {
     const std::string method = method_label(call.method);
-    const std::string status = status_label(outcome.status);
-    call_duration_.Add({{"grpc_method", method}, {"grpc_status", status}}, latency_buckets())
+    const std::string target = target_label(call);
+    call_duration_
+        .Add({{"grpc_method", method},
+              {"grpc_target", target},
+              {"grpc_status", status_label(outcome.status)}},
+             latency_buckets())
         .Observe(seconds(outcome.duration));
-    sent_.Add({{"grpc_method", method}}).Increment(static_cast<double>(outcome.messages_sent));
-    rcvd_.Add({{"grpc_method", method}}).Increment(static_cast<double>(outcome.messages_received));
+    const std::map<std::string, std::string> labels = {{"grpc_method", method},
+                                                       {"grpc_target", target}};
+    sent_.Add(labels).Increment(static_cast<double>(outcome.messages_sent));
+    rcvd_.Add(labels).Increment(static_cast<double>(outcome.messages_received));
+    // gRFC A96: recorded for a call that was retried, and a count only when it is not 0.
+    if (outcome.retries > 0) {
+      retries_.Add(labels, retry_buckets()).Observe(outcome.retries);
+    }
+    if (outcome.transparent_retries > 0) {
+      transparent_retries_.Add(labels, transparent_retry_buckets())
+          .Observe(outcome.transparent_retries);
+    }
+    if (outcome.retries > 0 || outcome.transparent_retries > 0) {
+      retry_delay_.Add(labels, latency_buckets()).Observe(seconds(outcome.retry_delay));
+    }
   }
 
  private:
@@ -177,6 +216,9 @@ class ClientMetrics final : public ClientInterceptor {
   prometheus::Family<prometheus::Counter>& rcvd_;
   prometheus::Family<prometheus::Histogram>& sent_bytes_;
   prometheus::Family<prometheus::Histogram>& rcvd_bytes_;
+  prometheus::Family<prometheus::Histogram>& retries_;
+  prometheus::Family<prometheus::Histogram>& transparent_retries_;
+  prometheus::Family<prometheus::Histogram>& retry_delay_;
 };
 
 }  // namespace
