@@ -16,6 +16,10 @@
 #include "ferry/authz.h"
 #include "ferry/client_stream.h"
 #include "ferry/interceptor.h"
+#ifdef FERRY_TEST_METRICS
+#include "ferry/metrics.h"
+#include "prometheus/registry.h"
+#endif
 #include "support/loopback.h"
 
 namespace ferry {
@@ -201,6 +205,39 @@ class AllocationsWithAuthorization : public Allocations {
 TEST_F(AllocationsWithAuthorization, NonePerUnaryCallOnceWarm) {
   expect_none_per_call([this] { return server_allocations(); });
 }
+
+#ifdef FERRY_TEST_METRICS
+// ferry::metrics on both sides (ferry/metrics.h), recording every instrument of every call: a
+// warm call finds its series without building a label set, so it allocates nothing either.
+// The registry, a base of its own so that it is built before Allocations' loop needs it.
+struct MetricsRegistry {
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+};
+
+class AllocationsWithMetrics : private MetricsRegistry, public Allocations {
+ protected:
+  AllocationsWithMetrics() : Allocations(server_options(), channel_options()) {}
+
+  ServerOptions server_options() {
+    ServerOptions options = one_thread();
+    options.interceptors.push_back(make_server_metrics(*registry));
+    return options;
+  }
+  ChannelOptions channel_options() {
+    ChannelOptions options = like_a_real_client();
+    options.interceptors.push_back(make_client_metrics(*registry));
+    return options;
+  }
+};
+
+TEST_F(AllocationsWithMetrics, NonePerUnaryCallOnceWarm) {
+  expect_none_per_call([this] { return server_allocations(); });
+}
+
+TEST_F(AllocationsWithMetrics, NonePerUnaryCallOnTheClientOnceWarm) {
+  expect_none_per_call([] { return static_cast<std::int64_t>(bench::thread_allocation_count()); });
+}
+#endif
 
 TEST_F(Allocations, NonePerStreamedMessageOnceWarm) {
   auto stream = [this](int messages) {

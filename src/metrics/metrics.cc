@@ -2,12 +2,18 @@
 // into prometheus-cpp families.
 #include "ferry/metrics.h"
 
+#include <array>
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "ferry/interceptor.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
@@ -51,10 +57,15 @@ std::string method_label(std::string_view path) {
   return std::string(path);
 }
 
-std::string target_label(const CallInfo& call) { return std::string(call.target); }
-
-std::string status_label(const absl::Status& status) {
-  return absl::StatusCodeToString(status.code());
+// gRPC's status codes, 0 (OK) to 16 (UNAUTHENTICATED); another code counts as UNKNOWN, as gRPC
+// maps a code it does not know.
+constexpr std::size_t kStatusCodes = 17;
+std::size_t status_index(const absl::Status& status) {
+  const auto code = static_cast<std::size_t>(status.code());
+  return code < kStatusCodes ? code : static_cast<std::size_t>(absl::StatusCode::kUnknown);
+}
+std::string status_label(std::size_t index) {
+  return absl::StatusCodeToString(static_cast<absl::StatusCode>(index));
 }
 
 double seconds(std::chrono::steady_clock::duration d) {
@@ -72,153 +83,310 @@ prometheus::Family<prometheus::Histogram>& histogram(prometheus::Registry& regis
   return prometheus::BuildHistogram().Name(name).Help(help).Register(registry);
 }
 
+using Labels = std::map<std::string, std::string>;
+
+// A histogram series per status code, added to its family the first time a call ends with it.
+class ByStatus {
+ public:
+  ByStatus(prometheus::Family<prometheus::Histogram>& family, Labels labels,
+           const prometheus::Histogram::BucketBoundaries& buckets)
+      : family_(&family), labels_(std::move(labels)), buckets_(&buckets) {}
+
+  prometheus::Histogram& operator[](std::size_t status) {
+    prometheus::Histogram*& series = series_[status];
+    if (series == nullptr) {
+      Labels labels = labels_;
+      labels.emplace("grpc_status", status_label(status));
+      series = &family_->Add(labels, *buckets_);  // prometheus-cpp's family lock, once
+    }
+    return *series;
+  }
+
+ private:
+  prometheus::Family<prometheus::Histogram>* family_;
+  Labels labels_;
+  const prometheus::Histogram::BucketBoundaries* buckets_;
+  std::array<prometheus::Histogram*, kStatusCodes> series_{};
+};
+
+// Each thread's series of one metrics interceptor, by the calls' target and method: a warm call
+// finds its series with two hash lookups of its strings, without a lock or an allocation (where
+// prometheus-cpp's Family::Add builds a label map and takes the family's lock each time). A
+// series is built on a thread's first call of its (target, method), under the family's lock,
+// and the family keeps it for the registry's life, so the pointers stay valid. The entries are
+// as many as the interceptor's series (the server's: its registered methods'), on each thread.
+template <class Series>
+class ThreadSeries {
+ public:
+  ThreadSeries() = default;
+
+  // make(method, target) builds the Series of a (target, method) this thread has not seen.
+  template <class Make>
+  Series& find(std::string_view target, std::string_view method, const Make& make) {
+    Cache& cache = thread_cache();
+    auto mine = cache.find(id_);
+    if (mine == cache.end()) {
+      // An interceptor new to this thread: drop the entries of those since destroyed.
+      absl::erase_if(cache, [](const auto& entry) { return entry.second.owner.expired(); });
+      mine = cache.emplace(id_, Entry{alive_, {}}).first;
+    }
+    auto& by_target = mine->second.series;
+    auto t = by_target.find(absl::string_view(target.data(), target.size()));
+    if (t == by_target.end()) t = by_target.try_emplace(std::string(target)).first;
+    auto m = t->second.find(absl::string_view(method.data(), method.size()));
+    if (m == t->second.end()) {
+      m = t->second.try_emplace(std::string(method), std::make_unique<Series>(make(method, target)))
+              .first;
+    }
+    return *m->second;
+  }
+
+ private:
+  using ByMethod = absl::flat_hash_map<std::string, std::unique_ptr<Series>>;
+  struct Entry {
+    std::weak_ptr<const bool> owner;  // expires with the interceptor
+    absl::flat_hash_map<std::string, ByMethod> series;
+  };
+  using Cache = absl::flat_hash_map<std::uint64_t, Entry>;
+  static Cache& thread_cache() {
+    thread_local Cache cache;
+    return cache;
+  }
+  static std::uint64_t next_id() {
+    static std::atomic<std::uint64_t> ids{0};
+    return ids.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  const std::uint64_t id_ = next_id();  // never reused, unlike an address
+  const std::shared_ptr<const bool> alive_ = std::make_shared<const bool>(true);
+};
+
+// The server's instruments, their families registered once.
+struct ServerFamilies {
+  explicit ServerFamilies(prometheus::Registry& registry)
+      : started(counter(registry, "grpc_server_call_started_total",
+                        "Calls started on the server (grpc.server.call.started).")),
+        duration(histogram(registry, "grpc_server_call_duration_seconds",
+                           "Server call duration, by final status (grpc.server.call.duration).")),
+        sent(
+            counter(registry, "grpc_server_call_sent_messages_total", "Messages the server sent.")),
+        rcvd(counter(registry, "grpc_server_call_rcvd_messages_total",
+                     "Messages the server received.")),
+        sent_bytes(histogram(registry, "grpc_server_call_sent_total_compressed_message_size_bytes",
+                             "Message bytes (compressed) the server sent per call "
+                             "(grpc.server.call.sent_total_compressed_message_size).")),
+        rcvd_bytes(histogram(registry, "grpc_server_call_rcvd_total_compressed_message_size_bytes",
+                             "Message bytes (compressed) the server received per call "
+                             "(grpc.server.call.rcvd_total_compressed_message_size).")),
+        authz(counter(registry, "grpc_server_authz_decisions_total",
+                      "Calls an authorization policy decided (ferry/authz.h), by policy, rule "
+                      "and decision.")) {}
+
+  prometheus::Family<prometheus::Counter>& started;
+  prometheus::Family<prometheus::Histogram>& duration;
+  prometheus::Family<prometheus::Counter>& sent;
+  prometheus::Family<prometheus::Counter>& rcvd;
+  prometheus::Family<prometheus::Histogram>& sent_bytes;
+  prometheus::Family<prometheus::Histogram>& rcvd_bytes;
+  prometheus::Family<prometheus::Counter>& authz;
+};
+
+// One server method's series.
+struct ServerSeries {
+  ServerSeries(ServerFamilies& f, const Labels& method)
+      : started(f.started.Add(method)),
+        sent(f.sent.Add(method)),
+        rcvd(f.rcvd.Add(method)),
+        duration(f.duration, method, latency_buckets()),
+        sent_bytes(f.sent_bytes, method, size_buckets()),
+        rcvd_bytes(f.rcvd_bytes, method, size_buckets()) {}
+
+  prometheus::Counter& started;
+  prometheus::Counter& sent;
+  prometheus::Counter& rcvd;
+  ByStatus duration;
+  ByStatus sent_bytes;
+  ByStatus rcvd_bytes;
+};
+
 class ServerMetrics final : public ServerInterceptor {
  public:
-  explicit ServerMetrics(prometheus::Registry& registry)
-      : started_(counter(registry, "grpc_server_call_started_total",
-                         "Calls started on the server (grpc.server.call.started).")),
-        duration_(histogram(registry, "grpc_server_call_duration_seconds",
-                            "Server call duration, by final status (grpc.server.call.duration).")),
-        sent_(
-            counter(registry, "grpc_server_call_sent_messages_total", "Messages the server sent.")),
-        rcvd_(counter(registry, "grpc_server_call_rcvd_messages_total",
-                      "Messages the server received.")),
-        sent_bytes_(histogram(registry, "grpc_server_call_sent_total_compressed_message_size_bytes",
-                              "Message bytes (compressed) the server sent per call "
-                              "(grpc.server.call.sent_total_compressed_message_size).")),
-        rcvd_bytes_(histogram(registry, "grpc_server_call_rcvd_total_compressed_message_size_bytes",
-                              "Message bytes (compressed) the server received per call "
-                              "(grpc.server.call.rcvd_total_compressed_message_size).")),
-        authz_(counter(registry, "grpc_server_authz_decisions_total",
-                       "Calls an authorization policy decided (ferry/authz.h), by policy, rule "
-                       "and decision.")) {}
+  explicit ServerMetrics(prometheus::Registry& registry) : families_(registry) {}
 
   asio::awaitable<absl::Status> on_start(ServerContext&, const CallInfo& call) override {
-    started_.Add({{"grpc_method", method_label(call.method)}}).Increment();
+    series(call).started.Increment();
     return ready_status();  // not a coroutine of its own: no frame from asio's small cache
   }
 
   void on_finish(ServerContext& ctx, const CallInfo& call, const CallOutcome& outcome) override {
-    const std::string method = method_label(call.method);
-    const std::string status = status_label(outcome.status);
+    ServerSeries& s = series(call);
+    const std::size_t status = status_index(outcome.status);
     // The policy's decision, when an authorization interceptor ran (this one placed before it
-    // sees the calls it denied too).
+    // sees the calls it denied too). Its labels come from the policy in force, which a reload
+    // changes: found through prometheus-cpp's family (a label map and its lock) on such calls.
     const CallAuthorization& authz = ctx.authorization();
     if (authz.decision != CallAuthorization::Decision::kNotEvaluated) {
-      authz_
-          .Add({{"grpc_method", method},
+      families_.authz
+          .Add({{"grpc_method", method_label(call.method)},
                 {"authz_policy", std::string(authz.policy)},
                 {"authz_rule", std::string(authz.rule)},
                 {"authz_decision",
                  authz.decision == CallAuthorization::Decision::kAllowed ? "allow" : "deny"}})
           .Increment();
     }
-    duration_.Add({{"grpc_method", method}, {"grpc_status", status}}, latency_buckets())
-        .Observe(seconds(outcome.duration));
-    sent_.Add({{"grpc_method", method}}).Increment(static_cast<double>(outcome.messages_sent));
-    rcvd_.Add({{"grpc_method", method}}).Increment(static_cast<double>(outcome.messages_received));
-    sent_bytes_.Add({{"grpc_method", method}, {"grpc_status", status}}, size_buckets())
-        .Observe(static_cast<double>(outcome.bytes_sent));
-    rcvd_bytes_.Add({{"grpc_method", method}, {"grpc_status", status}}, size_buckets())
-        .Observe(static_cast<double>(outcome.bytes_received));
+    s.duration[status].Observe(seconds(outcome.duration));
+    s.sent.Increment(static_cast<double>(outcome.messages_sent));
+    s.rcvd.Increment(static_cast<double>(outcome.messages_received));
+    s.sent_bytes[status].Observe(static_cast<double>(outcome.bytes_sent));
+    s.rcvd_bytes[status].Observe(static_cast<double>(outcome.bytes_received));
   }
 
  private:
-  prometheus::Family<prometheus::Counter>& started_;
-  prometheus::Family<prometheus::Histogram>& duration_;
-  prometheus::Family<prometheus::Counter>& sent_;
-  prometheus::Family<prometheus::Counter>& rcvd_;
-  prometheus::Family<prometheus::Histogram>& sent_bytes_;
-  prometheus::Family<prometheus::Histogram>& rcvd_bytes_;
-  prometheus::Family<prometheus::Counter>& authz_;
+  // The interceptors run for registered methods only (an unknown path is answered UNIMPLEMENTED
+  // before them), so the series are as many as the server's methods, whatever clients send.
+  ServerSeries& series(const CallInfo& call) {
+    return series_.find({}, call.method, [this](std::string_view method, std::string_view) {
+      return ServerSeries(families_, Labels{{"grpc_method", method_label(method)}});
+    });
+  }
+
+  ServerFamilies families_;
+  ThreadSeries<ServerSeries> series_;
+};
+
+// The client's instruments.
+struct ClientFamilies {
+  explicit ClientFamilies(prometheus::Registry& registry)
+      : started(counter(registry, "grpc_client_attempt_started_total",
+                        "Call attempts started by the client (grpc.client.attempt.started).")),
+        attempt_duration(histogram(
+            registry, "grpc_client_attempt_duration_seconds",
+            "Client call attempt duration, by final status (grpc.client.attempt.duration).")),
+        call_duration(
+            histogram(registry, "grpc_client_call_duration_seconds",
+                      "Client call duration, by final status (grpc.client.call.duration).")),
+        sent(
+            counter(registry, "grpc_client_call_sent_messages_total", "Messages the client sent.")),
+        rcvd(counter(registry, "grpc_client_call_rcvd_messages_total",
+                     "Messages the client received.")),
+        sent_bytes(histogram(registry,
+                             "grpc_client_attempt_sent_total_compressed_message_size_bytes",
+                             "Message bytes (compressed) the client sent per call attempt "
+                             "(grpc.client.attempt.sent_total_compressed_message_size).")),
+        rcvd_bytes(histogram(registry,
+                             "grpc_client_attempt_rcvd_total_compressed_message_size_bytes",
+                             "Message bytes (compressed) the client received per call attempt "
+                             "(grpc.client.attempt.rcvd_total_compressed_message_size).")),
+        retries(histogram(registry, "grpc_client_call_retries",
+                          "Retries (by the retry policy) per retried call "
+                          "(grpc.client.call.retries).")),
+        transparent_retries(histogram(registry, "grpc_client_call_transparent_retries",
+                                      "Transparent retries per call that made any "
+                                      "(grpc.client.call.transparent_retries).")),
+        retry_delay(histogram(registry, "grpc_client_call_retry_delay_seconds",
+                              "Time a retried call spent with no attempt in flight "
+                              "(grpc.client.call.retry_delay).")) {}
+
+  prometheus::Family<prometheus::Counter>& started;
+  prometheus::Family<prometheus::Histogram>& attempt_duration;
+  prometheus::Family<prometheus::Histogram>& call_duration;
+  prometheus::Family<prometheus::Counter>& sent;
+  prometheus::Family<prometheus::Counter>& rcvd;
+  prometheus::Family<prometheus::Histogram>& sent_bytes;
+  prometheus::Family<prometheus::Histogram>& rcvd_bytes;
+  prometheus::Family<prometheus::Histogram>& retries;
+  prometheus::Family<prometheus::Histogram>& transparent_retries;
+  prometheus::Family<prometheus::Histogram>& retry_delay;
+};
+
+// One (target, method)'s series on the client; the retry histograms are added to their
+// families with the first retried call (A96 reports nothing for a call without retries).
+struct ClientSeries {
+  ClientSeries(ClientFamilies& f, Labels labels)
+      : families(&f),
+        call(std::move(labels)),
+        started(f.started.Add(call)),
+        sent(f.sent.Add(call)),
+        rcvd(f.rcvd.Add(call)),
+        attempt_duration(f.attempt_duration, call, latency_buckets()),
+        call_duration(f.call_duration, call, latency_buckets()),
+        sent_bytes(f.sent_bytes, call, size_buckets()),
+        rcvd_bytes(f.rcvd_bytes, call, size_buckets()) {}
+
+  prometheus::Histogram& retries() {
+    if (retries_ == nullptr) retries_ = &families->retries.Add(call, retry_buckets());
+    return *retries_;
+  }
+  prometheus::Histogram& transparent_retries() {
+    if (transparent_retries_ == nullptr) {
+      transparent_retries_ = &families->transparent_retries.Add(call, transparent_retry_buckets());
+    }
+    return *transparent_retries_;
+  }
+  prometheus::Histogram& retry_delay() {
+    if (retry_delay_ == nullptr) retry_delay_ = &families->retry_delay.Add(call, latency_buckets());
+    return *retry_delay_;
+  }
+
+  ClientFamilies* families;
+  Labels call;  // grpc_method, grpc_target
+  prometheus::Counter& started;
+  prometheus::Counter& sent;
+  prometheus::Counter& rcvd;
+  ByStatus attempt_duration;
+  ByStatus call_duration;
+  ByStatus sent_bytes;
+  ByStatus rcvd_bytes;
+
+ private:
+  prometheus::Histogram* retries_ = nullptr;
+  prometheus::Histogram* transparent_retries_ = nullptr;
+  prometheus::Histogram* retry_delay_ = nullptr;
 };
 
 class ClientMetrics final : public ClientInterceptor {
  public:
-  explicit ClientMetrics(prometheus::Registry& registry)
-      : started_(counter(registry, "grpc_client_attempt_started_total",
-                         "Call attempts started by the client (grpc.client.attempt.started).")),
-        attempt_duration_(histogram(
-            registry, "grpc_client_attempt_duration_seconds",
-            "Client call attempt duration, by final status (grpc.client.attempt.duration).")),
-        call_duration_(
-            histogram(registry, "grpc_client_call_duration_seconds",
-                      "Client call duration, by final status (grpc.client.call.duration).")),
-        sent_(
-            counter(registry, "grpc_client_call_sent_messages_total", "Messages the client sent.")),
-        rcvd_(counter(registry, "grpc_client_call_rcvd_messages_total",
-                      "Messages the client received.")),
-        sent_bytes_(histogram(registry,
-                              "grpc_client_attempt_sent_total_compressed_message_size_bytes",
-                              "Message bytes (compressed) the client sent per call attempt "
-                              "(grpc.client.attempt.sent_total_compressed_message_size).")),
-        rcvd_bytes_(histogram(registry,
-                              "grpc_client_attempt_rcvd_total_compressed_message_size_bytes",
-                              "Message bytes (compressed) the client received per call attempt "
-                              "(grpc.client.attempt.rcvd_total_compressed_message_size).")),
-        retries_(histogram(registry, "grpc_client_call_retries",
-                           "Retries (by the retry policy) per retried call "
-                           "(grpc.client.call.retries).")),
-        transparent_retries_(histogram(registry, "grpc_client_call_transparent_retries",
-                                       "Transparent retries per call that made any "
-                                       "(grpc.client.call.transparent_retries).")),
-        retry_delay_(histogram(registry, "grpc_client_call_retry_delay_seconds",
-                               "Time a retried call spent with no attempt in flight "
-                               "(grpc.client.call.retry_delay).")) {}
+  explicit ClientMetrics(prometheus::Registry& registry) : families_(registry) {}
 
   // The attempt metrics count attempts (a retried call makes several), the call metrics calls.
   void on_attempt_start(ClientContext&, const CallInfo& call) override {
-    started_.Add({{"grpc_method", method_label(call.method)}, {"grpc_target", target_label(call)}})
-        .Increment();
+    series(call).started.Increment();
   }
 
   void on_attempt_end(ClientContext&, const CallInfo& call, const CallOutcome& attempt) override {
-    const std::map<std::string, std::string> labels = {
-        {"grpc_method", method_label(call.method)},
-        {"grpc_target", target_label(call)},
-        {"grpc_status", status_label(attempt.status)}};
-    attempt_duration_.Add(labels, latency_buckets()).Observe(seconds(attempt.duration));
-    sent_bytes_.Add(labels, size_buckets()).Observe(static_cast<double>(attempt.bytes_sent));
-    rcvd_bytes_.Add(labels, size_buckets()).Observe(static_cast<double>(attempt.bytes_received));
+    ClientSeries& s = series(call);
+    const std::size_t status = status_index(attempt.status);
+    s.attempt_duration[status].Observe(seconds(attempt.duration));
+    s.sent_bytes[status].Observe(static_cast<double>(attempt.bytes_sent));
+    s.rcvd_bytes[status].Observe(static_cast<double>(attempt.bytes_received));
   }
 
   void on_finish(ClientContext&, const CallInfo& call, const CallOutcome& outcome) override {
-    const std::string method = method_label(call.method);
-    const std::string target = target_label(call);
-    call_duration_
-        .Add({{"grpc_method", method},
-              {"grpc_target", target},
-              {"grpc_status", status_label(outcome.status)}},
-             latency_buckets())
-        .Observe(seconds(outcome.duration));
-    const std::map<std::string, std::string> labels = {{"grpc_method", method},
-                                                       {"grpc_target", target}};
-    sent_.Add(labels).Increment(static_cast<double>(outcome.messages_sent));
-    rcvd_.Add(labels).Increment(static_cast<double>(outcome.messages_received));
+    ClientSeries& s = series(call);
+    s.call_duration[status_index(outcome.status)].Observe(seconds(outcome.duration));
+    s.sent.Increment(static_cast<double>(outcome.messages_sent));
+    s.rcvd.Increment(static_cast<double>(outcome.messages_received));
     // gRFC A96: recorded for a call that was retried, and a count only when it is not 0.
-    if (outcome.retries > 0) {
-      retries_.Add(labels, retry_buckets()).Observe(outcome.retries);
-    }
+    if (outcome.retries > 0) s.retries().Observe(outcome.retries);
     if (outcome.transparent_retries > 0) {
-      transparent_retries_.Add(labels, transparent_retry_buckets())
-          .Observe(outcome.transparent_retries);
+      s.transparent_retries().Observe(outcome.transparent_retries);
     }
     if (outcome.retries > 0 || outcome.transparent_retries > 0) {
-      retry_delay_.Add(labels, latency_buckets()).Observe(seconds(outcome.retry_delay));
+      s.retry_delay().Observe(seconds(outcome.retry_delay));
     }
   }
 
  private:
-  prometheus::Family<prometheus::Counter>& started_;
-  prometheus::Family<prometheus::Histogram>& attempt_duration_;
-  prometheus::Family<prometheus::Histogram>& call_duration_;
-  prometheus::Family<prometheus::Counter>& sent_;
-  prometheus::Family<prometheus::Counter>& rcvd_;
-  prometheus::Family<prometheus::Histogram>& sent_bytes_;
-  prometheus::Family<prometheus::Histogram>& rcvd_bytes_;
-  prometheus::Family<prometheus::Histogram>& retries_;
-  prometheus::Family<prometheus::Histogram>& transparent_retries_;
-  prometheus::Family<prometheus::Histogram>& retry_delay_;
+  ClientSeries& series(const CallInfo& call) {
+    return series_.find(
+        call.target, call.method, [this](std::string_view method, std::string_view target) {
+          return ClientSeries(families_, Labels{{"grpc_method", method_label(method)},
+                                                {"grpc_target", std::string(target)}});
+        });
+  }
+
+  ClientFamilies families_;
+  ThreadSeries<ClientSeries> series_;
 };
 
 }  // namespace
