@@ -27,6 +27,7 @@
 #include "ferry/testing/echo.pb.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
+#include "support/echo_service.h"
 #include "support/loopback.h"
 
 namespace ferry {
@@ -569,6 +570,91 @@ TEST(Metrics, RandomMethodPathsFromAClientAddNoServerSeries) {
   EXPECT_TRUE(
       has_line(after, "grpc_server_call_started_total{grpc_method=\"ferry.testing.Echo/Echo\"} 2"))
       << after;
+}
+
+// The value of the sample line that starts with prefix ("name{labels}"), or -1.
+double sample(const std::string& text, const std::string& prefix) {
+  const std::size_t at = text.find("\n" + prefix + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + prefix.size() + 2));
+}
+
+// gRFC A94's subchannel instruments over a connection's life: it opens (an attempt succeeded, 1
+// open), the server shuts down gracefully (a disconnection "GOAWAY NO_ERROR", then 0 open), a
+// call meanwhile finds nothing listening (failed attempts), the server comes back on the same
+// port and a call reconnects (2 succeeded, 1 open), and the channel's end disconnects it
+// ("subchannel shutdown", 0 open).
+TEST(Metrics, SubchannelConnectDisconnectReconnect) {
+  using namespace std::chrono_literals;
+  testing::EchoService service;
+  auto server = std::make_unique<Server>();
+  server->add_service(service);
+  absl::StatusOr<int> port = server->start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok()) << port.status();
+  const std::string address = "127.0.0.1:" + std::to_string(*port);
+
+  auto registry = std::make_shared<prometheus::Registry>();
+  prometheus::Exposer exposer("127.0.0.1:0");
+  exposer.RegisterCollectable(registry);
+  const int scrape_port = exposer.GetListeningPorts().front();
+  ChannelOptions options;
+  options.interceptors.push_back(make_client_metrics(*registry));
+  options.backoff.initial = 20ms;
+  options.backoff.max = 100ms;
+  const std::string labels = "{grpc_lb_locality=\"\",grpc_target=\"dns:///" + address + "\"}";
+  const std::string open = "grpc_subchannel_open_connections" + labels;
+  const std::string succeeded = "grpc_subchannel_connection_attempts_succeeded_total" + labels;
+  const std::string failed = "grpc_subchannel_connection_attempts_failed_total" + labels;
+  auto disconnections = [&](const std::string& reason) {
+    return "grpc_subchannel_disconnections_total{grpc_disconnect_error=\"" + reason +
+           "\",grpc_lb_locality=\"\",grpc_target=\"dns:///" + address + "\"}";
+  };
+  // Polls the exposition until line's value is want (events arrive on the channel's thread).
+  auto wait_for = [&](const std::string& line, double want) {
+    std::string text;
+    for (int i = 0; i < 200; ++i) {
+      text = scrape(scrape_port);
+      if (sample(text, line) == want) return text;
+      std::this_thread::sleep_for(10ms);
+    }
+    ADD_FAILURE() << line << " never " << want << "\n" << text;
+    return text;
+  };
+  auto call = [](Channel& channel, bool wait_for_ready) {
+    EchoRequest request;
+    EchoResponse response;
+    ClientContext ctx;
+    ctx.set_wait_for_ready(wait_for_ready);
+    ctx.set_timeout(std::chrono::seconds(5));
+    return channel.call_blocking("/ferry.testing.Echo/Echo", ctx, request, response);
+  };
+  {
+    Channel channel(address, options);
+    ASSERT_TRUE(call(channel, true).ok());
+    wait_for(open, 1);
+    EXPECT_EQ(sample(scrape(scrape_port), succeeded), 1);
+
+    server->shutdown(1s);
+    server.reset();
+    std::string text = wait_for(open, 0);
+    EXPECT_EQ(sample(text, disconnections("GOAWAY NO_ERROR")), 1) << text;
+
+    EXPECT_EQ(call(channel, false).code(), absl::StatusCode::kUnavailable);
+    text = scrape(scrape_port);
+    EXPECT_GE(sample(text, failed), 1) << text;
+
+    server = std::make_unique<Server>();
+    server->add_service(service);
+    ASSERT_TRUE(server->start("127.0.0.1", *port).ok());
+    ASSERT_TRUE(call(channel, true).ok());
+    text = wait_for(open, 1);
+    EXPECT_EQ(sample(text, succeeded), 2) << text;
+  }
+  const std::string text = wait_for(open, 0);
+  EXPECT_EQ(sample(text, disconnections("subchannel shutdown")), 1) << text;
+  EXPECT_EQ(sample(text, disconnections("GOAWAY NO_ERROR")), 1) << text;
+  EXPECT_EQ(sample(text, succeeded), 2) << text;
+  server->shutdown(0ms);
 }
 
 }  // namespace

@@ -11,6 +11,22 @@
 
 namespace ferry {
 
+// What happened to one of a channel's connections (gRFC A94's subchannel metrics).
+enum class ConnectionEvent {
+  kAttemptSucceeded,  // a connection attempt ended READY (the server's SETTINGS came): it is open
+  kAttemptFailed,     // a connection attempt failed (not one the channel's shutdown cut short)
+  kDisconnected,      // the subchannel stopped using its open connection (disconnect_error: why)
+  kClosed,            // a connection kAttemptSucceeded opened has closed (its calls are over)
+};
+
+struct ConnectionInfo {
+  std::string_view target;  // the channel's, as CallInfo::target
+  // kDisconnected: gRFC A94's grpc.disconnect_error, "GOAWAY <code>" ("GOAWAY NO_ERROR", ...; a
+  // code RFC 9113 does not define is "unknown"), "subchannel shutdown", or "unknown" (the
+  // connection closed: ferry does not tell a reset from other socket errors). Else empty.
+  std::string_view disconnect_error;
+};
+
 // Client interceptors run on the channel's executor. Must outlive the channel (ChannelOptions
 // holds them by shared_ptr).
 class ClientInterceptor {
@@ -52,6 +68,13 @@ class ClientInterceptor {
     (void)ctx;
     (void)call;
     (void)attempt;
+  }
+
+  // A connection event of the channel, on its executor, not per call: a few per connection.
+  // Must not block. Default: nothing.
+  virtual void on_connection_event(ConnectionEvent event, const ConnectionInfo& info) {
+    (void)event;
+    (void)info;
   }
 };
 

@@ -20,6 +20,9 @@
 //           grpc_client_call_retries, grpc_client_call_transparent_retries,
 //           grpc_client_call_retry_delay_seconds{grpc_method,grpc_target}  (A96: per call that
 //             was retried)
+//           grpc_subchannel_open_connections (gauge), grpc_subchannel_connection_attempts_
+//             {succeeded,failed}_total, grpc_subchannel_disconnections_total (gRFC A94; labels
+//             grpc_target, grpc_lb_locality "", and grpc_disconnect_error on disconnections)
 //   Server: grpc_server_authz_decisions_total{grpc_method,authz_policy,authz_rule,authz_decision}
 //           counter of an authorization policy's decisions (ferry/authz.h; authz_decision is
 //           "allow" or "deny", authz_rule "" when no allow rule matched), and

@@ -50,6 +50,7 @@ ChannelCore::ChannelCore(asio::io_context::executor_type executor, std::string t
     if (settings->tls_host.empty()) settings->tls_host = options_.authority;
   }
   settings->options = options_;
+  settings->target = canonical_target_;
   settings_ = std::move(settings);
   has_method_configs_ = !options_.method_configs.empty() || !options_.method_config.empty();
   policy_ = options_.load_balancing == LoadBalancingPolicy::kRoundRobin ? make_round_robin(*this)

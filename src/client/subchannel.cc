@@ -2,6 +2,8 @@
 #include "client/subchannel.h"
 
 #include <algorithm>
+#include <array>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "asio/bind_cancellation_slot.hpp"
@@ -11,17 +13,50 @@
 #include "asio/redirect_error.hpp"
 #include "asio/use_awaitable.hpp"
 #include "client/connector.h"
+#include "common/strings.h"
+#include "ferry/client_interceptor.h"
 #include "http1/client_pool.h"
 
 namespace ferry::detail {
+namespace {
 
-void ChannelConnection::on_goaway(std::int32_t, http2::ErrorCode) {
-  if (owner != nullptr) owner->lose(this);
+// gRFC A94's grpc.disconnect_error for a GOAWAY: "GOAWAY <code name>" for the codes RFC 9113
+// defines, "unknown" for the rest (a server's arbitrary code must not make a label value).
+std::string_view goaway_reason(http2::ErrorCode code) {
+  static const auto reasons = [] {
+    std::array<std::string, 14> r;
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      r[i] = absl::StrCat("GOAWAY ", to_absl(http2::error_code_name(http2::ErrorCode(i))));
+    }
+    return r;
+  }();
+  const auto i = static_cast<std::size_t>(code);
+  return i < reasons.size() ? std::string_view(reasons[i]) : std::string_view("unknown");
+}
+
+}  // namespace
+
+void tell_connection_event(const SubchannelSettings& settings, ConnectionEvent event,
+                           std::string_view disconnect_error) {
+  for (const auto& interceptor : settings.options.interceptors) {
+    try {
+      interceptor->on_connection_event(event, ConnectionInfo{settings.target, disconnect_error});
+    } catch (...) {
+      // An observer's failure must not take the channel down.
+    }
+  }
+}
+
+void ChannelConnection::on_goaway(std::int32_t, http2::ErrorCode code) {
+  if (owner != nullptr) owner->lose(this, goaway_reason(code));
 }
 
 void ChannelConnection::on_connection_closed() {
   settings_wait.cancel();
-  if (owner != nullptr) owner->lose(this);
+  if (owner != nullptr) owner->lose(this, "unknown");
+  if (std::shared_ptr<const SubchannelSettings> settings = std::move(told_open)) {
+    tell_connection_event(*settings, ConnectionEvent::kClosed);
+  }
   // Let go once Connection::close() has returned.
   asio::post(connection->executor(), [self = std::move(self_while_open)] {});
 }
@@ -116,6 +151,8 @@ asio::awaitable<void> Subchannel::attempt_loop(std::shared_ptr<Subchannel> /*kee
       if (conn->settings_received && conn->connection->accepts_new_streams()) {
         backoff_.reset();
         conn->owner = this;
+        conn->told_open = settings_;
+        tell_connection_event(*settings_, ConnectionEvent::kAttemptSucceeded);
         current_ = conn;
         set_state(ConnectivityState::kReady);
         co_return;
@@ -127,6 +164,7 @@ asio::awaitable<void> Subchannel::attempt_loop(std::shared_ptr<Subchannel> /*kee
                        address_.to_string()));
       conn->connection->close();
     }
+    tell_connection_event(*settings_, ConnectionEvent::kAttemptFailed);
     set_state(ConnectivityState::kTransientFailure);
     retry_timer_.expires_at(started + delay);
     asio::error_code ec;
@@ -136,9 +174,11 @@ asio::awaitable<void> Subchannel::attempt_loop(std::shared_ptr<Subchannel> /*kee
   }
 }
 
-void Subchannel::lose(ChannelConnection* conn) {
+void Subchannel::lose(ChannelConnection* conn, std::string_view reason) {
   if (conn == nullptr || conn != current_.get()) return;
   auto self = shared_from_this();
+  // The first reason only: a GOAWAY's, not the close that follows it (gRFC A94).
+  tell_connection_event(*settings_, ConnectionEvent::kDisconnected, reason);
   conn->owner = nullptr;
   current_.reset();
   set_state(ConnectivityState::kIdle);
@@ -152,6 +192,7 @@ void Subchannel::shutdown(bool graceful) {
   attempt_cancel_.emit(asio::cancellation_type::terminal);
   if (std::shared_ptr<ChannelConnection> conn = std::move(handshaking_)) conn->connection->close();
   if (std::shared_ptr<ChannelConnection> conn = std::move(current_)) {
+    tell_connection_event(*settings_, ConnectionEvent::kDisconnected, "subchannel shutdown");
     conn->owner = nullptr;
     if (graceful) {
       conn->connection->shutdown();

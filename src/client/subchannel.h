@@ -8,6 +8,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "asio/cancellation_signal.hpp"
@@ -16,6 +17,7 @@
 #include "call/deadline_queue.h"
 #include "client/backoff.h"
 #include "ferry/channel.h"
+#include "ferry/client_interceptor.h"
 #include "ferry/connectivity.h"
 #include "ferry/resolver.h"
 #include "http2/connection.h"
@@ -23,6 +25,7 @@
 namespace ferry::detail {
 
 class Subchannel;
+struct SubchannelSettings;
 
 // One HTTP/2 connection of a channel, and its observer (reports to its subchannel, if it still
 // has one).
@@ -43,6 +46,9 @@ struct ChannelConnection final : http2::ConnectionObserver {
   // The connection attempt waits on it for those SETTINGS, until its deadline: cancelled when
   // they arrive or the connection closes first.
   asio::steady_timer settings_wait;
+  // Set once the connection is open (ConnectionEvent::kAttemptSucceeded): its close is told
+  // (kClosed) to the interceptors these settings hold.
+  std::shared_ptr<const SubchannelSettings> told_open;
   http2::Stream* on_stream_open(std::int32_t) override { return nullptr; }  // no server push
   void on_goaway(std::int32_t, http2::ErrorCode) override;
   void on_connection_closed() override;
@@ -61,7 +67,13 @@ class SubchannelListener {
 struct SubchannelSettings {
   ChannelOptions options;
   std::string tls_host;
+  std::string target;  // canonical (client/target.h), for the interceptors' connection events
 };
+
+// Tells the channel's interceptors of a connection event (ClientInterceptor::on_connection_event);
+// nothing when there are none.
+void tell_connection_event(const SubchannelSettings& settings, ConnectionEvent event,
+                           std::string_view disconnect_error = {});
 
 class Subchannel : public std::enable_shared_from_this<Subchannel> {
  public:
@@ -84,13 +96,14 @@ class Subchannel : public std::enable_shared_from_this<Subchannel> {
   // address connected), or by IDLE. Default true.
   void set_reconnect(bool reconnect) { reconnect_ = reconnect; }
   // The READY connection cannot take new streams (ids exhausted): treated as a GOAWAY.
-  void drop_connection() { lose(current_.get()); }
+  void drop_connection() { lose(current_.get(), "unknown"); }
   // SHUTDOWN: stops attempts; graceful lets the connection's calls finish (GOAWAY to the
   // server), else closes it (its calls fail). No more state reports.
   void shutdown(bool graceful);
 
-  // From its connection's observer: GOAWAY received or the connection closed.
-  void lose(ChannelConnection* conn);
+  // From its connection's observer: GOAWAY received or the connection closed; reason is gRFC
+  // A94's grpc.disconnect_error (a static string).
+  void lose(ChannelConnection* conn, std::string_view reason);
 
  private:
   asio::awaitable<void> attempt_loop(std::shared_ptr<Subchannel> self);

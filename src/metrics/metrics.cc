@@ -17,6 +17,7 @@
 #include "ferry/interceptor.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
+#include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
 
@@ -285,7 +286,20 @@ struct ClientFamilies {
                                       "(grpc.client.call.transparent_retries).")),
         retry_delay(histogram(registry, "grpc_client_call_retry_delay_seconds",
                               "Time a retried call spent with no attempt in flight "
-                              "(grpc.client.call.retry_delay).")) {}
+                              "(grpc.client.call.retry_delay).")),
+        open_connections(prometheus::BuildGauge()
+                             .Name("grpc_subchannel_open_connections")
+                             .Help("Open connections (grpc.subchannel.open_connections).")
+                             .Register(registry)),
+        attempts_succeeded(counter(registry, "grpc_subchannel_connection_attempts_succeeded_total",
+                                   "Successful connection attempts "
+                                   "(grpc.subchannel.connection_attempts_succeeded).")),
+        attempts_failed(counter(registry, "grpc_subchannel_connection_attempts_failed_total",
+                                "Failed connection attempts "
+                                "(grpc.subchannel.connection_attempts_failed).")),
+        disconnections(counter(registry, "grpc_subchannel_disconnections_total",
+                               "Times a subchannel's connection stopped being used, by reason "
+                               "(grpc.subchannel.disconnections).")) {}
 
   prometheus::Family<prometheus::Counter>& started;
   prometheus::Family<prometheus::Histogram>& attempt_duration;
@@ -297,6 +311,11 @@ struct ClientFamilies {
   prometheus::Family<prometheus::Histogram>& retries;
   prometheus::Family<prometheus::Histogram>& transparent_retries;
   prometheus::Family<prometheus::Histogram>& retry_delay;
+  // gRFC A94's, per channel target; grpc.lb.locality is empty (ferry has no localities).
+  prometheus::Family<prometheus::Gauge>& open_connections;
+  prometheus::Family<prometheus::Counter>& attempts_succeeded;
+  prometheus::Family<prometheus::Counter>& attempts_failed;
+  prometheus::Family<prometheus::Counter>& disconnections;
 };
 
 // One (target, method)'s series on the client; the retry histograms are added to their
@@ -347,6 +366,28 @@ struct ClientSeries {
 class ClientMetrics final : public ClientInterceptor {
  public:
   explicit ClientMetrics(prometheus::Registry& registry) : families_(registry) {}
+
+  // A few per connection, never per call: the families' own lookups will do. Every label value
+  // comes from a bounded set (the channel's target, A94's reasons).
+  void on_connection_event(ConnectionEvent event, const ConnectionInfo& info) override {
+    Labels labels = {{"grpc_target", std::string(info.target)}, {"grpc_lb_locality", ""}};
+    switch (event) {
+      case ConnectionEvent::kAttemptSucceeded:
+        families_.attempts_succeeded.Add(labels).Increment();
+        families_.open_connections.Add(labels).Increment();
+        break;
+      case ConnectionEvent::kAttemptFailed:
+        families_.attempts_failed.Add(labels).Increment();
+        break;
+      case ConnectionEvent::kDisconnected:
+        labels.emplace("grpc_disconnect_error", std::string(info.disconnect_error));
+        families_.disconnections.Add(labels).Increment();
+        break;
+      case ConnectionEvent::kClosed:
+        families_.open_connections.Add(labels).Decrement();
+        break;
+    }
+  }
 
   // The attempt metrics count attempts (a retried call makes several), the call metrics calls.
   void on_attempt_start(ClientContext&, const CallInfo& call) override {
