@@ -657,5 +657,42 @@ TEST(Metrics, SubchannelConnectDisconnectReconnect) {
   server->shutdown(0ms);
 }
 
+// A client that calls whatever paths it is handed (a proxy forwarding a client's) labels its
+// first 1000 methods by name and every other "other": 1100 distinct paths make 1001 series of
+// grpc_client_attempt_started_total, "other" counting the last 100 calls.
+TEST(Metrics, ClientMethodsBeyondTheLimitAreOther) {
+  MetricsSetup metrics;
+  ASSERT_GT(metrics.port, 0);
+  Loopback loop(ServerOptions{}, metrics.channel_options);
+  loop.run([&]() -> asio::awaitable<void> {
+    EchoRequest request;
+    EchoResponse response;
+    for (int i = 0; i < 1100; ++i) {
+      ClientContext ctx;
+      const std::string path = "/forwarded.Service/Method" + std::to_string(i);
+      EXPECT_EQ((co_await loop.channel().call(path, ctx, request, response)).code(),
+                absl::StatusCode::kUnimplemented);
+    }
+  });
+  const std::string text = scrape(metrics.port);
+  std::size_t series = 0;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line))
+    series += line.rfind("grpc_client_attempt_started_total{", 0) == 0;
+  EXPECT_EQ(series, 1001u);
+  const std::string target = "grpc_target=\"dns:///" + loop.target() + "\"";
+  EXPECT_TRUE(has_line(
+      text, "grpc_client_attempt_started_total{grpc_method=\"other\"," + target + "} 100"));
+  EXPECT_TRUE(has_line(text,
+                       "grpc_client_attempt_started_total{grpc_method=\"forwarded.Service/"
+                       "Method999\"," +
+                           target + "} 1"));
+  EXPECT_TRUE(has_line(text,
+                       "grpc_client_call_duration_seconds_count{grpc_method=\"other\","
+                       "grpc_status=\"UNIMPLEMENTED\"," +
+                           target + "} 100"));
+}
+
 }  // namespace
 }  // namespace ferry

@@ -5,7 +5,8 @@
 // counter), so dashboards made for grpc++/grpc-go carry over; docs/interceptors.md has the table
 // of instruments, units, labels and buckets. Labels: grpc_method "package.Service/Method" (on a
 // server, registered methods only: an unknown path is answered UNIMPLEMENTED before the
-// interceptors, so arbitrary paths create no series), grpc_status the status code's name ("OK",
+// interceptors, so arbitrary paths create no series; on a client, its first 1000 methods, then
+// "other"), grpc_status the status code's name ("OK",
 // "UNAVAILABLE", ...), and on the client grpc_target, the channel's target as A66 canonicalizes
 // it ("dns:///host:port" for "host:port").
 //

@@ -7,11 +7,13 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "ferry/interceptor.h"
@@ -124,14 +126,7 @@ class ThreadSeries {
   // make(method, target) builds the Series of a (target, method) this thread has not seen.
   template <class Make>
   Series& find(std::string_view target, std::string_view method, const Make& make) {
-    Cache& cache = thread_cache();
-    auto mine = cache.find(id_);
-    if (mine == cache.end()) {
-      // An interceptor new to this thread: drop the entries of those since destroyed.
-      absl::erase_if(cache, [](const auto& entry) { return entry.second.owner.expired(); });
-      mine = cache.emplace(id_, Entry{alive_, {}}).first;
-    }
-    auto& by_target = mine->second.series;
+    auto& by_target = entry().series;
     auto t = by_target.find(absl::string_view(target.data(), target.size()));
     if (t == by_target.end()) t = by_target.try_emplace(std::string(target)).first;
     auto m = t->second.find(absl::string_view(method.data(), method.size()));
@@ -142,6 +137,15 @@ class ThreadSeries {
     return *m->second;
   }
 
+  // The Series this thread has for (target, method), or null.
+  Series* cached(std::string_view target, std::string_view method) {
+    auto& by_target = entry().series;
+    auto t = by_target.find(absl::string_view(target.data(), target.size()));
+    if (t == by_target.end()) return nullptr;
+    auto m = t->second.find(absl::string_view(method.data(), method.size()));
+    return m == t->second.end() ? nullptr : m->second.get();
+  }
+
  private:
   using ByMethod = absl::flat_hash_map<std::string, std::unique_ptr<Series>>;
   struct Entry {
@@ -149,6 +153,17 @@ class ThreadSeries {
     absl::flat_hash_map<std::string, ByMethod> series;
   };
   using Cache = absl::flat_hash_map<std::uint64_t, Entry>;
+  struct Entry;
+  Entry& entry() {
+    Cache& cache = thread_cache();
+    auto mine = cache.find(id_);
+    if (mine == cache.end()) {
+      // An interceptor new to this thread: drop the entries of those since destroyed.
+      absl::erase_if(cache, [](const auto& e) { return e.second.owner.expired(); });
+      mine = cache.emplace(id_, Entry{alive_, {}}).first;
+    }
+    return mine->second;
+  }
   static Cache& thread_cache() {
     thread_local Cache cache;
     return cache;
@@ -419,15 +434,42 @@ class ClientMetrics final : public ClientInterceptor {
 
  private:
   ClientSeries& series(const CallInfo& call) {
-    return series_.find(
-        call.target, call.method, [this](std::string_view method, std::string_view target) {
-          return ClientSeries(families_, Labels{{"grpc_method", method_label(method)},
-                                                {"grpc_target", std::string(target)}});
-        });
+    if (ClientSeries* cached = series_.cached(call.target, call.method)) return *cached;
+    // A (target, method) new to this thread: its method gets a label of its own while the
+    // interceptor has labelled fewer than kMaxMethodLabels methods, then "other".
+    std::string label = method_label(call.method);
+    std::string_view key = call.method;
+    if (!admit(label)) {
+      label = "other";
+      key = kOtherKey;  // one entry for them all: a thread's table stays bounded too
+    }
+    return series_.find(call.target, key, [&](std::string_view, std::string_view target) {
+      return ClientSeries(families_, Labels{{"grpc_method", std::move(label)},
+                                            {"grpc_target", std::string(target)}});
+    });
   }
+
+  // Whether method (a label) is one of the first kMaxMethodLabels the interceptor has seen.
+  // Once per thread and method (and per call of a method over the limit).
+  bool admit(const std::string& method) {
+    std::lock_guard<std::mutex> lock(methods_mutex_);
+    if (methods_.contains(method)) return true;
+    if (methods_.size() >= kMaxMethodLabels) return false;
+    methods_.insert(method);
+    return true;
+  }
+
+  // A client's methods are its application's, which ferry cannot tell from a path it was handed
+  // (gRFC A66 labels "generic" methods "other"): an application that forwards paths it was sent
+  // (a proxy) must not make a series per path. Over this many methods, "other".
+  static constexpr std::size_t kMaxMethodLabels = 1000;
+  // The key of the "other" series in a thread's table: no method path holds a NUL.
+  static constexpr std::string_view kOtherKey{"\0other", 6};
 
   ClientFamilies families_;
   ThreadSeries<ClientSeries> series_;
+  std::mutex methods_mutex_;
+  absl::flat_hash_set<std::string> methods_;
 };
 
 }  // namespace
