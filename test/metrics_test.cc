@@ -659,7 +659,8 @@ TEST(Metrics, SubchannelConnectDisconnectReconnect) {
 
 // A client that calls whatever paths it is handed (a proxy forwarding a client's) labels its
 // first 1000 methods by name and every other "other": 1100 distinct paths make 1001 series of
-// grpc_client_attempt_started_total, "other" counting the last 100 calls.
+// grpc_client_attempt_started_total, "other" counting the last 100 calls, and a path of 8 KiB
+// interleaved with the first ones is "other" too, not a label of 8 KiB.
 TEST(Metrics, ClientMethodsBeyondTheLimitAreOther) {
   MetricsSetup metrics;
   ASSERT_GT(metrics.port, 0);
@@ -669,7 +670,8 @@ TEST(Metrics, ClientMethodsBeyondTheLimitAreOther) {
     EchoResponse response;
     for (int i = 0; i < 1100; ++i) {
       ClientContext ctx;
-      const std::string path = "/forwarded.Service/Method" + std::to_string(i);
+      std::string path = "/forwarded.Service/Method" + std::to_string(i);
+      if (i == 10) path += std::string(8192, 'x');
       EXPECT_EQ((co_await loop.channel().call(path, ctx, request, response)).code(),
                 absl::StatusCode::kUnimplemented);
     }
@@ -681,17 +683,22 @@ TEST(Metrics, ClientMethodsBeyondTheLimitAreOther) {
   while (std::getline(lines, line))
     series += line.rfind("grpc_client_attempt_started_total{", 0) == 0;
   EXPECT_EQ(series, 1001u);
+  EXPECT_EQ(text.find("xxxxxxxx"), std::string::npos);
   const std::string target = "grpc_target=\"dns:///" + loop.target() + "\"";
   EXPECT_TRUE(has_line(
       text, "grpc_client_attempt_started_total{grpc_method=\"other\"," + target + "} 100"));
   EXPECT_TRUE(has_line(text,
                        "grpc_client_attempt_started_total{grpc_method=\"forwarded.Service/"
-                       "Method999\"," +
+                       "Method1000\"," +
                            target + "} 1"));
   EXPECT_TRUE(has_line(text,
                        "grpc_client_call_duration_seconds_count{grpc_method=\"other\","
                        "grpc_status=\"UNIMPLEMENTED\"," +
                            target + "} 100"));
+  EXPECT_FALSE(has_line(text,
+                        "grpc_client_attempt_started_total{grpc_method=\"forwarded.Service/"
+                        "Method1001\"," +
+                            target + "} 1"));
 }
 
 }  // namespace

@@ -452,6 +452,7 @@ class ClientMetrics final : public ClientInterceptor {
   // Whether method (a label) is one of the first kMaxMethodLabels the interceptor has seen.
   // Once per thread and method (and per call of a method over the limit).
   bool admit(const std::string& method) {
+    if (method.size() > kMaxMethodLabelBytes) return false;
     std::lock_guard<std::mutex> lock(methods_mutex_);
     if (methods_.contains(method)) return true;
     if (methods_.size() >= kMaxMethodLabels) return false;
@@ -463,6 +464,9 @@ class ClientMetrics final : public ClientInterceptor {
   // (gRFC A66 labels "generic" methods "other"): an application that forwards paths it was sent
   // (a proxy) must not make a series per path. Over this many methods, "other".
   static constexpr std::size_t kMaxMethodLabels = 1000;
+  // prometheus-cpp copies a label into each of a method's series (a dozen or more): a method
+  // name longer than any real one ("package.Service/Method") is "other" too.
+  static constexpr std::size_t kMaxMethodLabelBytes = 256;
   // The key of the "other" series in a thread's table: no method path holds a NUL.
   static constexpr std::string_view kOtherKey{"\0other", 6};
 
