@@ -17,6 +17,8 @@
 #include "asio/co_spawn.hpp"
 #include "asio/detached.hpp"
 #include "asio/io_context.hpp"
+#include "asio/post.hpp"
+#include "asio/this_coro.hpp"
 #include "asio/thread_pool.hpp"
 #include "asio/use_future.hpp"
 #include "ferry/channel.h"
@@ -216,6 +218,49 @@ TEST(Offload, ShutdownWaitsForOffloadedWorkBeforeFreeingItsThread) {
   EXPECT_TRUE(returned) << "shutdown returned while the pool still had the handler's work";
   server.reset();
   pool.join();  // whatever the pool still posts finds a living io_context, or none at all
+  EXPECT_EQ(finished.get_future().wait_for(10s), std::future_status::ready);
+}
+
+// The same, with the handler's I/O thread busy when the pool's result comes back (as with
+// another call's handler running there): shutdown saw no offload in flight and stopped the loop
+// at once, and the result, queued behind the busy moment, went with the loop unrun: the handler
+// never resumed, and its call's frames were lost (LeakSanitizer: a ServerCall). Shutdown now
+// lets the loop run what the pool posted.
+TEST(Offload, ShutdownResumesTheHandlerTheLastOffloadCompletes) {
+  asio::thread_pool pool(1);
+  std::atomic<bool> started{false};
+  std::atomic<bool> resumed{false};
+  Service slow("ferry.testing.Slow");
+  slow.add_unary<EchoRequest, EchoResponse>(
+      "Block",
+      [&](ServerContext&, const EchoRequest&, EchoResponse&) -> asio::awaitable<absl::Status> {
+        started = true;
+        const asio::any_io_executor io = co_await asio::this_coro::executor;
+        auto work = [io] {
+          std::this_thread::sleep_for(2500ms);                         // past shutdown's 2-s bound
+          asio::post(io, [] { std::this_thread::sleep_for(300ms); });  // the loop, busy
+        };
+        co_await offload(pool, work);
+        resumed = true;
+        co_return absl::OkStatus();
+      });
+  ServerOptions options;
+  options.num_threads = 1;
+  auto server = std::make_unique<Server>(options);
+  server->add_service(slow);
+  const int port = server->start("127.0.0.1", 0).value();
+  Channel channel("127.0.0.1:" + std::to_string(port));
+  ClientContext ctx;
+  ctx.set_timeout(10s);
+  EchoRequest request;
+  EchoResponse response;
+  std::promise<absl::Status> finished;
+  channel.call(kBlock, ctx, request, response, [&](absl::Status s) { finished.set_value(s); });
+  ASSERT_TRUE(testing::eventually([&] { return started.load(); }));
+  server->shutdown(0ms);
+  EXPECT_TRUE(resumed) << "the handler's offload came back but the handler never resumed";
+  server.reset();
+  pool.join();
   EXPECT_EQ(finished.get_future().wait_for(10s), std::future_status::ready);
 }
 
