@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <stdexcept>
@@ -181,6 +182,33 @@ TEST(Offload, ReturnsValuesAndRethrowsExceptions) {
   EXPECT_TRUE(threw);
 }
 
+// Serves `slow` on a server of `threads` I/O threads, calls its Block method and, once the
+// handler has started, shuts the server down; after_shutdown checks what shutdown must have
+// waited for, before the server goes and the pool is joined (whatever the pool still posts finds
+// a living io_context, or none at all). The call ends either way.
+void call_then_shut_down(Service& slow, int threads, asio::thread_pool& pool,
+                         const std::atomic<bool>& started,
+                         const std::function<void()>& after_shutdown) {
+  ServerOptions options;
+  options.num_threads = threads;
+  auto server = std::make_unique<Server>(options);
+  server->add_service(slow);
+  const int port = server->start("127.0.0.1", 0).value();
+  Channel channel("127.0.0.1:" + std::to_string(port));
+  ClientContext ctx;
+  ctx.set_timeout(10s);
+  EchoRequest request;
+  EchoResponse response;
+  std::promise<absl::Status> finished;
+  channel.call(kBlock, ctx, request, response, [&](absl::Status s) { finished.set_value(s); });
+  ASSERT_TRUE(testing::eventually([&] { return started.load(); }));
+  server->shutdown(0ms);
+  after_shutdown();
+  server.reset();
+  pool.join();
+  EXPECT_EQ(finished.get_future().wait_for(10s), std::future_status::ready);
+}
+
 // Server::shutdown while a handler waits in offload for longer than shutdown's 2 s bound on
 // stuck handlers: the pool hands the result back into the handler's io_context, so shutdown
 // waits for the work to return before it stops and frees that thread. It used to stop and join
@@ -201,24 +229,9 @@ TEST(Offload, ShutdownWaitsForOffloadedWorkBeforeFreeingItsThread) {
         });
         co_return absl::OkStatus();
       });
-  ServerOptions options;
-  options.num_threads = 2;
-  auto server = std::make_unique<Server>(options);
-  server->add_service(slow);
-  const int port = server->start("127.0.0.1", 0).value();
-  Channel channel("127.0.0.1:" + std::to_string(port));
-  ClientContext ctx;
-  ctx.set_timeout(10s);
-  EchoRequest request;
-  EchoResponse response;
-  std::promise<absl::Status> finished;
-  channel.call(kBlock, ctx, request, response, [&](absl::Status s) { finished.set_value(s); });
-  ASSERT_TRUE(testing::eventually([&] { return started.load(); }));
-  server->shutdown(0ms);
-  EXPECT_TRUE(returned) << "shutdown returned while the pool still had the handler's work";
-  server.reset();
-  pool.join();  // whatever the pool still posts finds a living io_context, or none at all
-  EXPECT_EQ(finished.get_future().wait_for(10s), std::future_status::ready);
+  call_then_shut_down(slow, 2, pool, started, [&] {
+    EXPECT_TRUE(returned) << "shutdown returned while the pool still had the handler's work";
+  });
 }
 
 // The same, with the handler's I/O thread busy when the pool's result comes back (as with
@@ -244,24 +257,9 @@ TEST(Offload, ShutdownResumesTheHandlerTheLastOffloadCompletes) {
         resumed = true;
         co_return absl::OkStatus();
       });
-  ServerOptions options;
-  options.num_threads = 1;
-  auto server = std::make_unique<Server>(options);
-  server->add_service(slow);
-  const int port = server->start("127.0.0.1", 0).value();
-  Channel channel("127.0.0.1:" + std::to_string(port));
-  ClientContext ctx;
-  ctx.set_timeout(10s);
-  EchoRequest request;
-  EchoResponse response;
-  std::promise<absl::Status> finished;
-  channel.call(kBlock, ctx, request, response, [&](absl::Status s) { finished.set_value(s); });
-  ASSERT_TRUE(testing::eventually([&] { return started.load(); }));
-  server->shutdown(0ms);
-  EXPECT_TRUE(resumed) << "the handler's offload came back but the handler never resumed";
-  server.reset();
-  pool.join();
-  EXPECT_EQ(finished.get_future().wait_for(10s), std::future_status::ready);
+  call_then_shut_down(slow, 1, pool, started, [&] {
+    EXPECT_TRUE(resumed) << "the handler's offload came back but the handler never resumed";
+  });
 }
 
 }  // namespace
