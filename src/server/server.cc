@@ -168,20 +168,21 @@ void Server::shutdown(std::chrono::milliseconds grace) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
   };
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  for (auto& t : s.threads) {
-    while (!t->io.stopped() && std::chrono::steady_clock::now() < until) {
+  // Waits for t's loop to run out of work and end by itself, or for deadline.
+  auto loop_ended = [](IoThread& t, std::chrono::steady_clock::time_point deadline) {
+    while (!t.io.stopped() && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
+  };
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (auto& t : s.threads) {
+    loop_ended(*t, until);
     offloads_done(*t);
     // The pool's last post resumes a handler on this loop: let the loop run it and end the call
     // (its connection is closed, so that is quick) before stopping it, or the call's frames go
     // with the io_context's queue, never finished (LeakSanitizer saw a ServerCall so lost when
     // the offloaded work outlasted the bound). Bounded as well, for handlers that keep going.
-    const auto drained = std::max(until, std::chrono::steady_clock::now() + kDrainAfterOffload);
-    while (!t->io.stopped() && std::chrono::steady_clock::now() < drained) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    loop_ended(*t, std::max(until, std::chrono::steady_clock::now() + kDrainAfterOffload));
     t->io.stop();
     if (t->thread.joinable()) t->thread.join();
     // A handler may have offloaded more just before the stop: its pool posts into the stopped
