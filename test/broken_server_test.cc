@@ -23,6 +23,7 @@
 #include "ferry/channel.h"
 #include "ferry/testing/echo.ferry.h"
 #include "support/gzip_data.h"
+#include "support/h2_frame.h"
 #include "support/wait.h"
 
 namespace ferry {
@@ -32,27 +33,13 @@ using namespace std::chrono_literals;
 using testing::Echo;
 using testing::EchoRequest;
 using testing::EchoResponse;
+using testing::h2_frame;
 
 // --- HTTP/2 frames, by hand (RFC 9113 §4.1, §6; HPACK literals without indexing, RFC 7541) -----
 
 constexpr std::uint8_t kData = 0x0, kHeaders = 0x1, kRstStream = 0x3, kSettings = 0x4, kPing = 0x6,
                        kContinuation = 0x9;
 constexpr std::uint8_t kEndStream = 0x1, kAck = 0x1, kEndHeaders = 0x4;
-
-std::string frame(std::uint8_t type, std::uint8_t flags, std::uint32_t stream,
-                  const std::string& payload) {
-  std::string out;
-  out.push_back(static_cast<char>(payload.size() >> 16));
-  out.push_back(static_cast<char>(payload.size() >> 8));
-  out.push_back(static_cast<char>(payload.size()));
-  out.push_back(static_cast<char>(type));
-  out.push_back(static_cast<char>(flags));
-  out.push_back(static_cast<char>(stream >> 24));
-  out.push_back(static_cast<char>(stream >> 16));
-  out.push_back(static_cast<char>(stream >> 8));
-  out.push_back(static_cast<char>(stream));
-  return out + payload;
-}
 
 // An HPACK integer with a 7-bit prefix (RFC 7541 §5.1), as string lengths are.
 void hpack_length(std::string& out, std::size_t n) {
@@ -88,14 +75,14 @@ std::string headers(std::uint32_t stream, const Fields& fields, bool end_stream)
     const std::string part = block.substr(at, kMaxFrame);
     at += part.size();
     const std::uint8_t last = at >= block.size() ? kEndHeaders : 0;
-    out += out.empty() ? frame(kHeaders, last | (end_stream ? kEndStream : 0), stream, part)
-                       : frame(kContinuation, last, stream, part);
+    out += out.empty() ? h2_frame(kHeaders, last | (end_stream ? kEndStream : 0), stream, part)
+                       : h2_frame(kContinuation, last, stream, part);
   } while (at < block.size());
   return out;
 }
 
 std::string data(std::uint32_t stream, const std::string& bytes, bool end_stream) {
-  return frame(kData, end_stream ? kEndStream : 0, stream, bytes);
+  return h2_frame(kData, end_stream ? kEndStream : 0, stream, bytes);
 }
 
 // A gRPC message: the 5-byte prefix (compressed flag, length) and the bytes.
@@ -182,7 +169,7 @@ class RawH2Server {
     std::string preface(24, '\0');
     asio::read(socket, asio::buffer(preface), ec);
     if (ec) return;
-    asio::write(socket, asio::buffer(frame(kSettings, 0, 0, "")), ec);
+    asio::write(socket, asio::buffer(h2_frame(kSettings, 0, 0, "")), ec);
     for (;;) {
       unsigned char head[9];
       asio::read(socket, asio::buffer(head), ec);
@@ -195,9 +182,9 @@ class RawH2Server {
       if (ec) return;
       std::string answer;
       if (head[3] == kSettings && (head[4] & kAck) == 0) {
-        answer = frame(kSettings, kAck, 0, "");
+        answer = h2_frame(kSettings, kAck, 0, "");
       } else if (head[3] == kPing && (head[4] & kAck) == 0) {
-        answer = frame(kPing, kAck, 0, payload);
+        answer = h2_frame(kPing, kAck, 0, payload);
       } else if (head[3] == kRstStream && payload.size() == 4) {
         std::lock_guard lock(mutex_);
         resets_.push_back((std::uint32_t{static_cast<unsigned char>(payload[0])} << 24) |
@@ -436,7 +423,7 @@ TEST(BrokenServer, MalformedBinaryMetadataIsInternalAndNamed) {
 
 TEST(BrokenServer, AResetByTheServerIsWordedAsTheServers) {
   RawH2Server server([&](std::uint32_t stream, int) {
-    return frame(kRstStream, 0, stream, std::string("\0\0\0\x8", 4));  // CANCEL
+    return h2_frame(kRstStream, 0, stream, std::string("\0\0\0\x8", 4));  // CANCEL
   });
   const absl::Status s = call(server.target());
   EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
@@ -466,7 +453,7 @@ TEST(BrokenServer, AResetByFerryIsWordedAsFerrys) {
 TEST(BrokenServer, AFloodDetectedByFerryIsWordedAsFerrys) {
   RawH2Server server([&](std::uint32_t, int) {
     std::string pings;
-    for (int i = 0; i < 5000; ++i) pings += frame(kPing, 0, 0, std::string(8, 'p'));
+    for (int i = 0; i < 5000; ++i) pings += h2_frame(kPing, 0, 0, std::string(8, 'p'));
     return pings;
   });
   const absl::Status s = call(server.target());

@@ -13,10 +13,13 @@
 #include "asio/io_context.hpp"
 #include "http2/connection.h"
 #include "http2/peer_stream_ledger.h"
+#include "support/h2_frame.h"
 #include "transport/memory_stream.h"
 
 namespace ferry::http2 {
 namespace {
+
+using testing::h2_frame;
 
 using Verdict = PeerStreamLedger::Verdict;
 
@@ -55,19 +58,6 @@ constexpr std::uint8_t kData = 0x0, kHeaders = 0x1, kRstStream = 0x3, kSettings 
                        kGoaway = 0x7;
 constexpr std::uint8_t kEndStream = 0x1, kEndHeaders = 0x4;
 
-std::string frame(std::uint8_t type, std::uint8_t flags, std::uint32_t stream,
-                  std::string_view payload) {
-  std::string f;
-  f.push_back(static_cast<char>(payload.size() >> 16));
-  f.push_back(static_cast<char>(payload.size() >> 8));
-  f.push_back(static_cast<char>(payload.size()));
-  f.push_back(static_cast<char>(type));
-  f.push_back(static_cast<char>(flags));
-  for (int shift = 24; shift >= 0; shift -= 8) f.push_back(static_cast<char>(stream >> shift));
-  f.append(payload);
-  return f;
-}
-
 // HPACK literal fields without indexing and with new names (RFC 7541 §6.2.2): no dynamic table,
 // so every block decodes alone. Names and values are shorter than 127 bytes here.
 std::string header_block(const std::vector<std::pair<std::string, std::string>>& fields) {
@@ -83,22 +73,22 @@ std::string header_block(const std::vector<std::pair<std::string, std::string>>&
 }
 
 std::string request_headers(std::uint32_t stream, bool end_stream) {
-  return frame(kHeaders, kEndHeaders | (end_stream ? kEndStream : 0), stream,
-               header_block({{":method", "POST"},
-                             {":scheme", "http"},
-                             {":path", "/pkg.Svc/Method"},
-                             {":authority", "memory"},
-                             {"content-type", "application/grpc"}}));
+  return h2_frame(kHeaders, kEndHeaders | (end_stream ? kEndStream : 0), stream,
+                  header_block({{":method", "POST"},
+                                {":scheme", "http"},
+                                {":path", "/pkg.Svc/Method"},
+                                {":authority", "memory"},
+                                {"content-type", "application/grpc"}}));
 }
 
 std::string trailers(std::uint32_t stream) {
-  return frame(kHeaders, kEndHeaders | kEndStream, stream, header_block({{"x-trailer", "1"}}));
+  return h2_frame(kHeaders, kEndHeaders | kEndStream, stream, header_block({{"x-trailer", "1"}}));
 }
 
 std::string rst_stream(std::uint32_t stream, std::uint32_t code) {
   std::string payload;
   for (int shift = 24; shift >= 0; shift -= 8) payload.push_back(static_cast<char>(code >> shift));
-  return frame(kRstStream, 0, stream, payload);
+  return h2_frame(kRstStream, 0, stream, payload);
 }
 
 struct Frame {
@@ -167,7 +157,7 @@ struct RawClient {
 
   RawClient() {
     server->start();
-    send(std::string(kPreface) + frame(kSettings, 0, 0, ""));
+    send(std::string(kPreface) + h2_frame(kSettings, 0, 0, ""));
     drain();
   }
   ~RawClient() {
@@ -250,7 +240,7 @@ TEST(ClosedStreams, FramesInFlightAfterTheServersResetAreIgnored) {
   c.drain();
   ASSERT_TRUE(c.observer.opened.at(0)->closed);
   EXPECT_TRUE(has(c.received(), kRstStream, 1, 0x8));
-  c.send(frame(kData, 0, 1, std::string("\0\0\0\0\0", 5)));
+  c.send(h2_frame(kData, 0, 1, std::string("\0\0\0\0\0", 5)));
   c.send(trailers(1));
   const auto out = c.received();
   EXPECT_FALSE(has_type(out, kGoaway));

@@ -28,6 +28,7 @@
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
 #include "support/echo_service.h"
+#include "support/h2_frame.h"
 #include "support/loopback.h"
 
 namespace ferry {
@@ -35,6 +36,7 @@ namespace {
 
 using testing::EchoRequest;
 using testing::EchoResponse;
+using testing::h2_frame;
 using testing::Loopback;
 
 // GET /metrics from 127.0.0.1:port (HTTP/1.0: the server closes when done); the body.
@@ -101,18 +103,6 @@ class RefusingServer {
   int refused() const { return refused_.load(); }
 
  private:
-  static std::string frame(std::uint8_t type, std::uint8_t flags, std::uint32_t stream,
-                           const std::string& payload) {
-    std::string f;
-    f.push_back(static_cast<char>(payload.size() >> 16));
-    f.push_back(static_cast<char>(payload.size() >> 8));
-    f.push_back(static_cast<char>(payload.size()));
-    f.push_back(static_cast<char>(type));
-    f.push_back(static_cast<char>(flags));
-    for (int shift : {24, 16, 8, 0}) f.push_back(static_cast<char>(stream >> shift));
-    return f + payload;
-  }
-
   // One connection at a time: the client's next connection waits in the backlog meanwhile.
   void serve() {
     while (!stop_) {
@@ -122,7 +112,7 @@ class RefusingServer {
       if (ec || stop_) return;
       std::string preface(24, '\0');
       asio::read(socket, asio::buffer(preface), ec);
-      asio::write(socket, asio::buffer(frame(0x4, 0, 0, "")), ec);  // SETTINGS
+      asio::write(socket, asio::buffer(h2_frame(0x4, 0, 0, "")), ec);  // SETTINGS
       while (!ec && !stop_) {
         unsigned char header[9];
         asio::read(socket, asio::buffer(header), ec);
@@ -133,10 +123,11 @@ class RefusingServer {
         const std::uint32_t stream =
             ((header[5] & 0x7fu) << 24) | (header[6] << 16) | (header[7] << 8) | header[8];
         if (header[3] == 0x4 && (header[4] & 0x1) == 0) {  // SETTINGS: ACK it
-          asio::write(socket, asio::buffer(frame(0x4, 0x1, 0, "")), ec);
+          asio::write(socket, asio::buffer(h2_frame(0x4, 0x1, 0, "")), ec);
         } else if (header[3] == 0x1) {  // HEADERS: RST_STREAM REFUSED_STREAM (7)
           ++refused_;
-          asio::write(socket, asio::buffer(frame(0x3, 0, stream, std::string("\0\0\0\7", 4))), ec);
+          asio::write(socket, asio::buffer(h2_frame(0x3, 0, stream, std::string("\0\0\0\7", 4))),
+                      ec);
         }
       }
     }

@@ -32,6 +32,7 @@
 #include "ferry/channel.h"
 #include "ferry/server.h"
 #include "support/echo_service.h"
+#include "support/h2_frame.h"
 #include "support/wait.h"
 
 namespace ferry {
@@ -43,6 +44,7 @@ using testing::EchoProbe;
 using testing::EchoRequest;
 using testing::EchoResponse;
 using testing::EchoService;
+using testing::h2_frame;
 
 constexpr std::size_t kBlock = BufferPool::kBlockSize;
 // The bound: what the server holds grows by at most this many bytes per byte received.
@@ -124,23 +126,6 @@ class RawSocket {
 };
 
 // --- HTTP/2 by hand: frames, and HPACK literals without indexing (RFC 7541 §6.2.2) -----------
-
-std::string h2_frame(std::uint8_t type, std::uint8_t flags, std::uint32_t stream,
-                     std::string_view payload) {
-  std::string f;
-  const auto n = static_cast<std::uint32_t>(payload.size());
-  f.push_back(static_cast<char>(n >> 16));
-  f.push_back(static_cast<char>(n >> 8));
-  f.push_back(static_cast<char>(n));
-  f.push_back(static_cast<char>(type));
-  f.push_back(static_cast<char>(flags));
-  f.push_back(static_cast<char>((stream >> 24) & 0x7f));
-  f.push_back(static_cast<char>(stream >> 16));
-  f.push_back(static_cast<char>(stream >> 8));
-  f.push_back(static_cast<char>(stream));
-  f.append(payload);
-  return f;
-}
 
 constexpr std::uint8_t kData = 0, kHeaders = 1, kRstStream = 3, kSettings = 4, kGoaway = 7;
 constexpr std::uint8_t kEndStream = 1, kAck = 1, kEndHeaders = 4;

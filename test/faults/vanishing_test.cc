@@ -27,12 +27,14 @@
 #include "faults/fault_service.h"
 #include "faults/toxiproxy.h"
 #include "ferry/channel.h"
+#include "support/h2_frame.h"
 #include "support/sanitized.h"
 
 namespace ferry {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::h2_frame;
 using Clock = std::chrono::steady_clock;
 using testing::ChildProcess;
 using testing::EchoRequest;
@@ -66,23 +68,6 @@ long raise_descriptor_limit() {
   return static_cast<long>(files.rlim_cur);
 }
 
-// An HTTP/2 frame: 9-byte header, then payload.
-std::string frame(std::uint8_t type, std::uint8_t flags, std::uint32_t stream,
-                  std::string_view payload) {
-  const std::uint32_t n = static_cast<std::uint32_t>(payload.size());
-  std::string out = {static_cast<char>(n >> 16),
-                     static_cast<char>(n >> 8),
-                     static_cast<char>(n),
-                     static_cast<char>(type),
-                     static_cast<char>(flags),
-                     static_cast<char>(stream >> 24),
-                     static_cast<char>(stream >> 16),
-                     static_cast<char>(stream >> 8),
-                     static_cast<char>(stream)};
-  out.append(payload);
-  return out;
-}
-
 // HPACK: a literal header field without indexing, new name, no Huffman (names and values
 // shorter than 127 bytes).
 std::string literal(std::string_view name, std::string_view value) {
@@ -106,9 +91,9 @@ std::string call_bytes(std::string_view method, const EchoRequest& request, bool
   std::string message = {'\0', static_cast<char>(n >> 24), static_cast<char>(n >> 16),
                          static_cast<char>(n >> 8), static_cast<char>(n)};
   message += body;
-  return std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + frame(0x4, 0, 0, "") +
-         frame(0x1, 0x4 /* END_HEADERS */, 1, headers) +
-         frame(0x0, end_stream ? 0x1 : 0, 1, message);
+  return std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + h2_frame(0x4, 0, 0, "") +
+         h2_frame(0x1, 0x4 /* END_HEADERS */, 1, headers) +
+         h2_frame(0x0, end_stream ? 0x1 : 0, 1, message);
 }
 
 // What the connections of a burst do before they vanish: nothing (TCP only), or start one call

@@ -1,0 +1,24 @@
+// HTTP/2 frames written by hand, for tests that play a peer byte by byte (test support):
+// RFC 9113 §4.1's 9-byte header (length, type, flags, stream id as given), then the payload.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace ferry::testing {
+
+inline std::string h2_frame(std::uint8_t type, std::uint8_t flags, std::uint32_t stream,
+                            std::string_view payload) {
+  const auto n = static_cast<std::uint32_t>(payload.size());
+  std::string f;
+  f.reserve(9 + payload.size());
+  for (int shift : {16, 8, 0}) f.push_back(static_cast<char>(n >> shift));
+  f.push_back(static_cast<char>(type));
+  f.push_back(static_cast<char>(flags));
+  for (int shift : {24, 16, 8, 0}) f.push_back(static_cast<char>(stream >> shift));
+  f.append(payload);
+  return f;
+}
+
+}  // namespace ferry::testing
