@@ -5,6 +5,7 @@
 // the heap even when the message lives on an arena, and that is protobuf's allocation, not ours.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -110,10 +111,19 @@ class Allocations : public ::testing::Test {
     };
     run(2000);  // warm-up: pools, recycled calls, coroutine frames
     constexpr int kCalls = 6400;
-    const std::int64_t once = run(kCalls);
-    const std::int64_t twice = run(2 * kCalls);
-    EXPECT_LE(twice - once, 32) << once << " then " << twice << " allocations for "
-                                << kCalls * 9 / 8 << " then twice as many calls";
+    // A loaded machine adds allocations that a quiet one does not make (a pool growing to a new
+    // high-water mark when reads pile up), never fewer: the least of three margins is the one the
+    // calls themselves cost. A per-call allocation would add 7200 to every one of them.
+    std::int64_t least = INT64_MAX;
+    std::string seen;
+    for (int attempt = 0; attempt < 3 && least > 32; ++attempt) {
+      const std::int64_t once = run(kCalls);
+      const std::int64_t twice = run(2 * kCalls);
+      least = std::min(least, twice - once);
+      seen += " " + std::to_string(once) + " then " + std::to_string(twice) + ";";
+    }
+    EXPECT_LE(least, 32) << "allocations for " << kCalls * 9 / 8
+                         << " then twice as many calls:" << seen;
   }
 
   Service service_;
@@ -122,8 +132,9 @@ class Allocations : public ::testing::Test {
 
 // Server and client alike: the calls' allocations, as count() reads them, at the margin: a
 // run of twice as many calls against a first run, so that what a run costs once (spawning its
-// callers) cancels out. A loaded machine adds a few (up to 10 seen: a wake-up that had to be
-// posted); one allocation in a hundred calls would already be 72 more.
+// callers) cancels out. A loaded machine adds a few (up to 34 seen in CI, with the test
+// suite running beside it), so the least of three margins is checked; one allocation in a
+// hundred calls would already be 72 more in each.
 TEST_F(Allocations, NonePerUnaryCallOnceWarm) {
   expect_none_per_call([this] { return server_allocations(); });
 }
