@@ -23,7 +23,7 @@
 #endif
 #include "support/loopback.h"
 
-namespace ferry {
+namespace ferry::allocation_test {
 namespace {
 
 using testing::EchoRequest;
@@ -277,4 +277,4 @@ TEST_F(Allocations, NonePerStreamedMessageOnceWarm) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::allocation_test

@@ -30,7 +30,7 @@
 #include "support/loopback.h"
 #include "support/wait.h"
 
-namespace ferry {
+namespace ferry::async_ops_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -390,4 +390,4 @@ TEST(AsyncOps, ServerReadWithACallbackTokenAndASignal) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::async_ops_test

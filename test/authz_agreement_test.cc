@@ -25,7 +25,7 @@
 #include "ferry/server.h"
 #include "support/echo_service.h"
 
-namespace ferry {
+namespace ferry::authz_agreement_test {
 namespace {
 
 using testing::EchoRequest;
@@ -309,4 +309,4 @@ TEST(AuthzAgreement, FerryAndGrpcGoDecideEveryRowAlike) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::authz_agreement_test

@@ -12,7 +12,7 @@
 #include "ferry/metadata.h"
 #include "ferry/tls.h"
 
-namespace ferry {
+namespace ferry::authz_policy_test {
 namespace {
 
 std::shared_ptr<const AuthorizationPolicy> parse(const std::string& json) {
@@ -406,4 +406,4 @@ TEST(AuthzPolicy, HugeAndDeepInputIsRefusedQuickly) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::authz_policy_test

@@ -22,7 +22,7 @@
 #include "support/echo_service.h"
 #include "support/wait.h"
 
-namespace ferry {
+namespace ferry::authz_test {
 namespace {
 
 using testing::EchoRequest;
@@ -477,4 +477,4 @@ TEST(AuthzAudit, TheStdoutLoggerWritesGrpcGosJsonLines) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::authz_test

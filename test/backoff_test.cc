@@ -8,7 +8,7 @@
 #include <cmath>
 #include <vector>
 
-namespace ferry {
+namespace ferry::backoff_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -78,4 +78,4 @@ TEST(ConnectivityState, Names) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::backoff_test

@@ -26,7 +26,7 @@
 #include "support/h2_frame.h"
 #include "support/wait.h"
 
-namespace ferry {
+namespace ferry::broken_server_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -576,4 +576,4 @@ TEST(BrokenServer, InformationalResponsesOverHttp1AreSkipped) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::broken_server_test

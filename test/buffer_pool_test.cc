@@ -12,7 +12,7 @@
 #include "ferry/slice.h"
 #include "ferry/testing/buffer.pb.h"
 
-namespace ferry {
+namespace ferry::buffer_pool_test {
 namespace {
 
 BufferPool& pool() { return BufferPool::instance(); }
@@ -185,4 +185,4 @@ TEST(BufferPool, BlocksReleasedAfterTheThreadCacheClosesReturnToTheSharedList) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::buffer_pool_test

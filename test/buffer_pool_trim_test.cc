@@ -12,7 +12,7 @@
 
 #include "ferry/buffer_pool.h"
 
-namespace ferry {
+namespace ferry::buffer_pool_trim_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -152,4 +152,4 @@ TEST_F(BufferPoolTrimTest, ASmallerSharedBoundFreesTheSurplusAtOnce) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::buffer_pool_trim_test

@@ -13,7 +13,7 @@
 #include "ferry/slice_chain.h"
 #include "ferry/testing/echo.pb.h"
 
-namespace ferry {
+namespace ferry::bytes_field_test {
 namespace {
 
 using testing::EchoRequest;
@@ -226,4 +226,4 @@ TEST(BytesField, OverlongTagsAndLengthsAreRefusedAsProtobufRefusesThem) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::bytes_field_test

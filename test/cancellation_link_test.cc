@@ -10,7 +10,7 @@
 #include <future>
 #include <thread>
 
-namespace ferry::detail {
+namespace ferry::detail::cancellation_link_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -77,4 +77,4 @@ TEST(CancellationLink, ARemovedCallbackNeverRuns) {
 }
 
 }  // namespace
-}  // namespace ferry::detail
+}  // namespace ferry::detail::cancellation_link_test

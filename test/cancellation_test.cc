@@ -18,7 +18,7 @@
 #include "support/loopback.h"
 #include "support/wait.h"
 
-namespace ferry {
+namespace ferry::cancellation_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -510,4 +510,4 @@ TEST(Cancellation, ServerShutdownFailsAClientWriterBlockedOnFlowControl) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::cancellation_test

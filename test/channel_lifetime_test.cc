@@ -28,7 +28,7 @@
 #include "ferry/testing/echo.pb.h"
 #include "support/wait.h"
 
-namespace ferry {
+namespace ferry::channel_lifetime_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -250,4 +250,4 @@ TEST(ChannelLifetime, ConnectCompletingAsItsDeadlinePassesTouchesNothingAfterwar
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::channel_lifetime_test

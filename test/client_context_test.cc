@@ -17,7 +17,7 @@
 #include "ferry/testing/echo.pb.h"
 #include "support/loopback.h"
 
-namespace ferry {
+namespace ferry::client_context_test {
 namespace {
 
 using testing::EchoRequest;
@@ -119,4 +119,4 @@ TEST(ClientContext, DroppedStreamNeverTouchesTheApplicationsContext) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::client_context_test

@@ -16,7 +16,7 @@
 #include "support/h2_frame.h"
 #include "transport/memory_stream.h"
 
-namespace ferry::http2 {
+namespace ferry::http2::closed_streams_test {
 namespace {
 
 using testing::h2_frame;
@@ -251,4 +251,4 @@ TEST(ClosedStreams, FramesInFlightAfterTheServersResetAreIgnored) {
 }
 
 }  // namespace
-}  // namespace ferry::http2
+}  // namespace ferry::http2::closed_streams_test

@@ -19,7 +19,7 @@
 #include "ferry/server.h"
 #include "google/protobuf/descriptor.h"
 
-namespace ferry {
+namespace ferry::codegen_corpus_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -238,4 +238,4 @@ TEST(CodegenCorpus, CarriedOverCommentsStayComments) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::codegen_corpus_test

@@ -18,7 +18,7 @@
 #include "codegen/no_package.ferry.h"
 #include "ferry/server.h"
 
-namespace ferry {
+namespace ferry::codegen_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -382,4 +382,4 @@ TEST(Codegen, ServerStreamingRequestOverTheSendLimitEndsTheCall) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::codegen_test

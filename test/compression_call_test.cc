@@ -18,7 +18,7 @@
 #include "support/loopback.h"
 #include "support/raw_call.h"
 
-namespace ferry {
+namespace ferry::compression_call_test {
 namespace {
 
 using testing::EchoRequest;
@@ -472,4 +472,4 @@ TEST(CompressionCall, ManyCompressedCallsStayCorrect) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::compression_call_test

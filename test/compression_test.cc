@@ -16,7 +16,7 @@
 #include "ferry/testing/buffer.pb.h"
 #include "support/gzip_data.h"
 
-namespace ferry {
+namespace ferry::compression_test {
 namespace {
 
 using testing::Buffer;
@@ -298,4 +298,4 @@ TEST(Gzip, BombAsAFramedMessageFailsTheSameWay) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::compression_test

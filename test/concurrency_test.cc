@@ -15,7 +15,7 @@
 #include "ferry/testing/echo.pb.h"
 #include "support/loopback.h"
 
-namespace ferry {
+namespace ferry::concurrency_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -223,4 +223,4 @@ TEST(Concurrency, TwoThreadServerWithBlockingClientsOnManyThreads) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::concurrency_test

@@ -15,7 +15,7 @@
 #include "google/protobuf/any.pb.h"
 #include "support/loopback.h"
 
-namespace ferry {
+namespace ferry::connect_client_test {
 namespace {
 
 using testing::EchoRequest;
@@ -286,4 +286,4 @@ TEST(JsonClient, GrpcAndGrpcWebSpeakJson) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::connect_client_test

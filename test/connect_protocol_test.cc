@@ -19,7 +19,7 @@
 #include "support/loopback.h"
 #include "support/raw_call.h"
 
-namespace ferry {
+namespace ferry::connect_protocol_test {
 namespace {
 
 using testing::EchoRequest;
@@ -253,9 +253,9 @@ TEST(ConnectGet, OnlyForMethodsWithoutSideEffects) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::connect_protocol_test
 
-namespace ferry {
+namespace ferry::connect_protocol_test {
 namespace {
 
 ServerOptions cors_options() {
@@ -318,4 +318,4 @@ TEST(Cors, ResponsesToAnAllowedOriginExposeTheirHeaders) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::connect_protocol_test

@@ -27,7 +27,7 @@
 #include "support/echo_service.h"
 #include "support/wait.h"
 
-namespace ferry {
+namespace ferry::connection_lifecycle_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -399,4 +399,4 @@ TEST(ConnectionLifecycle, AcceptorOutOfDescriptorsWaitsInsteadOfSpinning) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::connection_lifecycle_test

@@ -19,7 +19,7 @@
 #include "ferry/testing/echo.pb.h"
 #include "support/loopback.h"
 
-namespace ferry {
+namespace ferry::deadline_propagation_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -162,4 +162,4 @@ TEST(DeadlinePropagation, CancellingTheIncomingCallCancelsTheOutgoingOne) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::deadline_propagation_test

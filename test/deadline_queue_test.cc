@@ -13,7 +13,7 @@
 
 #include "asio/io_context.hpp"
 
-namespace ferry::detail {
+namespace ferry::detail::deadline_queue_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -126,4 +126,4 @@ TEST(DeadlineQueue, AQueueDestroyedAfterItsTimerFiredIsNotTouched) {
 }
 
 }  // namespace
-}  // namespace ferry::detail
+}  // namespace ferry::detail::deadline_queue_test

@@ -13,7 +13,7 @@
 #include "asio/post.hpp"
 #include "gtest/gtest.h"
 
-namespace ferry::detail {
+namespace ferry::detail::event_test {
 namespace {
 
 // A coroutine that records "woken" once the event wakes it.
@@ -121,4 +121,4 @@ TEST(EventDeathTest, ASecondWaiterAbortsInsteadOfSpinning) {
 }
 
 }  // namespace
-}  // namespace ferry::detail
+}  // namespace ferry::detail::event_test

@@ -22,7 +22,7 @@
 #include "support/loopback.h"
 #include "support/sanitized.h"
 
-namespace ferry {
+namespace ferry::flow_control_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -466,4 +466,4 @@ TEST(FlowControl, UnreadRequestsOfFinishedCallsDoNotLeakTheServersConnectionWind
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::flow_control_test

@@ -13,7 +13,7 @@
 #include "ferry/frame_encoder.h"
 #include "ferry/testing/buffer.pb.h"
 
-namespace ferry {
+namespace ferry::frame_decoder_test {
 namespace {
 
 using testing::Buffer;
@@ -369,4 +369,4 @@ TEST(FrameDecoder, GarbageStreamsNeverCrash) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::frame_decoder_test

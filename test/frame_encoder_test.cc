@@ -7,7 +7,7 @@
 
 #include "ferry/testing/buffer.pb.h"
 
-namespace ferry {
+namespace ferry::frame_encoder_test {
 namespace {
 
 std::string bytes(std::initializer_list<int> values) {
@@ -104,4 +104,4 @@ TEST(FrameEncoder, EncodeChainAppendsThePayloadByReference) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::frame_encoder_test

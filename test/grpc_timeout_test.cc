@@ -11,7 +11,7 @@
 #include "support/loopback.h"
 #include "support/raw_call.h"
 
-namespace ferry {
+namespace ferry::grpc_timeout_test {
 namespace {
 
 using testing::EchoRequest;
@@ -113,4 +113,4 @@ TEST(GrpcTimeout, ValidTimeoutsRunTheCall) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::grpc_timeout_test

@@ -18,7 +18,7 @@
 #include "support/loopback.h"
 #include "support/raw_call.h"
 
-namespace ferry {
+namespace ferry::grpc_web_test {
 namespace {
 
 using testing::EchoRequest;
@@ -277,4 +277,4 @@ TEST(GrpcWebClient, ServerStreamAndErrorsArriveWithTheirStatus) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::grpc_web_test

@@ -19,7 +19,7 @@
 #include "google/protobuf/descriptor.h"
 #include "grpc/health/v1/health.ferry.h"
 
-namespace ferry {
+namespace ferry::health_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -409,4 +409,4 @@ TEST(HealthDescriptor, TheServiceDescribesItself) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::health_test

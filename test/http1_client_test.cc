@@ -28,7 +28,7 @@
 #include "support/loopback.h"
 #include "support/wait.h"
 
-namespace ferry {
+namespace ferry::http1_client_test {
 namespace {
 
 using testing::EchoRequest;
@@ -408,4 +408,4 @@ TEST_P(Http1Protocols, ManyCallsAtOnce) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::http1_client_test

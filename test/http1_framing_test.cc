@@ -11,7 +11,7 @@
 #include "http1/message_parts.h"
 #include "http1/request_framing.h"
 
-namespace ferry::http1 {
+namespace ferry::http1::http1_framing_test {
 namespace {
 
 struct Result {
@@ -207,4 +207,4 @@ TEST(NextStreamId, WrapsBeforeInt32Max) {
 }
 
 }  // namespace
-}  // namespace ferry::http1
+}  // namespace ferry::http1::http1_framing_test

@@ -21,7 +21,7 @@
 #include "support/echo_service.h"
 #include "support/loopback.h"
 
-namespace ferry {
+namespace ferry::http1_test {
 namespace {
 
 using testing::EchoRequest;
@@ -349,4 +349,4 @@ TEST(Http1, SilentAndIdleConnectionsAreClosed) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::http1_test

@@ -13,7 +13,7 @@
 #include "http2/connection.h"
 #include "transport/memory_stream.h"
 
-namespace ferry::http2 {
+namespace ferry::http2::http2_connection_test {
 namespace {
 
 constexpr std::string_view kPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -315,4 +315,4 @@ TEST(Http2Connection, GarbageAfterThePrefaceEndsTheConnectionWithGoaway) {
 }
 
 }  // namespace
-}  // namespace ferry::http2
+}  // namespace ferry::http2::http2_connection_test

@@ -24,7 +24,7 @@
 #include "support/loopback.h"
 #include "support/wait.h"
 
-namespace ferry {
+namespace ferry::interceptor_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -544,4 +544,4 @@ TEST(Interceptors, ServerInterceptorThatThrowsFailsTheCall) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::interceptor_test

@@ -17,7 +17,7 @@
 #include "asio/write.hpp"
 #include "transport/socket_stream.h"
 
-namespace ferry::http2 {
+namespace ferry::http2::lingering_close_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -92,4 +92,4 @@ TEST(LingeringClose, APeerThatNeverClosesIsLetGoAtTheLimit) {
 }
 
 }  // namespace
-}  // namespace ferry::http2
+}  // namespace ferry::http2::lingering_close_test

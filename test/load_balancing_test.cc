@@ -24,7 +24,7 @@
 #include "support/echo_service.h"
 #include "support/wait.h"
 
-namespace ferry {
+namespace ferry::load_balancing_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -414,4 +414,4 @@ TEST(LoadBalancing, AddressListTargets) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::load_balancing_test

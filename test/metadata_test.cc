@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-namespace ferry {
+namespace ferry::metadata_test {
 namespace {
 
 using Pairs = std::vector<std::pair<std::string, std::string>>;
@@ -63,4 +63,4 @@ TEST(Metadata, StaysIntactPastItsInPlaceCapacityAndAcrossCopiesAndMoves) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::metadata_test

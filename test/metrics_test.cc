@@ -31,7 +31,7 @@
 #include "support/h2_frame.h"
 #include "support/loopback.h"
 
-namespace ferry {
+namespace ferry::metrics_test {
 namespace {
 
 using testing::EchoRequest;
@@ -693,4 +693,4 @@ TEST(Metrics, ClientMethodsBeyondTheLimitAreOther) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::metrics_test

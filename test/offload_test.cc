@@ -29,7 +29,7 @@
 #include "support/loopback.h"
 #include "support/wait.h"
 
-namespace ferry {
+namespace ferry::offload_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -263,4 +263,4 @@ TEST(Offload, ShutdownResumesTheHandlerTheLastOffloadCompletes) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::offload_test

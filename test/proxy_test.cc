@@ -22,7 +22,7 @@
 
 extern char** environ;
 
-namespace ferry {
+namespace ferry::proxy_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -183,4 +183,4 @@ TEST_F(Proxy, RoundRobinOverTwoNghttpxFrontEnds) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::proxy_test

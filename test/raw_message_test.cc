@@ -14,7 +14,7 @@
 #include "ferry/testing/echo.pb.h"
 #include "support/loopback.h"
 
-namespace ferry {
+namespace ferry::raw_message_test {
 namespace {
 
 using testing::EchoRequest;
@@ -185,4 +185,4 @@ TEST(RawMessages, RawWriteOverTheSendLimitFails) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::raw_message_test

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <thread>
 
-namespace ferry::detail {
+namespace ferry::detail::recycled_frame_test {
 namespace {
 
 // Taken by a thread whose pool is already gone (its thread_local Reaper has run: a frame taken
@@ -40,4 +40,4 @@ TEST(RecycledFrame, AFrameTakenAfterTheThreadsPoolIsGoneHasItsClassesSize) {
 }
 
 }  // namespace
-}  // namespace ferry::detail
+}  // namespace ferry::detail::recycled_frame_test

@@ -10,7 +10,7 @@
 
 #include "ferry/testing/buffer.pb.h"
 
-namespace ferry {
+namespace ferry::recycled_message_test {
 namespace {
 
 using testing::Buffer;
@@ -140,4 +140,4 @@ TEST(RecycledMessage, WithoutAnArenaItIsAlwaysRecycled) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::recycled_message_test

@@ -5,7 +5,7 @@
 
 #include <utility>
 
-namespace ferry::detail {
+namespace ferry::detail::ref_test {
 namespace {
 
 // Counts its references; records how the last one went.
@@ -71,4 +71,4 @@ TEST(Ref, ResetInlineAndRelease) {
 }
 
 }  // namespace
-}  // namespace ferry::detail
+}  // namespace ferry::detail::ref_test

@@ -21,7 +21,7 @@
 #include "grpc/reflection/v1alpha/reflection.ferry.h"
 #include "services/reflection_test.ferry.h"
 
-namespace ferry {
+namespace ferry::reflection_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -194,4 +194,4 @@ TEST_F(ReflectionTest, V1AlphaAnswersTheSame) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::reflection_test

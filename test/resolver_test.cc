@@ -16,7 +16,7 @@
 #include "support/echo_service.h"
 #include "support/wait.h"
 
-namespace ferry {
+namespace ferry::resolver_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -138,4 +138,4 @@ TEST(Resolver, PeriodicResolutionFindsAnAddedReplica) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::resolver_test

@@ -26,7 +26,7 @@
 #include "ferry/testing/echo.pb.h"
 #include "support/wait.h"
 
-namespace ferry {
+namespace ferry::retry_stream_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -399,4 +399,4 @@ TEST(RetryStream, BidiAwaitedFromAnotherExecutor) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::retry_stream_test

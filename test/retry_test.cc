@@ -19,7 +19,7 @@
 #include "ferry/service.h"
 #include "ferry/testing/echo.pb.h"
 
-namespace ferry {
+namespace ferry::retry_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -241,4 +241,4 @@ TEST(Retry, NegativeOrMalformedPushbackStopsRetrying) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::retry_test

@@ -22,7 +22,7 @@
 #include "google/rpc/status.pb.h"
 #include "support/loopback.h"
 
-namespace ferry {
+namespace ferry::rich_status_test {
 namespace {
 
 using testing::EchoRequest;
@@ -203,4 +203,4 @@ TEST(RichStatus, FerryClientReadsGrpcGosDetails) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::rich_status_test

@@ -11,7 +11,7 @@
 #include "ferry/service_config.h"
 #include "support/echo_service.h"
 
-namespace ferry {
+namespace ferry::service_config_call_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -163,4 +163,4 @@ TEST(MethodConfig, MessageLimitsApplyToTheirMethodOnly) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::service_config_call_test

@@ -7,7 +7,7 @@
 
 #include "client/json.h"
 
-namespace ferry {
+namespace ferry::service_config_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -153,4 +153,4 @@ TEST(ServiceConfig, AppliesMessageLimitsPerMethod) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::service_config_test

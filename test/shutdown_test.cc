@@ -21,7 +21,7 @@
 #include "ferry/testing/echo.pb.h"
 #include "support/loopback.h"
 
-namespace ferry {
+namespace ferry::shutdown_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -295,4 +295,4 @@ TEST(Shutdown, HandlerIgnoringCancellationDoesNotDelayTheClient) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::shutdown_test

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-namespace ferry {
+namespace ferry::slice_chain_test {
 namespace {
 
 std::string pattern(std::size_t n) {
@@ -171,9 +171,9 @@ TEST(SliceChain, DestroyingEverythingReturnsEveryBlock) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::slice_chain_test
 
-namespace ferry {
+namespace ferry::slice_chain_test {
 namespace {
 
 TEST(SliceChain, MoveFrontToReplacesDestinationAndKeepsTheRest) {
@@ -354,4 +354,4 @@ TEST(SliceChain, ConcurrentCopiesOfOneSliceKeepEveryReference) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::slice_chain_test

@@ -10,7 +10,7 @@
 #include "ferry/testing/echo.pb.h"
 #include "support/loopback.h"
 
-namespace ferry {
+namespace ferry::streaming_call_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -392,4 +392,4 @@ TEST(StreamingCall, SecondResponseToAClientStreamingCallIsUnimplemented) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::streaming_call_test

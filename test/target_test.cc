@@ -12,7 +12,7 @@
 #include "ferry/server.h"
 #include "support/echo_service.h"
 
-namespace ferry {
+namespace ferry::target_test {
 namespace {
 
 using detail::canonical_target;
@@ -194,4 +194,4 @@ TEST(Target, UnusableTargetFailsCallsWithTheReason) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::target_test

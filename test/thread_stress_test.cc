@@ -37,7 +37,7 @@
 #include "support/echo_service.h"
 #include "support/wait.h"
 
-namespace ferry {
+namespace ferry::thread_stress_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -504,4 +504,4 @@ TEST(ThreadStress, CertificateRotationDuringCalls) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::thread_stress_test

@@ -26,7 +26,7 @@
 #include "transport/memory_stream.h"
 #include "transport/socket_stream.h"
 
-namespace ferry::http2 {
+namespace ferry::http2::tls_stream_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -486,4 +486,4 @@ TEST(TlsStream, GracefulCloseSendsCloseNotify) {
 }
 
 }  // namespace
-}  // namespace ferry::http2
+}  // namespace ferry::http2::tls_stream_test

@@ -33,7 +33,7 @@
 #include "support/wait.h"
 #include "tls/handshake.h"
 
-namespace ferry {
+namespace ferry::tls_test {
 namespace {
 
 using testing::EchoRequest;
@@ -1112,4 +1112,4 @@ TEST(TlsRotation, NewConnectionsUseTheNewCertificate) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::tls_test

@@ -15,7 +15,7 @@
 #include "ferry/server_stream.h"
 #include "ferry/testing/echo.pb.h"
 
-namespace ferry {
+namespace ferry::typed_stream_test {
 namespace {
 
 using testing::EchoRequest;
@@ -156,4 +156,4 @@ TEST(TypedStream, AServerViewHoldsItsContextByReference) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::typed_stream_test

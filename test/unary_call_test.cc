@@ -11,7 +11,7 @@
 #include "ferry/testing/echo.pb.h"
 #include "support/loopback.h"
 
-namespace ferry {
+namespace ferry::unary_call_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -357,4 +357,4 @@ TEST(UnaryCall, ServerReconnectsAfterTheConnectionIsLost) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::unary_call_test

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-namespace ferry::detail {
+namespace ferry::detail::wire_format_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -176,4 +176,4 @@ TEST(AcceptEncoding, ListsTokensWithOrWithoutSpaces) {
 }
 
 }  // namespace
-}  // namespace ferry::detail
+}  // namespace ferry::detail::wire_format_test

@@ -22,7 +22,7 @@
 #include "support/loopback.h"
 #include "transport/memory_stream.h"
 
-namespace ferry::http2 {
+namespace ferry::http2::write_policy_test {
 namespace {
 
 // How a server stream answers once its request has ended.
@@ -348,9 +348,9 @@ TEST(WritePolicy, AnswersUnderTheByteBoundShareOneWrite) {
 }
 
 }  // namespace
-}  // namespace ferry::http2
+}  // namespace ferry::http2::write_policy_test
 
-namespace ferry::testing {
+namespace ferry::testing::write_policy_test {
 namespace {
 
 // Through ferry's server and channel over TCP, both ends answering in parts of a few calls:
@@ -398,4 +398,4 @@ TEST(WritePolicy, LargeCallsInFlightOverTcpEachAnswerItsOwn) {
 }
 
 }  // namespace
-}  // namespace ferry::testing
+}  // namespace ferry::testing::write_policy_test
