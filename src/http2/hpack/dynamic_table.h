@@ -1,0 +1,76 @@
+// HPACK's dynamic table (RFC 7541 §2.3.2, §4): a FIFO of header fields in a byte ring, shared by
+// the decoder and the encoder (http2 layer, private). Storage grows on demand up to what the
+// table's maximum size needs (so an idle connection holds little), and never per entry: in steady
+// state inserting and evicting allocate nothing. One connection's, used by its thread only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+namespace ferry::http2::hpack {
+
+// RFC 7541 §4.1: an entry's size is its name's and value's lengths plus 32.
+inline constexpr std::uint32_t kEntryOverhead = 32;
+
+class DynamicTable {
+ public:
+  // `max_size` is the table's initial maximum size (RFC 7541 §4.2).
+  explicit DynamicTable(std::uint32_t max_size);
+
+  std::uint32_t max_size() const { return max_size_; }
+  // The sum of the entries' sizes (RFC 7541 §4.1).
+  std::uint32_t size() const { return size_; }
+  std::uint32_t count() const { return count_; }
+  // Bytes of storage held (the ring of names and values, the entries' records).
+  std::size_t memory() const;
+
+  // A new maximum size: evicts the oldest entries until the table fits (RFC 7541 §4.3).
+  void set_max_size(std::uint32_t max_size);
+
+  // Evicts every entry (what inserting a field larger than the maximum size does).
+  void clear();
+
+  // Adds a field as the newest entry, evicting the oldest ones to make room; a field larger
+  // than the maximum size empties the table and is not added (RFC 7541 §4.4). `name` and
+  // `value` must not point into this table.
+  void insert(std::string_view name, std::string_view value);
+
+  // Entry `i`, 0 the newest (HPACK index 62 + i), i < count().
+  std::uint32_t name_size(std::uint32_t i) const { return entry(i).name_size; }
+  std::uint32_t value_size(std::uint32_t i) const { return entry(i).value_size; }
+  // Copy the name or the value to `out` (room for name_size / value_size bytes).
+  void copy_name(std::uint32_t i, char* out) const;
+  void copy_value(std::uint32_t i, char* out) const;
+  bool name_equals(std::uint32_t i, std::string_view name) const;
+  bool value_equals(std::uint32_t i, std::string_view value) const;
+
+ private:
+  struct Entry {
+    std::uint32_t offset;  // of the name in bytes_; the value follows (both may wrap)
+    std::uint32_t name_size;
+    std::uint32_t value_size;
+  };
+
+  const Entry& entry(std::uint32_t i) const {
+    return entries_[(first_ + count_ - 1 - i) & (entries_capacity_ - 1)];
+  }
+  void evict_oldest();
+  void copy_out(std::uint32_t offset, std::uint32_t size, char* out) const;
+  bool equals(std::uint32_t offset, std::uint32_t size, std::string_view text) const;
+  void reserve(std::uint32_t bytes, std::uint32_t entries);
+
+  std::uint32_t max_size_;
+  std::uint32_t size_ = 0;
+  std::uint32_t count_ = 0;
+  // Names and values, oldest first from entries_[first_].offset, wrapping at bytes_capacity_.
+  std::unique_ptr<char[]> bytes_;
+  std::uint32_t bytes_capacity_ = 0;
+  std::uint32_t bytes_used_ = 0;
+  // The entries' records, a ring of a power-of-two capacity, oldest at first_.
+  std::unique_ptr<Entry[]> entries_;
+  std::uint32_t entries_capacity_ = 0;
+  std::uint32_t first_ = 0;
+};
+
+}  // namespace ferry::http2::hpack
