@@ -174,3 +174,67 @@ write(AZ, "every_field", b'{"name":"p","deny_rules":[{"name":"d","source":{"prin
       b'"allow_rules":[{"name":"a","request":{"paths":["/a.B/C"]}}],"audit_logging_options":'
       b'{"audit_condition":"ON_DENY_AND_ALLOW","audit_loggers":[{"name":"stdout_logger",'
       b'"config":{"a":[1,{"b":null}]},"is_optional":false}]}}')
+
+# hpack_decoder_fuzzer and hpack_differential_fuzzer: byte 0 the limits (decoder fuzzer only:
+# bits 0-1 SETTINGS_HEADER_TABLE_SIZE 0/256/4096/65536, bits 2-3 the list size 64/1000/16384/
+# 1 MiB, bits 4-5 the field count 1/10/100/100000), then records of 3 bytes, kind and a 16-bit
+# value: kind % 4 == 3 sets SETTINGS_HEADER_TABLE_SIZE to the value, else a header block of that
+# many bytes follows. RFC 7541 Appendix C's sequences, ferry's encoder's gRPC blocks (first and
+# repeated calls, never-indexed authorization), an HPACK bomb, size updates.
+HPACK_TARGETS = ("hpack_decoder_fuzzer", "hpack_differential_fuzzer")
+LIMITS = 0x2a  # 4096, 16384, 100: ferry's defaults
+
+
+def blocks(*hex_blocks):
+    out = b""
+    for h in hex_blocks:
+        b = bytes.fromhex(h)
+        out += bytes([0]) + struct.pack(">H", len(b)) + b
+    return out
+
+
+def table_size(n):
+    return bytes([3]) + struct.pack(">H", n)
+
+
+C3 = blocks("828684410f7777772e6578616d706c652e636f6d", "828684be58086e6f2d6361636865",
+            "828785bf400a637573746f6d2d6b65790c637573746f6d2d76616c7565")
+C4 = blocks("828684418cf1e3c2e5f23a6ba0ab90f4ff", "828684be5886a8eb10649cbf",
+            "828785bf408825a849e95ba97d7f8925a849e95bb8e8b4bf")
+# C.5 and C.6 with SETTINGS_HEADER_TABLE_SIZE 256, acknowledged by a size update (3fe101).
+C5 = table_size(256) + blocks(
+    "3fe1014803333032580770726976617465611d4d6f6e2c203231204f637420323031332032303a31333a3231"
+    "20474d546e1768747470733a2f2f7777772e6578616d706c652e636f6d",
+    "4803333037c1c0bf",
+    "88c1611d4d6f6e2c203231204f637420323031332032303a31333a323220474d54c05a04677a69707738666f"
+    "6f3d4153444a4b48514b425a584f5157454f50495541585157454f49553b206d61782d6167653d333630303b"
+    "2076657273696f6e3d31")
+C6 = table_size(256) + blocks(
+    "3fe1014882640258" "85aec3771a4b6196d07abe941054d444a8200595040b8166e082a62d1bff6e919d29ad"
+    "171863c78f0b97c8e9ae82ae43d3",
+    "4883640effc1c0bf",
+    "88c16196d07abe941054d444a8200595040b8166e084a62d1bffc05a839bd9ab77ad94e7821dd7f2e6c7b335"
+    "dfdfcd5b3960d5af27087f3672c1ab270fb5291f9587316065c003ed4ee5b1063d5007")
+GRPC_CLIENT = blocks(
+    "8386449a626b2b22e92a126aa65f79509dc5b3b9885638543b3d5e1d147f418ba0e41d139d09b8d800d87f40"
+    "82497f864d833505b11f5f8b1d75d0620d263d4c4d65647a8c9acac8b13fdffb602bbcdae0408e9acac8b0c8"
+    "42d6958b510f21aa9b903485a9264fafa90b2d03497ea6f66aff00899acac8b24d494f6a7f820eef1f0886ba"
+    "51d85b144f",
+    "8386c3c2c1c0bfbe00899acac8b24d494f6a7f820eef1f0886ba51d85b144f")
+GRPC_SERVER = blocks("885f8b1d75d0620d263d4c4d6564408a9acac8b16a21e435537f839bd9ab",
+                     "40889acac8b21234da8f810700899acac8b5254207317f863f55440a8fe3",
+                     "88c0bf", "be00899acac8b5254207317f863f55440a8fe3")
+bomb_block = b"\x40\x01x\x7f\xe9\x06" + b"a" * 1000 + b"\xbe" * 2000  # x: 1000 a's, 2000 refs
+for t in HPACK_TARGETS:
+    write(t, "rfc7541_c3", bytes([LIMITS]) + C3)
+    write(t, "rfc7541_c4", bytes([LIMITS]) + C4)
+    write(t, "rfc7541_c5", bytes([LIMITS]) + C5)
+    write(t, "rfc7541_c6", bytes([LIMITS]) + C6)
+    write(t, "grpc_client", bytes([LIMITS]) + GRPC_CLIENT)
+    write(t, "grpc_server", bytes([LIMITS]) + GRPC_SERVER)
+    write(t, "bomb", bytes([LIMITS]) + bytes([0]) + struct.pack(">H", len(bomb_block)) + bomb_block
+          + blocks("be"))
+    write(t, "size_updates", bytes([LIMITS]) + blocks("3fe11f2082", "82") + table_size(100)
+          + table_size(4096) + blocks("3f4582", "3fe11f82") + table_size(0) + blocks("2082"))
+    write(t, "never_indexed_and_without", bytes([LIMITS]) + blocks(
+        "100870617373776f726406736563726574", "040c2f73616d706c652f70617468", "1f0801782082"))

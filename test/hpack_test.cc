@@ -803,6 +803,17 @@ TEST(DecoderAttacks, TableSizeUpdates) {
   ASSERT_TRUE(decode(ok, from_hex("3f e1 07 be"), headers).ok());  // 1024, then index 62
   EXPECT_EQ(headers, (Headers{{"k", "v"}}));
   EXPECT_EQ(ok.table().max_size(), 1024u);
+  // 100 then 4096 before the next block: its first update is at most 100 (RFC 7541 §4.2: the
+  // smallest maximum in the interval), then it may grow again.
+  Decoder twice;
+  twice.set_max_table_size(100);
+  twice.set_max_table_size(4096);
+  EXPECT_EQ(decode(twice, from_hex("3f e1 1f 82"), headers).code(), absl::StatusCode::kInternal);
+  Decoder twice_ok;
+  twice_ok.set_max_table_size(100);
+  twice_ok.set_max_table_size(4096);
+  ASSERT_TRUE(decode(twice_ok, from_hex("3f 45 3f e1 1f 82"), headers).ok());
+  EXPECT_EQ(twice_ok.table().max_size(), 4096u);
 }
 
 // A block cut at every byte decodes to a prefix of its fields or fails with
@@ -841,6 +852,19 @@ TEST(DecoderAttacks, TruncatedAtEveryByte) {
       }
     }
   }
+}
+
+// An empty value with incremental indexing, first in its block (nothing stored yet), enters the
+// table (hpack_differential_fuzzer found it cleared the table instead).
+TEST(Decoder, EmptyLiteralsEnterTheTable) {
+  Decoder decoder;
+  Headers headers;
+  ASSERT_TRUE(decode(decoder, from_hex("4400"), headers).ok());  // :path ""
+  EXPECT_EQ(headers, (Headers{{":path", ""}}));
+  EXPECT_EQ(table_of(decoder.table()), (Headers{{":path", ""}}));
+  ASSERT_TRUE(decode(decoder, from_hex("40 00 00 be"), headers).ok());  // "" "", then 62
+  EXPECT_EQ(headers, (Headers{{"", ""}, {"", ""}}));
+  EXPECT_EQ(decoder.table().size(), 32u + 37u);
 }
 
 // Block after block, the output and the table stop growing: no allocation in steady state.

@@ -47,12 +47,13 @@ absl::Status integer_error(IntegerResult result) {
                                : "an integer beyond 2^32 - 1 (RFC 7541 §5.1)");
 }
 
-// A name or value as decoded: its bytes (nullptr when only checked, not kept) and where.
+// A name or value as decoded: its bytes (none when only checked, not kept) and where.
 struct Piece {
   const char* data = nullptr;
   std::uint32_t size = 0;
   bool in_sink = false;  // data is at sink offset `offset` (the sink may move while it grows)
   std::size_t offset = 0;
+  bool checked_only = false;  // too large to keep or to enter the table: no bytes
 };
 
 }  // namespace
@@ -77,12 +78,18 @@ void DecodedHeaders::reserve(std::size_t bytes) {
 Decoder::Decoder(DecoderLimits limits, std::uint32_t initial_table_size)
     : limits_(limits),
       table_(std::min(limits.max_table_size, initial_table_size)),
-      expect_size_update_(limits.max_table_size < initial_table_size) {}
+      expect_size_update_(limits.max_table_size < initial_table_size),
+      update_bound_(limits.max_table_size) {}
 
 void Decoder::set_max_table_size(std::uint32_t max_table_size) {
   limits_.max_table_size = max_table_size;
-  // RFC 7541 §4.2: the peer's encoder must acknowledge a smaller maximum with a size update.
-  if (max_table_size < table_.max_size()) expect_size_update_ = true;
+  // RFC 7541 §4.2: the peer's encoder must acknowledge a smaller maximum with a size update,
+  // of at most the smallest maximum set since its last block.
+  const std::uint32_t bound = expect_size_update_ ? update_bound_ : table_.max_size();
+  if (max_table_size < bound) {
+    expect_size_update_ = true;
+    update_bound_ = max_table_size;
+  }
   scratch_.reset();  // sized for the old maximum
 }
 
@@ -167,7 +174,7 @@ absl::Status Decoder::decode(std::span<const std::uint8_t> block, DecodedHeaders
     if (d.result != HuffmanResult::kOk) {
       return compression_error("an invalid Huffman string (EOS or bad padding, RFC 7541 §5.2)");
     }
-    piece = {nullptr, static_cast<std::uint32_t>(d.size), false, 0};
+    piece = {nullptr, static_cast<std::uint32_t>(d.size), false, 0, true};
     return absl::OkStatus();
   };
 
@@ -187,6 +194,11 @@ absl::Status Decoder::decode(std::span<const std::uint8_t> block, DecodedHeaders
       if (size > limits_.max_table_size) {
         return compression_error(
             "a dynamic table size update above SETTINGS_HEADER_TABLE_SIZE (RFC 7541 §6.3)");
+      }
+      if (expect_size_update_ && size > update_bound_) {
+        return compression_error(
+            "the first size update after smaller settings is above the smallest of them (RFC "
+            "7541 §4.2)");
       }
       table_.set_max_size(size);
       expect_size_update_ = false;
@@ -278,16 +290,17 @@ absl::Status Decoder::decode(std::span<const std::uint8_t> block, DecodedHeaders
           table_.copy_name(i, scratch_.get());
           name = {scratch_.get(), n, false, 0};
         } else {
-          name = {nullptr, n, false, 0};
+          name = {nullptr, n, false, 0, true};
         }
       }
     }
 
     Piece value;
-    const std::size_t scratch_at =
-        name.in_sink || name.data == nullptr || name.data != scratch_.get() ? 0 : name.size;
-    if (absl::Status s =
-            read_string(keep, room, index_it && name.data != nullptr, scratch_at, value);
+    // A name in the scratch buffer (from the table, past a limit) leaves the rest for the value.
+    const bool name_in_scratch =
+        !name.in_sink && !name.checked_only && scratch_ && name.data == scratch_.get();
+    const std::size_t scratch_at = name_in_scratch ? name.size : 0;
+    if (absl::Status s = read_string(keep, room, index_it && !name.checked_only, scratch_at, value);
         !s.ok()) {
       return s;
     }
@@ -304,7 +317,7 @@ absl::Status Decoder::decode(std::span<const std::uint8_t> block, DecodedHeaders
     }
     if (index_it) {
       if (std::uint64_t{name.size} + value.size + kEntryOverhead > table_.max_size() ||
-          name.data == nullptr || value.data == nullptr) {
+          name.checked_only || value.checked_only) {
         table_.clear();  // RFC 7541 §4.4: an entry larger than the table empties it
       } else {
         table_.insert(std::string_view(name.data, name.size),

@@ -106,6 +106,8 @@ class Decoder {
   DecoderLimits limits_;
   DynamicTable table_;
   bool expect_size_update_ = false;
+  // While expect_size_update_: the most the block's first size update may set.
+  std::uint32_t update_bound_ = 0;
   // Where a field the caller will not get is decoded for the table (past a limit): at most
   // max_table_size bytes, allocated only when first needed.
   std::unique_ptr<char[]> scratch_;
