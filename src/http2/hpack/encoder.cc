@@ -109,28 +109,31 @@ std::uint8_t* Encoder::encode(std::span<const Field> fields, std::uint8_t* out) 
         indexing = Indexing::kIncremental;
       }
     }
-    const StaticMatch in_static = find_static(f.name, f.value);
-    std::uint32_t name_index = in_static.name;
+    // The dynamic table first, newest first: a repeated field (the common case of a gRPC
+    // connection) is found without the static lookup. Its newest entry of the name, too.
+    std::uint32_t dynamic_name = 0;
     if (indexing != Indexing::kNever) {
-      if (in_static.exact != 0) {
-        out = write_integer(in_static.exact, 7, 0x80, out);  // RFC 7541 §6.1
-        continue;
-      }
-      // The dynamic table, newest first: its exact match, else its newest entry of the name.
       std::uint32_t exact = 0;
       for (std::uint32_t i = 0, count = table_.count(); i < count; ++i) {
         if (table_.name_size(i) != f.name.size() || !table_.name_equals(i, f.name)) continue;
-        if (name_index == 0) name_index = kStaticTableSize + 1 + i;
+        if (dynamic_name == 0) dynamic_name = kStaticTableSize + 1 + i;
         if (table_.value_size(i) == f.value.size() && table_.value_equals(i, f.value)) {
           exact = kStaticTableSize + 1 + i;
           break;
         }
       }
       if (exact != 0) {
-        out = write_integer(exact, 7, 0x80, out);
+        out = write_integer(exact, 7, 0x80, out);  // RFC 7541 §6.1
         continue;
       }
     }
+    const StaticMatch in_static = find_static(f.name, f.value);
+    if (indexing != Indexing::kNever && in_static.exact != 0) {
+      out = write_integer(in_static.exact, 7, 0x80, out);
+      continue;
+    }
+    // A static name is preferred: its index is smaller and never evicted.
+    const std::uint32_t name_index = in_static.name != 0 ? in_static.name : dynamic_name;
     if (indexing == Indexing::kIncremental && entry_size <= table_.max_size()) {
       out = write_integer(name_index, 6, 0x40, out);  // RFC 7541 §6.2.1
     } else {

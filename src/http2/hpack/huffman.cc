@@ -165,6 +165,27 @@ HuffmanDecoded decode(const std::uint8_t* in, std::size_t size, char* out, std::
   std::size_t written = 0;
   std::uint8_t state = 0;
   std::uint8_t flags = kAccept;
+  if (!kWrite || room > size * 8 / 5) {
+    // Room for more than the longest possible output (5-bit codes): no check per symbol, and no
+    // branch either: a step's symbol is stored whether it completed one or not (the next one
+    // overwrites it), and a failed step is noted and judged at the end.
+    std::uint8_t seen = 0;
+    for (std::size_t i = 0; i < size; ++i) {
+      const std::uint8_t byte = in[i];
+      Step step = kSteps[state][byte >> 4];
+      if constexpr (kWrite) out[written] = static_cast<char>(step.symbol);
+      written += step.flags & kEmit;
+      seen |= step.flags;
+      step = kSteps[step.next][byte & 0xf];
+      if constexpr (kWrite) out[written] = static_cast<char>(step.symbol);
+      written += step.flags & kEmit;
+      seen |= step.flags;
+      state = step.next;
+      flags = step.flags;
+    }
+    if ((seen & kFail) || !(flags & kAccept)) return {HuffmanResult::kInvalid, 0};
+    return {HuffmanResult::kOk, written};
+  }
   for (std::size_t i = 0; i < size; ++i) {
     const std::uint8_t byte = in[i];
     for (const std::uint8_t nibble :
@@ -172,10 +193,8 @@ HuffmanDecoded decode(const std::uint8_t* in, std::size_t size, char* out, std::
       const Step step = kSteps[state][nibble];
       if (step.flags & kFail) return {HuffmanResult::kInvalid, 0};
       if (step.flags & kEmit) {
-        if constexpr (kWrite) {
-          if (written == room) return {HuffmanResult::kTooLong, 0};
-          out[written] = static_cast<char>(step.symbol);
-        }
+        if (written == room) return {HuffmanResult::kTooLong, 0};
+        out[written] = static_cast<char>(step.symbol);
         ++written;
       }
       state = step.next;

@@ -33,7 +33,9 @@ struct HuffmanDecoded {
 };
 
 // Decodes `encoded` into `out`, at most `room` bytes. Reads each input byte once, two table
-// lookups per byte; stops at the first invalid step or when the room runs out.
+// lookups per byte. With room for more than size * 8 / 5 bytes (more than any string of that
+// size decodes to) it runs without a check or a branch per symbol, and may write one byte past
+// the output it returns (within the room); with less it stops when the room runs out.
 HuffmanDecoded huffman_decode(const std::uint8_t* encoded, std::size_t size, char* out,
                               std::size_t room);
 
