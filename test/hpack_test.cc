@@ -867,6 +867,41 @@ TEST(Decoder, EmptyLiteralsEnterTheTable) {
   EXPECT_EQ(decoder.table().size(), 32u + 37u);
 }
 
+// Huffman literals without indexing (nghttp2 clients' :path) are decoded once and then found by
+// their encoded bytes: same-length strings, more strings than the memo holds, and never-indexed
+// ones (not kept) all decode to what they say.
+TEST(Decoder, RepeatedLiteralsDecodeTheSame) {
+  Encoder encoder;
+  Decoder decoder;
+  std::vector<std::string> paths;
+  for (int i = 0; i < 7; ++i)
+    paths.push_back("/grpc.testing.TestService/Method" + std::to_string(i));
+  for (int round = 0; round < 3; ++round) {
+    for (const std::string& path : paths) {
+      for (const Indexing indexing : {Indexing::kWithout, Indexing::kNever}) {
+        const Bytes block = encode(encoder, {{":path", path}}, indexing);
+        ASSERT_EQ(block[1] & 0x80, 0x80);  // Huffman
+        DecodedHeaders out;
+        ASSERT_TRUE(decoder.decode(block, out).ok());
+        ASSERT_EQ(out.fields().size(), 1u);
+        EXPECT_EQ(out.fields()[0].value, path);
+        EXPECT_EQ(out.fields()[0].never_indexed, indexing == Indexing::kNever);
+      }
+    }
+  }
+  // A remembered string is kept within the list limit only: 5 + 33 + 32 = 70 fits once.
+  Decoder small(DecoderLimits{.max_header_list_size = 70});
+  DecodedHeaders out;
+  const Bytes once = encode(encoder, {{":path", paths[0]}}, Indexing::kWithout);
+  ASSERT_TRUE(small.decode(once, out).ok());
+  const Bytes twice =
+      encode(encoder, {{":path", paths[0]}, {":path", paths[0]}}, Indexing::kWithout);
+  EXPECT_EQ(small.decode(twice, out).code(), absl::StatusCode::kResourceExhausted);
+  ASSERT_EQ(out.fields().size(), 1u);
+  EXPECT_EQ(out.fields()[0].value, paths[0]);
+  EXPECT_EQ(out.list_size(), 70u);
+}
+
 // Block after block, the output and the table stop growing: no allocation in steady state.
 TEST(Decoder, SteadyStateHoldsItsStorage) {
   Encoder encoder;

@@ -81,6 +81,37 @@ Decoder::Decoder(DecoderLimits limits, std::uint32_t initial_table_size)
       expect_size_update_(limits.max_table_size < initial_table_size),
       update_bound_(limits.max_table_size) {}
 
+const Decoder::MemoEntry* Decoder::memo_find(const std::uint8_t* encoded,
+                                             std::uint32_t size) const {
+  if (!memo_storage_) return nullptr;
+  for (const MemoEntry& entry : memo_) {
+    if (entry.encoded == size &&
+        std::memcmp(memo_storage_.get() + entry.slot * kMemoSlotSize, encoded, size) == 0) {
+      return &entry;
+    }
+  }
+  return nullptr;
+}
+
+const char* Decoder::memo_decoded(const MemoEntry& entry) const {
+  return memo_storage_.get() + entry.slot * kMemoSlotSize + kMemoMaxEncoded;
+}
+
+void Decoder::memo_insert(const std::uint8_t* encoded, std::uint32_t size, const char* decoded,
+                          std::uint32_t decoded_size) {
+  if (!memo_storage_) {
+    memo_storage_ = std::make_unique<char[]>(kMemoSlots * kMemoSlotSize);
+    for (std::uint32_t i = 0; i < kMemoSlots; ++i) memo_[i] = {0, 0, i};
+  }
+  MemoEntry& entry = memo_[memo_next_];
+  memo_next_ = (memo_next_ + 1) % kMemoSlots;
+  char* slot = memo_storage_.get() + entry.slot * kMemoSlotSize;
+  std::memcpy(slot, encoded, size);
+  std::memcpy(slot + kMemoMaxEncoded, decoded, decoded_size);
+  entry.encoded = size;
+  entry.decoded = decoded_size;
+}
+
 void Decoder::set_max_table_size(std::uint32_t max_table_size) {
   limits_.max_table_size = max_table_size;
   // RFC 7541 §4.2: the peer's encoder must acknowledge a smaller maximum with a size update,
@@ -114,6 +145,9 @@ absl::Status Decoder::decode(std::span<const std::uint8_t> block, DecodedHeaders
   // Reads a string literal (RFC 7541 §5.2) into the sink when `keep` (within `room`), else,
   // when `for_table` has room, into the scratch buffer at `scratch_at`, else only checks it.
   // `keep` turns false when the string does not fit the room.
+  // Whether the field being read is a literal without indexing, whose Huffman strings the memo
+  // may keep (never-indexed ones it must not).
+  bool memoizable = false;
   auto read_string = [&](bool& keep, std::size_t& room, bool for_table, std::size_t scratch_at,
                          Piece& piece) -> absl::Status {
     if (p == end) return compression_error("the block ends before a string literal");
@@ -141,6 +175,17 @@ absl::Status Decoder::decode(std::span<const std::uint8_t> block, DecodedHeaders
       piece = {reinterpret_cast<const char*>(data), length, false, 0};
       return absl::OkStatus();
     }
+    const bool memo = keep && memoizable && length >= kMemoMinEncoded && length <= kMemoMaxEncoded;
+    if (memo) {
+      if (const MemoEntry* hit = memo_find(data, length); hit != nullptr && hit->decoded <= room) {
+        out.reserve(hit->decoded);
+        std::memcpy(out.tail(), memo_decoded(*hit), hit->decoded);
+        piece = {out.tail(), hit->decoded, true, out.used_};
+        out.used_ += hit->decoded;
+        room -= hit->decoded;
+        return absl::OkStatus();
+      }
+    }
     if (keep) {
       // At most 8/5 of the encoded length: the shortest code is 5 bits. When the budget allows
       // that much, a byte more lets huffman_decode run without its per-symbol checks.
@@ -150,6 +195,7 @@ absl::Status Decoder::decode(std::span<const std::uint8_t> block, DecodedHeaders
       const HuffmanDecoded d = huffman_decode(data, length, out.tail(), bound);
       if (d.result == HuffmanResult::kOk) {
         piece = {out.tail(), static_cast<std::uint32_t>(d.size), true, out.used_};
+        if (memo) memo_insert(data, length, out.tail(), static_cast<std::uint32_t>(d.size));
         out.used_ += d.size;
         room -= d.size;
         return absl::OkStatus();
@@ -260,6 +306,7 @@ absl::Status Decoder::decode(std::span<const std::uint8_t> block, DecodedHeaders
     // or never indexed (0001).
     const bool index_it = first & 0x40;
     const bool never_indexed = !index_it && (first & 0x10);
+    memoizable = !index_it && !never_indexed;
     std::uint32_t name_index;
     if (const IntegerResult r = read_integer(p, end, index_it ? 6 : 4, name_index);
         r != IntegerResult::kOk) {

@@ -111,6 +111,27 @@ class Decoder {
   // Where a field the caller will not get is decoded for the table (past a limit): at most
   // max_table_size bytes, allocated only when first needed.
   std::unique_ptr<char[]> scratch_;
+
+  // The last few Huffman strings of literals without indexing, by their encoded bytes: nghttp2
+  // clients send :path so, Huffman-coded, in every request, and a memcmp is far cheaper than
+  // decoding it again. Never-indexed literals are not kept. 4 x 333 bytes, allocated at the
+  // first such string.
+  static constexpr std::uint32_t kMemoSlots = 4;
+  static constexpr std::uint32_t kMemoMinEncoded = 8;
+  static constexpr std::uint32_t kMemoMaxEncoded = 128;
+  static constexpr std::uint32_t kMemoSlotSize = kMemoMaxEncoded + kMemoMaxEncoded * 8 / 5;
+  struct MemoEntry {
+    std::uint32_t encoded = 0;  // 0: empty
+    std::uint32_t decoded = 0;
+    std::uint32_t slot = 0;
+  };
+  const MemoEntry* memo_find(const std::uint8_t* encoded, std::uint32_t size) const;
+  const char* memo_decoded(const MemoEntry& entry) const;
+  void memo_insert(const std::uint8_t* encoded, std::uint32_t size, const char* decoded,
+                   std::uint32_t decoded_size);
+  MemoEntry memo_[kMemoSlots];
+  std::uint32_t memo_next_ = 0;
+  std::unique_ptr<char[]> memo_storage_;
 };
 
 }  // namespace ferry::http2::hpack
