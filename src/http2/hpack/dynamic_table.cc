@@ -96,12 +96,58 @@ void DynamicTable::copy_out(std::uint32_t offset, std::uint32_t size, char* out)
   if (size > first_piece) std::memcpy(out + first_piece, &bytes_[0], size - first_piece);
 }
 
+namespace {
+
+// a[0, n) == b[0, n): up to 16 bytes by two overlapping loads of each (no call), longer by
+// memcmp. Header names and gRPC's values are mostly short.
+inline bool same_bytes(const char* a, const char* b, std::size_t n) {
+  if (n >= 8) {
+    if (n > 16) return std::memcmp(a, b, n) == 0;
+    std::uint64_t a0, a1, b0, b1;
+    std::memcpy(&a0, a, 8);
+    std::memcpy(&b0, b, 8);
+    std::memcpy(&a1, a + n - 8, 8);
+    std::memcpy(&b1, b + n - 8, 8);
+    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+  }
+  if (n >= 4) {
+    std::uint32_t a0, a1, b0, b1;
+    std::memcpy(&a0, a, 4);
+    std::memcpy(&b0, b, 4);
+    std::memcpy(&a1, a + n - 4, 4);
+    std::memcpy(&b1, b + n - 4, 4);
+    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool DynamicTable::equals(std::uint32_t offset, std::uint32_t size, std::string_view text) const {
   if (text.size() != size) return false;
   if (size == 0) return true;
   const std::uint32_t first_piece = std::min(size, bytes_capacity_ - offset);
-  return std::memcmp(&bytes_[offset], text.data(), first_piece) == 0 &&
-         std::memcmp(&bytes_[0], text.data() + first_piece, size - first_piece) == 0;
+  return same_bytes(&bytes_[offset], text.data(), first_piece) &&
+         same_bytes(&bytes_[0], text.data() + first_piece, size - first_piece);
+}
+
+DynamicTable::Match DynamicTable::find(std::string_view name, std::string_view value) const {
+  Match match{count_, count_};
+  for (std::uint32_t i = 0; i < count_; ++i) {
+    const Entry& e = entry(i);
+    if (e.name_size != name.size() || !equals(e.offset, e.name_size, name)) continue;
+    if (match.name == count_) match.name = i;
+    std::uint32_t at = e.offset + e.name_size;
+    if (at >= bytes_capacity_) at -= bytes_capacity_;
+    if (e.value_size == value.size() && equals(at, e.value_size, value)) {
+      match.exact = i;
+      break;
+    }
+  }
+  return match;
 }
 
 void DynamicTable::copy_name(std::uint32_t i, char* out) const {

@@ -45,6 +45,15 @@ class DynamicTable {
   bool name_equals(std::uint32_t i, std::string_view name) const;
   bool value_equals(std::uint32_t i, std::string_view value) const;
 
+  // The encoder's lookup, newest first: `exact` the position of an entry of this name and value,
+  // `name` the newest of this name; count() when there is none. One pass, short strings
+  // compared without a call.
+  struct Match {
+    std::uint32_t exact;
+    std::uint32_t name;
+  };
+  Match find(std::string_view name, std::string_view value) const;
+
  private:
   struct Entry {
     std::uint32_t offset;  // of the name in bytes_; the value follows (both may wrap)

@@ -113,19 +113,12 @@ std::uint8_t* Encoder::encode(std::span<const Field> fields, std::uint8_t* out) 
     // connection) is found without the static lookup. Its newest entry of the name, too.
     std::uint32_t dynamic_name = 0;
     if (indexing != Indexing::kNever) {
-      std::uint32_t exact = 0;
-      for (std::uint32_t i = 0, count = table_.count(); i < count; ++i) {
-        if (table_.name_size(i) != f.name.size() || !table_.name_equals(i, f.name)) continue;
-        if (dynamic_name == 0) dynamic_name = kStaticTableSize + 1 + i;
-        if (table_.value_size(i) == f.value.size() && table_.value_equals(i, f.value)) {
-          exact = kStaticTableSize + 1 + i;
-          break;
-        }
-      }
-      if (exact != 0) {
-        out = write_integer(exact, 7, 0x80, out);  // RFC 7541 §6.1
+      const DynamicTable::Match found = table_.find(f.name, f.value);
+      if (found.exact < table_.count()) {
+        out = write_integer(kStaticTableSize + 1 + found.exact, 7, 0x80, out);  // RFC 7541 §6.1
         continue;
       }
+      if (found.name < table_.count()) dynamic_name = kStaticTableSize + 1 + found.name;
     }
     const StaticMatch in_static = find_static(f.name, f.value);
     if (indexing != Indexing::kNever && in_static.exact != 0) {
