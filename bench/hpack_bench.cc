@@ -101,9 +101,9 @@ const Blocks& blocks() {
 }
 
 void report_allocations(benchmark::State& state, std::uint64_t before) {
-  state.counters["allocs/call"] = benchmark::Counter(
-      static_cast<double>(ferry::bench::thread_allocation_count() - before) /
-      static_cast<double>(state.iterations()));
+  state.counters["allocs/call"] =
+      benchmark::Counter(static_cast<double>(ferry::bench::thread_allocation_count() - before) /
+                         static_cast<double>(state.iterations()));
 }
 
 // ---- decoding ----------------------------------------------------------------------------
@@ -285,8 +285,7 @@ void BM_EncodeResponseRepeated_Nghttp2(benchmark::State& state) {
   const std::uint64_t before = ferry::bench::thread_allocation_count();
   for (auto _ : state) {
     n = nghttp2_hd_deflate_hd(deflater, out.data(), out.size(), headers.data(), headers.size());
-    n += nghttp2_hd_deflate_hd(deflater, out.data(), out.size(), trailers.data(),
-                               trailers.size());
+    n += nghttp2_hd_deflate_hd(deflater, out.data(), out.size(), trailers.data(), trailers.size());
     benchmark::DoNotOptimize(n);
   }
   report_allocations(state, before);
