@@ -114,11 +114,11 @@ class Decoder {
 
   // The last few Huffman strings of literals without indexing, by their encoded bytes: nghttp2
   // clients send :path so, Huffman-coded, in every request, and a memcmp is far cheaper than
-  // decoding it again. Never-indexed literals are not kept. 4 x 333 bytes, allocated at the
+  // decoding it again. Never-indexed literals are not kept. 4 x 166 bytes, allocated at the
   // first such string.
   static constexpr std::uint32_t kMemoSlots = 4;
   static constexpr std::uint32_t kMemoMinEncoded = 8;
-  static constexpr std::uint32_t kMemoMaxEncoded = 128;
+  static constexpr std::uint32_t kMemoMaxEncoded = 64;  // a :path of up to ~85 characters
   static constexpr std::uint32_t kMemoSlotSize = kMemoMaxEncoded + kMemoMaxEncoded * 8 / 5;
   struct MemoEntry {
     std::uint32_t encoded = 0;  // 0: empty
