@@ -13,6 +13,9 @@
 #   PREFIX/bin/authz_peer_go  test/peers/authz_go: grpc-go's authz.NewStatic       }
 #   PREFIX/bin/http1_smuggling_go_server  test/http1_smuggling's Go net/http server   go build
 #   PREFIX/bin/ghz                                 go install (its own go.mod's versions)
+#   PREFIX/bin/otelcol_ferry  the OpenTelemetry Collector with the OTLP receiver and the file
+#                        exporter only (test/peers/otelcol), for test/otlp_test.cc   go build
+#                        (its own go.mod: every collector module at one release)
 #   PREFIX/bin/connect_echo_server_go  bench/head_to_head/connect_go: connect-go serving the
 #                        head-to-head's echo service   go build (pinned; code from protoc plugins)
 #   PREFIX/bin/grpc_go_greeter_server, PREFIX/bin/tonic_greeter_server  the head-to-head's
@@ -49,6 +52,7 @@ TOXIPROXY_VERSION=v2.5.0
 H2SPEC_VERSION=v2.2.1+incompatible  # h2spec's newest on the Go proxy; no go.mod of its own
 CONNECT_CONFORMANCE_VERSION=v1.0.7  # test/conformance's CMakeLists names the same version
 CONNECT_GO_VERSION=v1.21.1          # connect-go, the newest v1 the Go proxy serves
+OTELCOL_VERSION=v0.161.0            # the Collector's modules: test/peers/otelcol/go.mod pins them
 PROTOBUF_GO_VERSION=v1.36.12        # protoc-gen-go and its runtime: what grpc-go's go.mod requires
 GRPC_JAVA_VERSION=1.79.0
 MAVEN_DEPENDENCY_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
@@ -65,7 +69,7 @@ NPM_PACKAGES=(@connectrpc/connect-web@2.2.0 @connectrpc/connect@2.2.0 @bufbuild/
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd) || exit 1  # before any cd
 prefix=${1:-build/peers}
 only=("${@:2}")
-peers=(venv npm hpack_test_case go_module http1_smuggling_go ghz connect_echo_go
+peers=(venv npm hpack_test_case go_module http1_smuggling_go ghz connect_echo_go otelcol
        grpc-java grpc_go_greeter tonic_greeter)
 for peer in "${only[@]}"; do
   [[ " ${peers[*]} " == *" $peer "* ]] || { echo "install_peers.sh: no peer $peer" >&2; exit 2; }
@@ -383,6 +387,27 @@ connect_echo_install() {
 }
 step "connect_echo_server_go (connect-go $CONNECT_GO_VERSION, protobuf-go $PROTOBUF_GO_VERSION)" \
   "$prefix/logs/connect_echo_go.log" connect_echo_check connect_echo_install
+cd "$prefix" || exit 1
+
+# --- (c6) The OpenTelemetry Collector that test/otlp_test.cc's OtlpCollector tests push to:
+# otelcol_ferry, test/peers/otelcol's distribution of the OTLP receiver and the file exporter and
+# nothing else (no builder: its main.go is what the builder would write), from its own go.mod
+# (-mod=readonly: every collector module at the one release it pins). Its build is the heaviest
+# Go step after the interop module's, so it is kept to those two components. A stamp of its
+# go.mod, go.sum and main.go rebuilds it when any changes.
+otelcol_src="$repo/test/peers/otelcol"
+otelcol_stamp() { cat "$otelcol_src/go.mod" "$otelcol_src/go.sum" "$otelcol_src/main.go" | sha256sum | cut -c1-16; }
+otelcol_check() {
+  go_has otelcol_ferry go.opentelemetry.io/collector/otelcol "$OTELCOL_VERSION" &&
+    go_has otelcol_ferry github.com/open-telemetry/opentelemetry-collector-contrib/exporter/fileexporter "$OTELCOL_VERSION" &&
+    [ "$(cat "$GOBIN/.otelcol_ferry.stamp" 2>/dev/null)" = "$(otelcol_stamp)" ]
+}
+otelcol_install() {
+  cd "$otelcol_src" && go build -mod=readonly -o "$GOBIN/otelcol_ferry" . &&
+    otelcol_stamp >"$GOBIN/.otelcol_ferry.stamp"
+}
+step "otelcol_ferry (OpenTelemetry Collector $OTELCOL_VERSION: OTLP receiver, file exporter)" \
+  "$prefix/logs/otelcol.log" otelcol_check otelcol_install
 cd "$prefix" || exit 1
 
 # --- (c5) The head-to-head's complex_proto peers (bench/head_to_head/run.py), for scripts/main.sh
