@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "asio/steady_timer.hpp"
+#include "faults/toxiproxy.h"
 #include "ferry/interceptor.h"
 #include "ferry/metrics.h"
 #include "ferry/otlp_metrics.h"
@@ -115,6 +116,7 @@ class CollectorServer {
   }
   ~CollectorServer() { server_.shutdown(std::chrono::milliseconds(100)); }
   std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  int port() const { return port_; }
 
  private:
   Server server_;
@@ -524,6 +526,55 @@ TEST(OtlpCollector, WritesWhatFerryPushed) {
   const absl::Status flushed = (*exporter)->flush(std::chrono::seconds(10));
   ASSERT_TRUE(flushed.ok()) << flushed;
   expect_a66_metrics(collector.written("grpc.server.call.duration"), loopback.loop.target(), 9, 3);
+}
+
+// A Collector behind toxiproxy: black-holed (bytes dropped, the connection held open, as a
+// crashed host does) the pushes end by their deadline and later ones are skipped meanwhile, the
+// calls go on unslowed, one request is held; once the link is back, the next push gets through.
+TEST(OtlpToxiproxy, BlackHoledCollectorCostsCallsNothingAndRecovers) {
+  if (!testing::Toxiproxy::installed()) {
+    GTEST_SKIP() << testing::Toxiproxy::binary() << " not installed (scripts/install_peers.sh)";
+  }
+  testing::Toxiproxy toxiproxy;
+  FakeCollector collector(FakeCollector::Mode::kAnswer);
+  CollectorServer server(collector);
+  const int proxy_port = toxiproxy.create_proxy("otlp", server.port());
+  prometheus::Registry registry;
+  OtlpMetricsOptions options = options_for("http://127.0.0.1:" + std::to_string(proxy_port));
+  options.interval = std::chrono::milliseconds(20);
+  options.exporter.timeout = std::chrono::milliseconds(300);
+  auto exporter = OtlpMetricsExporter::create(registry, options);
+  ASSERT_TRUE(exporter.ok());
+  MeteredLoopback loopback(registry);
+  ASSERT_TRUE((*exporter)->flush(std::chrono::seconds(10)).ok());  // connected through the proxy
+
+  toxiproxy.add_toxic("otlp", "hole-up", "timeout", "upstream", {{"timeout", 0}});
+  toxiproxy.add_toxic("otlp", "hole-down", "timeout", "downstream", {{"timeout", 0}});
+  const Clock::duration slowest = loopback.calls(200);
+  const auto until = Clock::now() + std::chrono::seconds(10);
+  while ((*exporter)->stats().exports_failed < 2 && Clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_LT(slowest, std::chrono::seconds(1));
+  const OtlpExportStats stats = (*exporter)->stats();
+  EXPECT_GE(stats.exports_failed, 2u);   // each by its 300 ms deadline
+  EXPECT_GE(stats.exports_skipped, 5u);  // the 20 ms intervals in between
+  // (A push sent just before the hole opened may have arrived; none arrives while it is open.)
+  const int before = collector.received();
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  EXPECT_EQ(collector.received(), before);
+
+  toxiproxy.remove_toxic("otlp", "hole-up");
+  toxiproxy.remove_toxic("otlp", "hole-down");
+  const auto back = Clock::now() + std::chrono::seconds(20);
+  while (collector.received() == before && Clock::now() < back) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_GT(collector.received(), before);
+  const ExportMetricsServiceRequest last = collector.last();
+  const auto* started = find(last, "grpc.client.attempt.started");
+  ASSERT_NE(started, nullptr);
+  EXPECT_DOUBLE_EQ(started->sum().data_points(0).as_double(), 200);  // no count lost
 }
 
 }  // namespace
