@@ -30,6 +30,7 @@
 #include "ferry/otlp_metrics.h"
 #include "ferry/server.h"
 #include "ferry/testing/echo.pb.h"
+#include "ferry/tls.h"
 #include "google/protobuf/util/json_util.h"
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.ferry.h"
 #include "prometheus/registry.h"
@@ -108,7 +109,8 @@ class FakeCollector final : public pb::collector::metrics::v1::MetricsService::S
 // A Collector serving `service` on 127.0.0.1.
 class CollectorServer {
  public:
-  explicit CollectorServer(const Service& service) {
+  explicit CollectorServer(const Service& service, ServerOptions options = {})
+      : server_(std::move(options)) {
     server_.add_service(service);
     absl::StatusOr<int> port = server_.start("127.0.0.1", 0);
     if (!port.ok()) throw std::runtime_error(std::string(port.status().message()));
@@ -314,6 +316,47 @@ TEST(OtlpExport, PushesEveryIntervalAndOnShutdown) {
   const auto* started = find(last, "grpc.client.attempt.started");
   ASSERT_NE(started, nullptr);
   EXPECT_DOUBLE_EQ(started->sum().data_points(0).as_double(), 5);
+}
+
+// The Collector over TLS, found through the OTEL_* variables: an https:// endpoint and the CA
+// file (OTEL_EXPORTER_OTLP_CERTIFICATE) the Collector's certificate chains to.
+TEST(OtlpExport, TlsCollectorFromTheEnvironment) {
+  FakeCollector collector(FakeCollector::Mode::kAnswer);
+  const std::string certs = FERRY_TEST_CERTS;
+  ServerOptions tls;
+  auto credentials =
+      ServerCredentials::create({.certificate_chain = {.path = certs + "/server.pem"},
+                                 .private_key = {.path = certs + "/server.key"}});
+  ASSERT_TRUE(credentials.ok()) << credentials.status();
+  tls.credentials = *credentials;
+  CollectorServer server(collector, tls);
+  const std::string endpoint = "https://localhost:" + std::to_string(server.port());
+  setenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", endpoint.c_str(), 1);
+  setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", (certs + "/ca.pem").c_str(), 1);
+  setenv("OTEL_SERVICE_NAME", "otlp-tls-test", 1);
+  OtlpMetricsOptions options = otlp_metrics_options_from_environment();
+  unsetenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT");
+  unsetenv("OTEL_EXPORTER_OTLP_CERTIFICATE");
+  unsetenv("OTEL_SERVICE_NAME");
+  ASSERT_NE(options.exporter.credentials, nullptr);
+  prometheus::Registry registry;
+  auto exporter = OtlpMetricsExporter::create(registry, options);
+  ASSERT_TRUE(exporter.ok()) << exporter.status();
+  const absl::Status flushed = (*exporter)->flush(std::chrono::seconds(10));
+  ASSERT_TRUE(flushed.ok()) << flushed;
+  EXPECT_EQ(collector.received(), 1);
+  EXPECT_EQ(collector.last().resource_metrics(0).resource().attributes(0).value().string_value(),
+            "otlp-tls-test");
+
+  // The same Collector in cleartext, or with another CA: the handshake fails, the push too.
+  OtlpMetricsOptions wrong_ca = options;
+  auto other = ChannelCredentials::create({.root_certificates = {.path = certs + "/other_ca.pem"}});
+  ASSERT_TRUE(other.ok());
+  wrong_ca.exporter.credentials = *other;
+  auto refused = OtlpMetricsExporter::create(registry, wrong_ca);
+  ASSERT_TRUE(refused.ok());
+  EXPECT_FALSE((*refused)->flush(std::chrono::seconds(10)).ok());
+  EXPECT_EQ(collector.received(), 1);
 }
 
 // A Collector that takes the call and never answers: pushes every 20 ms find the one in flight
