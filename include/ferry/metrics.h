@@ -36,6 +36,9 @@
 //   options.interceptors.push_back(ferry::make_server_metrics(*registry));
 //   prometheus::Exposer exposer("127.0.0.1:9464");   // GET /metrics
 //   exposer.RegisterCollectable(registry);
+//
+// The same registry can be pushed to an OpenTelemetry Collector over OTLP under the gRFC names
+// (ferry/otlp_metrics.h, library ferry::otlp_metrics).
 #pragma once
 
 #include <functional>
