@@ -92,9 +92,10 @@ setsid bash -c 'bash scripts/install_deps.sh "${@:2}"; echo $? >"$1"' - "$extras
 extras_pid=$!
 
 # Real gRPC peers for the interop tests (grpcio + h2, grpc-go's and grpc-java's interop programs,
-# grpcurl, ghz, h2spec, connectconformance, the browser test's npm packages): pinned versions,
-# installed under build/peers from the package registries. Cold, that is ~7 min of downloads and
-# Go builds that the Release build does not need, so it runs beside it (in a session of its own,
+# grpcurl, ghz, h2spec, connectconformance, the OpenTelemetry Collector, the browser test's npm
+# packages): pinned versions, installed under build/peers from the package registries. Cold, that
+# is ~7 min of downloads and Go builds (the Collector's ~2 CPU-min of them) that the Release build
+# does not need, so it runs beside it (in a session of its own,
 # so that a failing build can stop it).
 # cmake runs again after it: each interop test is added when its peer is there.
 peers="$PWD/build/peers"
