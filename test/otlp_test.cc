@@ -17,6 +17,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <random>
 #include <set>
 #include <sstream>
 #include <string>
@@ -463,6 +464,36 @@ TEST(OtlpExport, GarbageAnswerFailsTheExportOnly) {
   EXPECT_TRUE((*exporter)->flush(std::chrono::seconds(10)).ok());
   EXPECT_EQ((*exporter)->stats().exports_failed, 1u);
   EXPECT_EQ((*exporter)->stats().exports_ok, 1u);
+}
+
+// Random answers, as a hostile or broken Collector might send: random bytes (up to 96 KiB, past
+// the 64 KiB answer limit) as field 1, which the exporter parses as partial_success, on one
+// connection. Each push ends (parsed, refused or over the limit), is counted, and the exporter
+// still works; nothing crashes.
+TEST(OtlpExport, RandomAnswersOnOneConnection) {
+  Service hostile("opentelemetry.proto.collector.metrics.v1.MetricsService");
+  std::mt19937 random(39);
+  std::mutex random_mutex;
+  hostile.add_unary<ExportMetricsServiceRequest, EchoResponse>(
+      "Export",
+      [&](ServerContext&, const ExportMetricsServiceRequest&,
+          EchoResponse& response) -> asio::awaitable<absl::Status> {
+        std::lock_guard<std::mutex> lock(random_mutex);
+        std::string bytes(random() % (96 * 1024) + 1, '\0');
+        for (char& c : bytes) c = static_cast<char>(random());
+        response.set_payload(std::move(bytes));  // field 1: partial_success's bytes
+        co_return absl::OkStatus();
+      });
+  CollectorServer server(hostile);
+  prometheus::Registry registry;
+  auto exporter = OtlpMetricsExporter::create(registry, options_for(server.endpoint()));
+  ASSERT_TRUE(exporter.ok());
+  constexpr int kPushes = 40;
+  for (int i = 0; i < kPushes; ++i) (void)(*exporter)->flush(std::chrono::seconds(10));
+  const OtlpExportStats stats = (*exporter)->stats();
+  EXPECT_EQ(stats.exports_ok + stats.exports_failed, static_cast<std::uint64_t>(kPushes));
+  EXPECT_GT(stats.exports_failed, 0u);  // some were over the limit, or did not parse
+  EXPECT_LE(stats.last_error.size(), 256u);
 }
 
 // ---- The real OpenTelemetry Collector (interop) -------------------------------------------
