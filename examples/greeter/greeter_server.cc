@@ -1,13 +1,15 @@
 // greeter_server: serves helloworld.Greeter (greeter.proto) on ferry until SIGINT/SIGTERM, with
 // gRPC health checking and server reflection beside it (so grpcurl needs no .proto), and, when
-// built with ferry::metrics, Prometheus metrics at http://<host>:<metrics_port>/metrics. Browsers
-// on the origins --cors_origin lists (comma-separated, or "*") may call it with gRPC-Web and
-// Connect across origins (CORS).
+// built with ferry::metrics, Prometheus metrics at http://<host>:<metrics_port>/metrics and, with
+// --otlp, the same metrics pushed to an OpenTelemetry Collector (OTLP/gRPC; the OTEL_* variables
+// set the rest: docs/observability.md). Browsers on the origins --cors_origin lists
+// (comma-separated, or "*") may call it with gRPC-Web and Connect across origins (CORS).
 //   greeter_server [--host=127.0.0.1] [--port=50051] [--threads=N] [--metrics_port=N]
-//                  [--cors_origin=http://localhost:8080,...]
+//                  [--otlp=http://localhost:4317] [--cors_origin=http://localhost:8080,...]
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +25,7 @@
 #ifdef FERRY_GREETER_METRICS
 #include "ferry/interceptor.h"
 #include "ferry/metrics.h"
+#include "ferry/otlp_metrics.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
 #endif
@@ -93,6 +96,26 @@ int main(int argc, char** argv) {
     exposer->RegisterCollectable(registry);
     std::printf("greeter_server: metrics on http://%s:%d/metrics\n", host.c_str(),
                 exposer->GetListeningPorts().front());
+  }
+  // ... and pushed to a Collector (ferry/otlp_metrics.h); destroyed last, after the server's
+  // shutdown, it makes a final push with every call counted.
+  std::unique_ptr<ferry::OtlpMetricsExporter> otlp;
+  const std::string otlp_endpoint(flag(argc, argv, "otlp", ""));
+  if (!otlp_endpoint.empty()) {
+    ferry::OtlpMetricsOptions otlp_options = ferry::otlp_metrics_options_from_environment();
+    otlp_options.exporter.endpoint = otlp_endpoint;
+    auto& resource = otlp_options.exporter.resource;
+    if (std::none_of(resource.begin(), resource.end(),
+                     [](const auto& kv) { return kv.first == "service.name"; })) {
+      resource.emplace_back("service.name", "greeter_server");  // unless OTEL_* named it
+    }
+    auto created = ferry::OtlpMetricsExporter::create(*registry, std::move(otlp_options));
+    if (!created.ok()) {
+      std::fprintf(stderr, "greeter_server: --otlp: %s\n", created.status().ToString().c_str());
+      return 1;
+    }
+    otlp = *std::move(created);
+    std::printf("greeter_server: pushing metrics to %s\n", otlp_endpoint.c_str());
   }
 #endif
 
