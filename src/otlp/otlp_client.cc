@@ -2,8 +2,6 @@
 // variables) and OtlpClient, the export call over a ferry Channel (ferry::otlp, above the core).
 #include <atomic>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "asio/co_spawn.hpp"
