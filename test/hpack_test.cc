@@ -20,7 +20,7 @@
 #include "http2/hpack/encoder.h"
 #include "http2/hpack/huffman.h"
 
-namespace ferry::http2::hpack {
+namespace ferry::http2::hpack::hpack_test {
 namespace {
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
@@ -924,4 +924,4 @@ TEST(Decoder, SteadyStateHoldsItsStorage) {
 }
 
 }  // namespace
-}  // namespace ferry::http2::hpack
+}  // namespace ferry::http2::hpack::hpack_test

@@ -17,7 +17,7 @@
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
 
-namespace ferry {
+namespace ferry::otlp_encoding_test {
 namespace {
 
 namespace pb = opentelemetry::proto;
@@ -307,4 +307,4 @@ TEST(OtlpClient, EndpointsThatDoNotParseFailCreate) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::otlp_encoding_test

@@ -36,7 +36,7 @@
 #include "prometheus/registry.h"
 #include "support/loopback.h"
 
-namespace ferry {
+namespace ferry::otlp_test {
 namespace {
 
 namespace pb = opentelemetry::proto;
@@ -651,4 +651,4 @@ TEST(OtlpToxiproxy, BlackHoledCollectorCostsCallsNothingAndRecovers) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::otlp_test
