@@ -91,7 +91,6 @@ struct OtlpMetricsExporter::State {
   OtlpExportStats stats;
   std::uint64_t started = 0;   // exports started, ...
   std::uint64_t finished = 0;  // ... and ended
-  absl::Status last_status;    // the last ended export's
   bool loop_ended = false;
   bool stopping = false;
 };
@@ -120,9 +119,11 @@ OtlpMetricsExporter::OtlpMetricsExporter(prometheus::Registry& registry, OtlpMet
 namespace {
 
 // Starts one push on the client's thread: collects, encodes, exports. Returns whether it
-// started (false: one is in flight; counted as skipped when `count_skip`).
+// started (false: one is in flight; counted as skipped when `count_skip`). `result`, when given,
+// receives this push's own status once it ended (under state->mutex).
 template <class State>
-bool start_push(OtlpClient& client, const std::shared_ptr<State>& state, bool count_skip) {
+bool start_push(OtlpClient& client, const std::shared_ptr<State>& state, bool count_skip,
+                std::shared_ptr<std::optional<absl::Status>> result = nullptr) {
   if (client.in_flight() > 0) {  // before collecting: a skipped push costs nothing
     if (count_skip) {
       std::lock_guard<std::mutex> lock(state->mutex);
@@ -136,7 +137,7 @@ bool start_push(OtlpClient& client, const std::shared_ptr<State>& state, bool co
   auto response = std::make_shared<collector::ExportMetricsServiceResponse>();
   const bool started =
       client.start_export(collector::MetricsService::kExportPath, request, response,
-                          [state, response](const absl::Status& status) {
+                          [state, response, result](const absl::Status& status) {
                             std::lock_guard<std::mutex> lock(state->mutex);
                             if (status.ok()) {
                               ++state->stats.exports_ok;
@@ -154,7 +155,7 @@ bool start_push(OtlpClient& client, const std::shared_ptr<State>& state, bool co
                               ++state->stats.exports_failed;
                               state->stats.last_error = clipped(status.ToString());
                             }
-                            state->last_status = status;
+                            if (result != nullptr) *result = status;
                             ++state->finished;
                             state->changed.notify_all();
                           });
@@ -199,10 +200,11 @@ absl::Status OtlpMetricsExporter::flush(std::chrono::milliseconds timeout) {
   for (;;) {
     // Try on the client's thread; learn whether it started and, if so, its number.
     auto attempt = std::make_shared<std::pair<bool, std::uint64_t>>();
+    auto result = std::make_shared<std::optional<absl::Status>>();
     std::promise<void> tried;
     std::future<void> tried_future = tried.get_future();
     asio::post(client_->channel().executor(), [&, state = state_, client = client_.get()] {
-      attempt->first = start_push(*client, state, false);
+      attempt->first = start_push(*client, state, false, result);
       std::lock_guard<std::mutex> lock(state->mutex);
       attempt->second = state->started;
       tried.set_value();
@@ -215,11 +217,11 @@ absl::Status OtlpMetricsExporter::flush(std::chrono::milliseconds timeout) {
     }
     std::unique_lock<std::mutex> lock(state_->mutex);
     if (attempt->first) {
-      const std::uint64_t mine = attempt->second;
-      if (!state_->changed.wait_until(lock, deadline, [&] { return state_->finished >= mine; })) {
+      // This push's own status, whatever the timer's pushes that ended meanwhile got.
+      if (!state_->changed.wait_until(lock, deadline, [&] { return result->has_value(); })) {
         return absl::DeadlineExceededError("OTLP flush: the Collector did not answer in time");
       }
-      return state_->finished == mine ? state_->last_status : absl::OkStatus();
+      return **result;
     }
     // One was in flight: wait for it to end, then push again.
     const std::uint64_t in_flight_number = state_->started;
