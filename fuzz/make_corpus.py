@@ -238,3 +238,34 @@ for t in HPACK_TARGETS:
           + table_size(4096) + blocks("3f4582", "3fe11f82") + table_size(0) + blocks("2082"))
     write(t, "never_indexed_and_without", bytes([LIMITS]) + blocks(
         "100870617373776f726406736563726574", "040c2f73616d706c652f70617468", "1f0801782082"))
+
+# --- h2_frame_server_fuzzer and h2_frame_client_fuzzer: byte 0 the limits (bits 0-1 max frame
+# size, 2-3 header block size, 4-5 CONTINUATION cap; 0 = ferry's defaults) and 0x40 to put the
+# preface (server side) and an empty SETTINGS first; byte 1 the chunking's seed; then the bytes.
+def h2(ftype, flags, stream, payload=b""):
+    return struct.pack(">I", len(payload))[1:] + bytes([ftype, flags]) + struct.pack(">I", stream) \
+        + payload
+
+
+WITH_START = 0x40
+h2_ping = h2(6, 0, 0, b"12345678")
+h2_unary = h2(1, 4, 1, bytes.fromhex(GRPC_CLIENT.hex()[6:])) + h2(0, 1, 1, b"\0\0\0\0\x07" + hello)
+h2_split = h2(1, 0x28, 3, b"\x02" + struct.pack(">I", 1) + b"\x10" + b"ab" + b"\0\0") \
+    + h2(9, 0, 3, b"cd") + h2(9, 0, 3) + h2(9, 5, 3, b"ef")
+h2_settings = h2(4, 0, 0, struct.pack(">HI", 1, 8192) + struct.pack(">HI", 4, 65535)
+                 + struct.pack(">HI", 5, 16384) + struct.pack(">HI", 0x77, 1)) + h2(4, 1, 0)
+h2_misc = h2(8, 0, 0, struct.pack(">I", 1 << 20)) + h2(3, 0, 1, struct.pack(">I", 8)) \
+    + h2(2, 0, 5, struct.pack(">I", 1) + b"\x10") + h2(0xfa, 0xff, 0, b"unknown") \
+    + h2(7, 0, 0, struct.pack(">II", 1, 0) + b"debug") + h2(0, 8, 1, b"\x03abc\0\0\0")
+for side in ("server", "client"):
+    t = "h2_frame_%s_fuzzer" % side
+    preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" if side == "server" else b""
+    write(t, "ping", bytes([WITH_START, 0]) + h2_ping)
+    write(t, "unary", bytes([WITH_START, 1]) + h2_unary)
+    write(t, "split_block", bytes([WITH_START | 0x20, 2]) + h2_split)
+    write(t, "settings_first", bytes([0, 3]) + preface + h2_settings + h2_misc)
+    write(t, "every_frame", bytes([WITH_START | 0x5, 4]) + h2_settings + h2_misc + h2_unary
+          + h2_split + h2_ping)
+    write(t, "continuation_flood", bytes([WITH_START, 5]) + h2(1, 0, 1)
+          + b"".join(h2(9, 0, 1) for _ in range(10)))
+    write(t, "huge_length", bytes([WITH_START, 6]) + b"\xff\xff\xff\x00\x00\x00\x00\x00\x01")
