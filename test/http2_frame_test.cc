@@ -369,6 +369,15 @@ TEST(Http2FrameTest, EveryConnectionErrorHasItsCode) {
       {"PING ACK of 9 octets", frame_of(FrameType::kPing, flags::kAck, 0, Bytes(9)), F},
       {"GOAWAY on stream 1", frame_of(FrameType::kGoaway, 0, 1, Bytes(8)), P},
       {"GOAWAY of 7 octets", frame_of(FrameType::kGoaway, 0, 0, Bytes(7)), F},
+      // The size is checked before the stream, as nghttp2 does and h2spec 6.7 #4 expects (a
+      // 6-octet PING on stream 1).
+      {"PING of 6 octets on stream 1", frame_of(FrameType::kPing, 0, 1, Bytes(6)), F},
+      {"RST_STREAM of 3 octets on stream 0", frame_of(FrameType::kRstStream, 0, 0, Bytes(3)), F},
+      {"SETTINGS of 5 octets on stream 1", frame_of(FrameType::kSettings, 0, 1, Bytes(5)), F},
+      {"SETTINGS ACK with payload on stream 1",
+       frame_of(FrameType::kSettings, flags::kAck, 1, Bytes(6)), F},
+      {"SETTINGS ACK on stream 1", frame_of(FrameType::kSettings, flags::kAck, 1, {}), P},
+      {"GOAWAY of 7 octets on stream 1", frame_of(FrameType::kGoaway, 0, 1, Bytes(7)), F},
       {"WINDOW_UPDATE of 3 octets", frame_of(FrameType::kWindowUpdate, 0, 1, Bytes(3)), F},
       {"WINDOW_UPDATE of 5 octets", frame_of(FrameType::kWindowUpdate, 0, 0, Bytes(5)), F},
       {"WINDOW_UPDATE 0 on the connection", frame_of(FrameType::kWindowUpdate, 0, 0, u32(0)), P},

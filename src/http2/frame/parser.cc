@@ -223,17 +223,19 @@ bool Parser::on_frame(std::uint8_t type, std::uint8_t frame_flags, std::uint32_t
       return false;
     case FrameType::kRstStream:
       // RFC 9113 §6.4.
-      if (stream_id == 0) return error(ErrorCode::kProtocolError, "RST_STREAM on stream 0");
+      // The size first, then the stream, for every frame of a fixed size (nghttp2's order;
+      // h2spec 6.7 #4 sends a 6-octet PING on stream 1 and expects FRAME_SIZE_ERROR).
       if (payload.size() != 4) return error(ErrorCode::kFrameSizeError, "RST_STREAM not 4 octets");
+      if (stream_id == 0) return error(ErrorCode::kProtocolError, "RST_STREAM on stream 0");
       event.type = EventType::kRstStream;
       event.stream_id = stream_id;
       event.error_code = static_cast<ErrorCode>(read_u32(payload.data()));
       return true;
     case FrameType::kSettings: {
       // RFC 9113 §6.5.
-      if (stream_id != 0) return error(ErrorCode::kProtocolError, "SETTINGS not on stream 0");
       if (frame_flags & flags::kAck) {
         if (!payload.empty()) return error(ErrorCode::kFrameSizeError, "SETTINGS ACK with payload");
+        if (stream_id != 0) return error(ErrorCode::kProtocolError, "SETTINGS ACK not on stream 0");
         event.type = EventType::kSettingsAck;
         event.stream_id = 0;
         return true;
@@ -241,6 +243,7 @@ bool Parser::on_frame(std::uint8_t type, std::uint8_t frame_flags, std::uint32_t
       if (payload.size() % 6 != 0) {
         return error(ErrorCode::kFrameSizeError, "SETTINGS not a multiple of 6 octets");
       }
+      if (stream_id != 0) return error(ErrorCode::kProtocolError, "SETTINGS not on stream 0");
       if (payload.size() / 6 > limits_.max_settings_entries) {
         return error(ErrorCode::kEnhanceYourCalm, "too many SETTINGS entries");
       }
@@ -300,17 +303,17 @@ bool Parser::on_frame(std::uint8_t type, std::uint8_t frame_flags, std::uint32_t
                                                   : "PUSH_PROMISE with push disabled");
     case FrameType::kPing:
       // RFC 9113 §6.7.
-      if (stream_id != 0) return error(ErrorCode::kProtocolError, "PING not on stream 0");
       if (payload.size() != 8) return error(ErrorCode::kFrameSizeError, "PING not 8 octets");
+      if (stream_id != 0) return error(ErrorCode::kProtocolError, "PING not on stream 0");
       event.type = (frame_flags & flags::kAck) ? EventType::kPingAck : EventType::kPing;
       event.stream_id = 0;
       std::memcpy(event.ping, payload.data(), 8);
       return true;
     case FrameType::kGoaway:
       // RFC 9113 §6.8.
-      if (stream_id != 0) return error(ErrorCode::kProtocolError, "GOAWAY not on stream 0");
       if (payload.size() < 8)
         return error(ErrorCode::kFrameSizeError, "GOAWAY shorter than 8 octets");
+      if (stream_id != 0) return error(ErrorCode::kProtocolError, "GOAWAY not on stream 0");
       event.type = EventType::kGoaway;
       event.stream_id = 0;
       event.last_stream_id = read_u32(payload.data()) & kStreamIdMask;
