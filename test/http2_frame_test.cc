@@ -268,6 +268,9 @@ TEST(Http2FrameTest, HeadersSplitIntoContinuationsAtMaxFrameSize) {
 TEST(Http2FrameTest, DataHeaderForAPayloadByReference) {
   std::uint8_t header[kFrameHeaderSize];
   ASSERT_EQ(write_data_header(header, 9, 5, true), kFrameHeaderSize);
+  std::uint8_t unused[kFrameHeaderSize];
+  EXPECT_EQ(write_data_header(unused, 9, kMaxAllowedFrameSize + 1, false), 0u);
+  EXPECT_EQ(write_data_header(std::span(unused).first(8), 9, 5, false), 0u);
   const Outcome out = parse(client_start() + Bytes(header, header + 9) + text("abcde"));
   ASSERT_EQ(out.events.size(), 2u);
   EXPECT_EQ(out.events[1].type, EventType::kData);
@@ -615,8 +618,23 @@ Mounted mount(const Bytes& bytes, Defences& defences, Clock::time_point now,
 
 Bytes repeat(const Bytes& unit, int n) {
   Bytes out;
-  for (int i = 0; i < n; ++i) out = out + unit;
+  for (int i = 0; i < n; ++i) out.insert(out.end(), unit.begin(), unit.end());
   return out;
+}
+
+// CVE-2019-9513 resource loop: PRIORITY frames leave nothing behind (no priority tree).
+TEST(Http2FrameTest, PriorityFloodHoldsNothing) {
+  Bytes flood = client_start();
+  for (std::uint32_t id = 1; id < 20000; id += 2) {
+    const Bytes priority = frame_of(FrameType::kPriority, 0, id, u32(id + 2) + Bytes{255});
+    flood.insert(flood.end(), priority.begin(), priority.end());
+  }
+  Parser parser(Role::kServer);
+  const Outcome out = run(parser, flood, {});
+  EXPECT_EQ(out.error, ErrorCode::kNoError);
+  EXPECT_EQ(out.events.size(), 1u);  // the SETTINGS alone
+  EXPECT_EQ(out.kept, 0u);
+  EXPECT_EQ(parser.memory(), 0u);
 }
 
 // CVE-2019-9512 ping flood.

@@ -47,7 +47,7 @@ std::size_t write_headers(std::span<std::uint8_t> out, std::uint32_t stream_id,
 
 std::size_t write_data_header(std::span<std::uint8_t> out, std::uint32_t stream_id,
                               std::uint32_t payload_size, bool end_stream) {
-  if (out.size() < kFrameHeaderSize) return 0;
+  if (out.size() < kFrameHeaderSize || payload_size > kMaxAllowedFrameSize) return 0;
   write_frame_header(out.data(), payload_size, FrameType::kData, end_stream ? flags::kEndStream : 0,
                      stream_id);
   return kFrameHeaderSize;

@@ -24,8 +24,9 @@ std::size_t write_headers(std::span<std::uint8_t> out, std::uint32_t stream_id,
                           std::span<const std::uint8_t> block, bool end_stream,
                           std::uint32_t max_frame_size);
 
-// A DATA frame's header alone: the payload (at most the peer's max frame size) is sent after
-// it by reference.
+// A DATA frame's header alone: the payload (at most the peer's max frame size, the caller's to
+// check; 0 is returned above the largest any peer may allow, 2^24-1) is sent after it by
+// reference.
 std::size_t write_data_header(std::span<std::uint8_t> out, std::uint32_t stream_id,
                               std::uint32_t payload_size, bool end_stream);
 
