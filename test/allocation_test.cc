@@ -17,6 +17,7 @@
 #include "ferry/authz.h"
 #include "ferry/client_stream.h"
 #include "ferry/interceptor.h"
+#include "ferry/tracing.h"
 #ifdef FERRY_TEST_METRICS
 #include "ferry/metrics.h"
 #include "prometheus/registry.h"
@@ -249,6 +250,34 @@ TEST_F(AllocationsWithMetrics, NonePerUnaryCallOnTheClientOnceWarm) {
   expect_none_per_call([] { return static_cast<std::int64_t>(bench::thread_allocation_count()); });
 }
 #endif
+
+// ferry::tracing on both sides (ferry/tracing.h) sampling nothing: each call still reads and
+// writes its traceparent, takes new span ids and keeps its trace context in its contexts, and
+// none of that allocates (a recording span would; a sampled-out call must cost nothing).
+ServerOptions one_thread_traced() {
+  ServerOptions options = one_thread();
+  options.interceptors.push_back(make_server_tracing({.sample_ratio = 0.0}));
+  return options;
+}
+
+ChannelOptions like_a_real_client_traced() {
+  ChannelOptions options = like_a_real_client();
+  options.interceptors.push_back(make_client_tracing({.sample_ratio = 0.0}));
+  return options;
+}
+
+class AllocationsWithTracing : public Allocations {
+ protected:
+  AllocationsWithTracing() : Allocations(one_thread_traced(), like_a_real_client_traced()) {}
+};
+
+TEST_F(AllocationsWithTracing, NonePerUnaryCallOnceWarm) {
+  expect_none_per_call([this] { return server_allocations(); });
+}
+
+TEST_F(AllocationsWithTracing, NonePerUnaryCallOnTheClientOnceWarm) {
+  expect_none_per_call([] { return static_cast<std::int64_t>(bench::thread_allocation_count()); });
+}
 
 TEST_F(Allocations, NonePerStreamedMessageOnceWarm) {
   auto stream = [this](int messages) {

@@ -31,6 +31,12 @@ struct CallInfo {
   // as written when it has a scheme ("dns:", "unix:", "ipv4:" ...), else "dns:///" + target.
   // Lives as long as the channel. Empty on the server.
   std::string_view target;
+  // Client on_attempt_start only (gRFC A72's attempt attributes): the attempts made before this
+  // one, transparent retries not counted (what grpc-previous-rpc-attempts tells the server), and
+  // whether this attempt is a transparent retry (the one before never reached the server's
+  // application).
+  int previous_attempts = 0;
+  bool transparent_retry = false;
 };
 
 // How a call ended.

@@ -9,6 +9,7 @@
 
 #include "ferry/compression.h"
 #include "ferry/metadata.h"
+#include "ferry/trace_context.h"
 
 namespace ferry {
 
@@ -28,7 +29,8 @@ class ClientContext {
   // is aborted (the client cancels, the deadline passes, the connection is lost, the server
   // cancels it at shutdown). From the handler, on its thread; the context may then be used on
   // any channel. Metadata is not copied. Setting a deadline afterwards replaces the inherited
-  // one (shorten it only). Costs one allocation per server call that uses it.
+  // one (shorten it only). The server call's trace context becomes the trace parent
+  // (set_trace_parent). Costs one allocation per server call that uses it.
   static ClientContext from_server_context(ServerContext& server);
 
   // The call fails with DEADLINE_EXCEEDED when it has not completed by then; the server is told
@@ -77,6 +79,24 @@ class ClientContext {
   void set_idempotent(bool idempotent) { idempotent_ = idempotent; }
   bool idempotent() const { return idempotent_; }
 
+  // Distributed tracing (ferry/trace_context.h, ferry/tracing.h). The trace parent is the span
+  // this call's span is a child of: an application's own tracer sets its current span's context
+  // here so that ferry's spans (and the headers sent) join its trace; from_server_context sets
+  // the server call's (its span: the handler's calls are children of it). Without a tracing
+  // interceptor on the channel nothing reads it. Set it before the call starts. Default:
+  // invalid (the call starts a new trace, or none when not sampled).
+  void set_trace_parent(const TraceContext& parent) { trace_parent_ = parent; }
+  const TraceContext& trace_parent() const { return trace_parent_; }
+  // The context of the span the tracing interceptor opened for this call (gRFC A72's
+  // Sent.<service>.<method>), from its on_start on; invalid without one. set_trace_context and
+  // set_call_tracer are the interceptor's: the tracer writes each attempt's propagation headers
+  // and, when it records, hears of its messages; the context keeps it (shared with the copies
+  // ferry makes of the context while a call runs).
+  const TraceContext& trace_context() const { return trace_context_; }
+  void set_trace_context(const TraceContext& context) { trace_context_ = context; }
+  void set_call_tracer(std::shared_ptr<CallTracer> tracer) { call_tracer_ = std::move(tracer); }
+  CallTracer* call_tracer() const { return call_tracer_.get(); }
+
   // The server's response headers and trailers. The call keeps what arrives and hands it over
   // from the operations the application awaits: the headers' metadata with the first response
   // a read returns (or the end of the call), the trailers' when finish() returns (a unary call:
@@ -101,6 +121,9 @@ class ClientContext {
   Metadata initial_metadata_;
   Metadata trailing_metadata_;
   std::shared_ptr<detail::CancellationLink> parent_;  // from_server_context; null otherwise
+  TraceContext trace_parent_;
+  TraceContext trace_context_;
+  std::shared_ptr<CallTracer> call_tracer_;
 };
 
 }  // namespace ferry

@@ -81,9 +81,10 @@ class Metadata {
     std::uint32_t value_size;
   };
   // Keys and values back to back, in place up to a size that holds what a call usually carries
-  // (a user-agent such as grpcio's, ~50 bytes, and a few short entries): every request carries
-  // metadata, and a server that copied it into std::strings allocated per call.
-  absl::InlinedVector<char, 160> bytes_;
+  // (a user-agent such as grpcio's, ~50 bytes, a W3C traceparent, 66 with its key, and a few
+  // short entries): every request carries metadata, and a server that copied it into
+  // std::strings allocated per call.
+  absl::InlinedVector<char, 240> bytes_;
   absl::InlinedVector<Span, 4> spans_;
 };
 

@@ -23,6 +23,7 @@
 #include "ferry/compression.h"
 #include "ferry/metadata.h"
 #include "ferry/tls.h"
+#include "ferry/trace_context.h"
 
 namespace google::protobuf {
 class Arena;
@@ -113,6 +114,19 @@ class ServerContext {
   const CallAuthorization& authorization() const;
   void set_authorization(const CallAuthorization& result, std::shared_ptr<const void> owner);
 
+  // The call's trace context (ferry/trace_context.h): with a tracing interceptor
+  // (ferry/tracing.h), the context of the server span ferry opened for the call, a child of the
+  // client's (traceparent or grpc-trace-bin), or a new root when the client sent none or a
+  // malformed one; an application's own tracer makes its spans children of it. Invalid
+  // (TraceContext::valid() false) without a tracing interceptor. A client call made with
+  // ClientContext::from_server_context(*this) takes it as its parent. set_trace_context is the
+  // interceptor's. No allocation (but for a tracestate over 15 bytes).
+  const TraceContext& trace_context() const;
+  void set_trace_context(const TraceContext& context);
+  // The tracer told of the call's messages (CallTracer::records_messages) and kept until the
+  // call is over; the tracing interceptor's, read back by it. Null when none was set.
+  void set_call_tracer(std::shared_ptr<CallTracer> tracer);
+  CallTracer* call_tracer() const;
   // Metadata for the response headers; only before the first message is written.
   void add_initial_metadata(std::string_view key, std::string_view value);
   // Sends the response headers (with the metadata added so far) now rather than with the first

@@ -7,6 +7,7 @@
 #include "codec/gzip.h"
 #include "common/ref.h"
 #include "ferry/frame_encoder.h"
+#include "ferry/trace_context.h"
 #include "google/protobuf/message_lite.h"
 
 namespace ferry::detail {
@@ -349,6 +350,8 @@ int CallStream::take_message(google::protobuf::MessageLite& msg) {
   last_compressed_ = message.compressed;
   absl::Status parsed;
   if (!message.compressed) {
+    if (tracer_ != nullptr) [[unlikely]]
+      tracer_->on_inbound_message(message.payload.size(), 0);
     parsed = format_.json ? parse_json_message(message.payload, msg)
                           : parse_message(message.payload, msg);
   } else {
@@ -359,6 +362,8 @@ int CallStream::take_message(google::protobuf::MessageLite& msg) {
       on_receive_error(std::move(parsed));
       return -1;
     }
+    if (tracer_ != nullptr) [[unlikely]]
+      tracer_->on_inbound_message(plain.size(), message.payload.size());
     parsed = format_.json ? parse_json_message(plain, msg) : parse_message(plain, msg);
     plain.consume(plain.size());
   }
@@ -381,6 +386,8 @@ int CallStream::take_message(SliceChain& out) {
     return -1;
   }
   if (!message.compressed) {
+    if (tracer_ != nullptr) [[unlikely]]
+      tracer_->on_inbound_message(message.payload.size(), 0);
     out = std::move(message.payload);
     on_message_taken(false);
     return 1;
@@ -390,6 +397,8 @@ int CallStream::take_message(SliceChain& out) {
     on_receive_error(std::move(inflated));
     return -1;
   }
+  if (tracer_ != nullptr) [[unlikely]]
+    tracer_->on_inbound_message(out.size(), message.payload.size());
   on_message_taken(true);
   return 1;
 }
@@ -420,9 +429,19 @@ absl::Status CallStream::enqueue_message(const google::protobuf::MessageLite& ms
                        : encode_compressed_message(msg, send_compression_, scratch,
                                                    limits_.max_send_message_size);
   if (!s.ok()) return s;
-  message_bytes_sent_ += scratch.size() - kFramePrefixSize;
+  const std::size_t wire = scratch.size() - kFramePrefixSize;
+  message_bytes_sent_ += wire;
   outbound.append(scratch.split_front(scratch.size()));
   ++messages_sent_;
+  if (tracer_ != nullptr) [[unlikely]] {
+    // Compressed: the serialized size is the one ByteSizeLong cached while encoding.
+    const bool compressed = send_compression_ != Compression::kIdentity && !options.no_compression;
+    if (compressed) {
+      tracer_->on_outbound_message(static_cast<std::size_t>(msg.GetCachedSize()), wire);
+    } else {
+      tracer_->on_outbound_message(wire, 0);
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -443,6 +462,8 @@ absl::Status CallStream::enqueue_message(const SliceChain& raw, WriteOptions) {
   }
   ++messages_sent_;
   message_bytes_sent_ += raw.size();
+  if (tracer_ != nullptr) [[unlikely]]
+    tracer_->on_outbound_message(raw.size(), 0);
   return absl::OkStatus();
 }
 
@@ -473,9 +494,19 @@ absl::Status CallStream::enqueue_formatted(const google::protobuf::MessageLite& 
     }
   }
   if (!s.ok()) return s;
-  message_bytes_sent_ += scratch.size() - kFramePrefixSize;
+  const std::size_t wire = scratch.size() - kFramePrefixSize;
+  message_bytes_sent_ += wire;
   append_formatted(scratch.split_front(scratch.size()));
   ++messages_sent_;
+  if (tracer_ != nullptr) [[unlikely]] {
+    if (compress) {
+      tracer_->on_outbound_message(
+          format_.json ? format_state_->json.size() : static_cast<std::size_t>(msg.GetCachedSize()),
+          wire);
+    } else {
+      tracer_->on_outbound_message(wire, 0);
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -24,6 +24,7 @@
 #include "ferry/compression.h"
 #include "ferry/frame_decoder.h"
 #include "ferry/limits.h"
+#include "ferry/trace_context.h"
 #include "http2/connection.h"
 
 namespace google::protobuf {
@@ -73,6 +74,11 @@ class CallStream : public http2::Stream, private Deadline {
   // 5-byte gRPC prefix not counted): gRPC's "compressed message size" metrics.
   std::size_t message_bytes_received() const { return message_bytes_received_; }
   std::size_t message_bytes_sent() const { return message_bytes_sent_; }
+
+  // The tracer told of each message sent and taken (ferry/trace_context.h), or null: set when
+  // the tracer records messages, which must then outlive the call's messages (the call's owner
+  // keeps it). On the call's thread.
+  void set_message_tracer(CallTracer* tracer) { tracer_ = tracer; }
 
  protected:
   ~CallStream() override { disarm_deadline(); }
@@ -271,6 +277,7 @@ class CallStream : public http2::Stream, private Deadline {
   Compression recv_compression_ = Compression::kIdentity;
   bool last_compressed_ = false;
   bool single_message_ = false;
+  CallTracer* tracer_ = nullptr;  // set_message_tracer
   std::size_t messages_received_ = 0;
   std::size_t messages_sent_ = 0;
   std::size_t message_bytes_received_ = 0;

@@ -134,6 +134,41 @@ std::optional<std::string> decode_binary_header(std::string_view encoded) {
   return out;
 }
 
+std::optional<std::size_t> decode_binary_header_into(std::string_view encoded, char* out,
+                                                     std::size_t capacity) {
+  while (!encoded.empty() && encoded.back() == '=') encoded.remove_suffix(1);
+  if (encoded.size() % 4 == 1) return std::nullopt;  // no whole byte in the last group
+  const std::size_t size =
+      encoded.size() / 4 * 3 + (encoded.size() % 4 == 0 ? 0 : encoded.size() % 4 - 1);
+  if (size > capacity) return std::nullopt;
+  std::uint32_t bits = 0;
+  int held = 0;
+  std::size_t at = 0;
+  for (char c : encoded) {
+    int v;
+    if (c >= 'A' && c <= 'Z') {
+      v = c - 'A';
+    } else if (c >= 'a' && c <= 'z') {
+      v = c - 'a' + 26;
+    } else if (c >= '0' && c <= '9') {
+      v = c - '0' + 52;
+    } else if (c == '+') {
+      v = 62;
+    } else if (c == '/') {
+      v = 63;
+    } else {
+      return std::nullopt;
+    }
+    bits = (bits << 6) | static_cast<std::uint32_t>(v);
+    held += 6;
+    if (held >= 8) {
+      held -= 8;
+      out[at++] = static_cast<char>((bits >> held) & 0xff);
+    }
+  }
+  return at;
+}
+
 absl::Status malformed_binary_header(std::string_view name) {
   return absl::InternalError(
       absl::StrCat("malformed binary metadata: the value of '", to_absl(name), "' is not base64"));

@@ -32,6 +32,10 @@ std::string percent_decode(std::string_view encoded);
 // -bin metadata values: base64 without padding when sending; padded or unpadded when receiving.
 std::string encode_binary_header(std::string_view raw);
 std::optional<std::string> decode_binary_header(std::string_view encoded);
+// One base64 value (padded or not, no comma-joined list) decoded into out without allocating:
+// its size, or nullopt when it is not base64 or decodes to more than capacity bytes.
+std::optional<std::size_t> decode_binary_header_into(std::string_view encoded, char* out,
+                                                     std::size_t capacity);
 // The status of a call whose peer sent a -bin value that is not base64: INTERNAL, naming the key
 // (grpc-go's "malformed binary metadata").
 absl::Status malformed_binary_header(std::string_view name);

@@ -1,6 +1,8 @@
 // Implementation of src/client/client_call.h.
 #include "client/client_call.h"
 
+#include <optional>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -178,6 +180,19 @@ void ClientCall::submit(std::string_view path, std::string_view authority,
   for (const auto& [key, value] : context_->metadata()) {
     fields.push_back(
         {key, is_binary_metadata_key(key) ? std::string_view(encoded[next_encoded++]) : value});
+  }
+  // The attempt's trace context (gRFC A72), as the channel's tracing interceptor writes it;
+  // in place until the submit below, and only built for a call with a tracer.
+  std::optional<TraceHeaders> trace_headers;
+  if (CallTracer* tracer = context_->call_tracer_.get(); tracer != nullptr) {
+    tracer->add_attempt_headers(context_->trace_context_, trace_headers.emplace());
+    for (std::size_t i = 0; i < trace_headers->size; ++i) {
+      fields.push_back({trace_headers->keys[i], trace_headers->values[i]});
+    }
+    if (tracer->records_messages()) {
+      tracer_owner_ = context_->call_tracer_;  // kept while the attempt's messages may come
+      set_message_tracer(tracer);
+    }
   }
 
   auto* transport = static_cast<http2::ClientTransport*>(connection_);

@@ -244,6 +244,7 @@ class ClientCall final : public CallStream, public StreamCall {
   std::string status_details_;  // grpc-status-details-bin, decoded
   absl::Status status_;
   Event done_event_;
+  std::shared_ptr<CallTracer> tracer_owner_;  // the context's, while it records the messages
   std::unique_ptr<ClientCallObserver> observer_;
   // observer_ as set_observer() gave it (a retry moves no observer into a plain stream's call),
   // for detach_context() on the application's thread.

@@ -11,6 +11,8 @@ ClientContext ClientContext::from_server_context(ServerContext& server) {
   ClientContext context;
   context.deadline_ = server.deadline();
   context.parent_ = server.cancellation_link();
+  // The server call's span is the parent of the calls its handler makes (gRFC A72).
+  context.trace_parent_ = server.trace_context();
   return context;
 }
 

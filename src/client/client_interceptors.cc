@@ -100,7 +100,7 @@ class InterceptedCall final : public ClientCallObserver {
     }
     ++attempts_;
     attempt_open_ = true;
-    const CallInfo info{method_, kind_, core_->canonical_target()};
+    const CallInfo info{method_, kind_, core_->canonical_target(), retries_, transparent};
     const auto& interceptors = core_->interceptors();
     for (std::size_t i = 0; i < entered_; ++i) {
       try {

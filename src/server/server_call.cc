@@ -19,6 +19,9 @@ constexpr std::string_view kStatusOk = "200";
 constexpr std::string_view kStatusCodes[] = {"0", "1",  "2",  "3",  "4",  "5",  "6",  "7", "8",
                                              "9", "10", "11", "12", "13", "14", "15", "16"};
 constexpr std::string_view kGrpcContentType = "application/grpc";
+// grpc-trace-bin's largest kept value: version 0 is 29 bytes; the room beyond is for fields a
+// later version appends (parsed as far as known). A longer value is dropped unread.
+constexpr std::size_t kMaxTraceBinBytes = 64;
 
 }  // namespace
 
@@ -116,6 +119,17 @@ bool ServerCall::on_header(std::string_view name, std::string_view value) {
   // A retried call's attempt count: shown to the handler, as grpc++ does (the retry design).
   if (header_is(name, "grpc-previous-rpc-attempts")) {
     client_metadata_.add(name, value);
+    return true;
+  }
+  // gRFC A72's grpc-trace-bin (OpenCensus' binary span context): reserved, yet kept in the
+  // metadata for a tracing interceptor (ferry/tracing.h), decoded in place. A value that is not
+  // base64, or longer than the format, is dropped: a malformed trace context is ignored (the
+  // call starts a new trace), never an error to the call.
+  if (header_is(name, "grpc-trace-bin")) {
+    char raw[kMaxTraceBinBytes];
+    if (auto size = decode_binary_header_into(value, raw, sizeof raw)) {
+      client_metadata_.add(name, std::string_view(raw, *size));
+    }
     return true;
   }
   if (header_starts_with(name, "grpc-")) return true;  // reserved: not metadata

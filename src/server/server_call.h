@@ -16,6 +16,7 @@
 #include "ferry/metadata.h"
 #include "ferry/server_context.h"
 #include "ferry/service.h"
+#include "ferry/trace_context.h"
 #include "google/protobuf/arena.h"
 #include "server/call_site.h"
 #include "server/handler_runners.h"
@@ -57,6 +58,15 @@ class ServerCall final : public CallStream {
   void set_authorization(const CallAuthorization& result, std::shared_ptr<const void> owner) {
     authorization_owner_ = std::move(owner);  // first: result may view the previous owner's
     authorization_ = result;
+  }
+
+  // The call's trace context and tracer (ServerContext::trace_context, set_call_tracer).
+  const TraceContext& trace_context() const { return trace_context_; }
+  void set_trace_context(const TraceContext& context) { trace_context_ = context; }
+  CallTracer* call_tracer() const { return tracer_owner_.get(); }
+  void set_call_tracer(std::shared_ptr<CallTracer> tracer) {
+    set_message_tracer(tracer != nullptr && tracer->records_messages() ? tracer.get() : nullptr);
+    tracer_owner_ = std::move(tracer);
   }
 
   google::protobuf::Arena* arena() { return &arena_; }
@@ -197,7 +207,9 @@ class ServerCall final : public CallStream {
   std::string malformed_binary_key_;
   std::uint64_t connection_id_ = 0;               // the site's: a handler may outlive the stream
   std::shared_ptr<const PeerIdentity> identity_;  // the same for TLS: null in cleartext
-  CallAuthorization authorization_;               // views what authorization_owner_ holds
+  TraceContext trace_context_;
+  std::shared_ptr<CallTracer> tracer_owner_;  // set_call_tracer
+  CallAuthorization authorization_;           // views what authorization_owner_ holds
   std::shared_ptr<const void> authorization_owner_;
   std::size_t header_bytes_ = 0;
   bool headers_done_ = false;

@@ -17,6 +17,14 @@ void ServerContext::set_authorization(const CallAuthorization& result,
                                       std::shared_ptr<const void> owner) {
   call_->set_authorization(result, std::move(owner));
 }
+const TraceContext& ServerContext::trace_context() const { return call_->trace_context(); }
+void ServerContext::set_trace_context(const TraceContext& context) {
+  call_->set_trace_context(context);
+}
+void ServerContext::set_call_tracer(std::shared_ptr<CallTracer> tracer) {
+  call_->set_call_tracer(std::move(tracer));
+}
+CallTracer* ServerContext::call_tracer() const { return call_->call_tracer(); }
 google::protobuf::Arena* ServerContext::arena() const { return call_->arena(); }
 
 void ServerContext::add_initial_metadata(std::string_view key, std::string_view value) {

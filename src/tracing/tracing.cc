@@ -1,0 +1,475 @@
+// ferry::tracing's interceptors (ferry/tracing.h): gRFC A72's spans around server and client
+// calls, their sampling, and the attempt headers. A call that is not sampled records nothing and
+// allocates nothing: its context is a few bytes in its ServerContext or ClientContext, and a
+// client call's tracer is the interceptor's shared non-recording one.
+#include "ferry/tracing.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "ferry/interceptor.h"
+
+namespace ferry {
+namespace {
+
+// ---- ids ----------------------------------------------------------------------------------
+// A per-thread xoshiro256** generator, seeded from the system's entropy and the thread: ids
+// need to be unique, not secret (W3C §3.2.2.3 asks for randomness, and the sampler reads the
+// trace id's bits as uniform).
+class IdGenerator {
+ public:
+  IdGenerator() {
+    std::random_device device;
+    std::uint64_t seed =
+        (static_cast<std::uint64_t>(device()) << 32) ^ device() ^
+        static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+        std::hash<std::thread::id>{}(std::this_thread::get_id());
+    for (auto& word : state_) word = splitmix(seed);
+  }
+  std::uint64_t next() {
+    const std::uint64_t result = rotl(state_[1] * 5, 7) * 9;
+    const std::uint64_t t = state_[1] << 17;
+    state_[2] ^= state_[0];
+    state_[3] ^= state_[1];
+    state_[1] ^= state_[2];
+    state_[0] ^= state_[3];
+    state_[2] ^= t;
+    state_[3] = rotl(state_[3], 45);
+    return result;
+  }
+
+ private:
+  static std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  static std::uint64_t splitmix(std::uint64_t& x) {
+    std::uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  std::uint64_t state_[4];
+};
+
+IdGenerator& ids() {
+  thread_local IdGenerator generator;
+  return generator;
+}
+
+template <std::size_t N>
+void fill_random(std::array<std::uint8_t, N>& out) {
+  bool nonzero = false;
+  while (!nonzero) {  // an all-zero id is invalid (W3C)
+    for (std::size_t i = 0; i < N; i += 8) {
+      std::uint64_t word = ids().next();
+      for (std::size_t j = 0; j < 8 && i + j < N; ++j) {
+        out[i + j] = static_cast<std::uint8_t>(word >> (8 * j));
+        nonzero = nonzero || out[i + j] != 0;
+      }
+    }
+  }
+}
+
+std::array<std::uint8_t, 8> new_span_id() {
+  std::array<std::uint8_t, 8> id;
+  fill_random(id);
+  return id;
+}
+
+std::int64_t now_unix_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// ---- names and status -----------------------------------------------------------------------
+
+// gRFC A72: "<prefix>.<service>.<method>" from "/<service>/<method>".
+std::string span_name(std::string_view prefix, std::string_view method) {
+  if (!method.empty() && method.front() == '/') method.remove_prefix(1);
+  std::string name;
+  name.reserve(prefix.size() + 1 + method.size());
+  name.append(prefix.data(), prefix.size());
+  name += '.';
+  for (char c : method) name += c == '/' ? '.' : c;
+  return name;
+}
+
+// gRFC A72: OK is status OK; any other code is ERROR, described by its code's name and the
+// message ("UNAVAILABLE, unable to resolve host").
+void set_status(SpanData& span, const absl::Status& status) {
+  if (status.ok()) {
+    span.status = SpanStatusCode::kOk;
+    return;
+  }
+  span.status = SpanStatusCode::kError;
+  span.status_message = absl::StatusCodeToString(status.code());
+  if (!status.message().empty()) {
+    span.status_message += ", ";
+    span.status_message.append(status.message().data(), status.message().size());
+  }
+}
+
+// gRFC A72's message events: one event per message, with its sequence number on the span
+// (counted from 0 in each direction), its size, and its compressed size when it was compressed
+// (grpc-go's form: one event carrying both sizes).
+void add_message_event(SpanData& span, const char* name, std::int64_t sequence, std::size_t size,
+                       std::size_t compressed_size) {
+  SpanEvent event;
+  event.name = name;
+  event.time_unix_ns = now_unix_ns();
+  event.attributes.push_back({"sequence-number", sequence});
+  event.attributes.push_back({"message-size", static_cast<std::int64_t>(size)});
+  if (compressed_size != 0) {
+    event.attributes.push_back(
+        {"message-size-compressed", static_cast<std::int64_t>(compressed_size)});
+  }
+  span.events.push_back(std::move(event));
+}
+
+// ---- propagation -----------------------------------------------------------------------------
+
+bool has(TracePropagation set, TracePropagation format) {
+  return (static_cast<int>(set) & static_cast<int>(format)) != 0;
+}
+
+// -bin values travel in base64 (unpadded, as gRPC sends them).
+std::size_t base64_unpadded(const std::uint8_t* in, std::size_t size, char* out) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::size_t at = 0;
+  std::size_t i = 0;
+  for (; i + 3 <= size; i += 3) {
+    const std::uint32_t v = in[i] << 16 | in[i + 1] << 8 | in[i + 2];
+    out[at++] = kAlphabet[(v >> 18) & 63];
+    out[at++] = kAlphabet[(v >> 12) & 63];
+    out[at++] = kAlphabet[(v >> 6) & 63];
+    out[at++] = kAlphabet[v & 63];
+  }
+  if (size - i == 1) {
+    const std::uint32_t v = in[i] << 16;
+    out[at++] = kAlphabet[(v >> 18) & 63];
+    out[at++] = kAlphabet[(v >> 12) & 63];
+  } else if (size - i == 2) {
+    const std::uint32_t v = in[i] << 16 | in[i + 1] << 8;
+    out[at++] = kAlphabet[(v >> 18) & 63];
+    out[at++] = kAlphabet[(v >> 12) & 63];
+    out[at++] = kAlphabet[(v >> 6) & 63];
+  }
+  return at;
+}
+
+// The headers of an attempt whose span is `attempt` (tracestate: the call's, which outlives
+// the headers' submission).
+void write_attempt_headers(TracePropagation propagation, const TraceContext& attempt,
+                           const std::string& tracestate, TraceHeaders& out) {
+  if (has(propagation, TracePropagation::kW3C)) {
+    std::array<char, kTraceparentSize> traceparent;
+    write_traceparent(attempt, traceparent);
+    out.add_copy("traceparent", std::string_view(traceparent.data(), traceparent.size()));
+    if (!tracestate.empty()) out.add_view("tracestate", tracestate);
+  }
+  if (has(propagation, TracePropagation::kGrpcTraceBin)) {
+    std::array<std::uint8_t, kGrpcTraceBinSize> bin;
+    write_grpc_trace_bin(attempt, bin);
+    char encoded[40];
+    const std::size_t n = base64_unpadded(bin.data(), bin.size(), encoded);
+    out.add_copy("grpc-trace-bin", std::string_view(encoded, n));
+  }
+}
+
+// The context of a new span under parent (invalid: a new trace), sampled as the options say.
+TraceContext child_of(const TraceContext& parent, double ratio) {
+  TraceContext span;
+  bool sampled;
+  if (parent.valid()) {
+    span.trace_id = parent.trace_id;
+    span.tracestate = parent.tracestate;
+    sampled = parent.sampled();
+  } else {
+    fill_random(span.trace_id);
+    sampled = trace_id_ratio_sampled(span.trace_id, ratio);
+  }
+  span.span_id = new_span_id();
+  span.flags = sampled ? TraceContext::kSampled : 0;
+  return span;
+}
+
+SpanData open_span(std::string name, SpanKind kind, const TraceContext& span,
+                   const TraceContext& parent, bool parent_remote) {
+  SpanData data;
+  data.trace_id = span.trace_id;
+  data.span_id = span.span_id;
+  if (parent.valid()) {
+    data.parent_span_id = parent.span_id;
+    data.parent_is_remote = parent_remote;
+  }
+  data.flags = span.flags;
+  data.tracestate = span.tracestate;
+  data.name = std::move(name);
+  data.kind = kind;
+  data.start_unix_ns = now_unix_ns();
+  return data;
+}
+
+// ---- the server ------------------------------------------------------------------------------
+
+// A sampled server call's Recv span, told of its messages by the call's thread.
+class RecvSpan final : public CallTracer {
+ public:
+  RecvSpan(const void* owner, SpanData data) : owner_(owner), data_(std::move(data)) {}
+  bool records_messages() const override { return true; }
+  void on_outbound_message(std::size_t size, std::size_t compressed_size) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    add_message_event(data_, "Outbound message", sent_++, size, compressed_size);
+  }
+  void on_inbound_message(std::size_t size, std::size_t compressed_size) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    add_message_event(data_, "Inbound message", received_++, size, compressed_size);
+  }
+  SpanData end(const absl::Status& status) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    set_status(data_, status);
+    data_.end_unix_ns = now_unix_ns();
+    return std::move(data_);
+  }
+  const void* owner() const { return owner_; }
+
+ private:
+  const void* const owner_;  // the interceptor that made it
+  std::mutex mutex_;
+  SpanData data_;
+  std::int64_t sent_ = 0;
+  std::int64_t received_ = 0;
+};
+
+class ServerTracing final : public ServerInterceptor {
+ public:
+  explicit ServerTracing(TracingOptions options) : options_(std::move(options)) {}
+
+  asio::awaitable<absl::Status> on_start(ServerContext& ctx, const CallInfo& call) override {
+    // A malformed or missing context is no context: a new trace (W3C §3.2.2), never an error.
+    const TraceContext parent = extract_trace_context(ctx.client_metadata(), options_.propagation);
+    TraceContext span = child_of(parent, options_.sample_ratio);
+    if (span.sampled() && options_.processor != nullptr) {
+      ctx.set_call_tracer(std::make_shared<RecvSpan>(
+          this, open_span(span_name("Recv", call.method), SpanKind::kServer, span, parent,
+                          /*parent_remote=*/true)));
+    }
+    ctx.set_trace_context(span);
+    return ready_status();
+  }
+
+  void on_finish(ServerContext& ctx, const CallInfo&, const CallOutcome& outcome) override {
+    auto* span = dynamic_cast<RecvSpan*>(ctx.call_tracer());
+    if (span == nullptr || span->owner() != this) return;
+    options_.processor->on_end(span->end(outcome.status));
+  }
+
+ private:
+  const TracingOptions options_;
+};
+
+// ---- the client ------------------------------------------------------------------------------
+
+// An unsampled client call's tracer, shared by all of them: writes each attempt's headers with
+// a fresh span id under the call's context (W3C: a context that is not sampled is still
+// propagated), records nothing. Thread-safe (no state).
+class PropagatingTracer final : public CallTracer {
+ public:
+  explicit PropagatingTracer(TracePropagation propagation) : propagation_(propagation) {}
+  void add_attempt_headers(const TraceContext& call, TraceHeaders& out) override {
+    TraceContext attempt;
+    attempt.trace_id = call.trace_id;
+    attempt.span_id = new_span_id();
+    attempt.flags = call.flags;
+    write_attempt_headers(propagation_, attempt, call.tracestate, out);
+  }
+
+ private:
+  const TracePropagation propagation_;
+};
+
+// A sampled client call's spans: Sent for the call, Attempt for the attempt under way. The
+// attempt's headers are written as its stream is created, before its on_attempt_start hook:
+// the span id chosen for them is the one the attempt's span then takes.
+class ClientSpans final : public CallTracer {
+ public:
+  ClientSpans(const void* owner, TracePropagation propagation, SpanData sent, std::string method)
+      : owner_(owner),
+        propagation_(propagation),
+        sent_(std::move(sent)),
+        method_(std::move(method)) {}
+
+  bool records_messages() const override { return true; }
+
+  void add_attempt_headers(const TraceContext& call, TraceHeaders& out) override {
+    TraceContext attempt;
+    attempt.trace_id = call.trace_id;
+    attempt.flags = call.flags;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (attempt_ && !attempt_headers_) {
+        attempt.span_id = attempt_->span_id;  // the attempt started first (a Connect GET)
+        attempt_headers_ = true;
+      } else {
+        pending_span_id_ = new_span_id();
+        attempt.span_id = *pending_span_id_;
+      }
+    }
+    write_attempt_headers(propagation_, attempt, call.tracestate, out);
+  }
+
+  void on_outbound_message(std::size_t size, std::size_t compressed_size) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (attempt_)
+      add_message_event(*attempt_, "Outbound message", sent_messages_++, size, compressed_size);
+  }
+  void on_inbound_message(std::size_t size, std::size_t compressed_size) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (attempt_)
+      add_message_event(*attempt_, "Inbound message", received_messages_++, size, compressed_size);
+  }
+
+  void attempt_start(int previous_attempts, bool transparent) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    TraceContext span;
+    span.trace_id = sent_.trace_id;
+    span.flags = sent_.flags;
+    attempt_headers_ = pending_span_id_.has_value();
+    span.span_id = pending_span_id_ ? *pending_span_id_ : new_span_id();
+    pending_span_id_.reset();
+    TraceContext parent;
+    parent.trace_id = sent_.trace_id;
+    parent.span_id = sent_.span_id;
+    attempt_ = open_span(span_name("Attempt", method_), SpanKind::kInternal, span, parent,
+                         /*parent_remote=*/false);
+    attempt_->tracestate = sent_.tracestate;
+    // gRFC A72: set as the attempt's span is created.
+    attempt_->attributes.push_back({"previous-rpc-attempts", std::int64_t{previous_attempts}});
+    attempt_->attributes.push_back({"transparent-retry", transparent});
+    sent_messages_ = 0;
+    received_messages_ = 0;
+  }
+
+  std::optional<SpanData> attempt_end(const absl::Status& status) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return end_attempt_locked(status);
+  }
+
+  // The call is over: its open attempt (if any) and the Sent span.
+  std::pair<std::optional<SpanData>, SpanData> finish(const absl::Status& status) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::optional<SpanData> attempt = end_attempt_locked(status);
+    set_status(sent_, status);
+    sent_.end_unix_ns = now_unix_ns();
+    return {std::move(attempt), std::move(sent_)};
+  }
+
+  const void* owner() const { return owner_; }
+
+ private:
+  std::optional<SpanData> end_attempt_locked(const absl::Status& status) {
+    if (!attempt_) return std::nullopt;
+    set_status(*attempt_, status);
+    attempt_->end_unix_ns = now_unix_ns();
+    std::optional<SpanData> ended = std::move(attempt_);
+    attempt_.reset();
+    return ended;
+  }
+
+  const void* const owner_;
+  const TracePropagation propagation_;
+  std::mutex mutex_;  // the call's thread (messages, headers) and the hooks' may differ
+  SpanData sent_;
+  std::string method_;
+  std::optional<SpanData> attempt_;
+  bool attempt_headers_ = false;  // attempt_'s id went out in its headers
+  std::optional<std::array<std::uint8_t, 8>> pending_span_id_;  // headers written, not started
+  std::int64_t sent_messages_ = 0;
+  std::int64_t received_messages_ = 0;
+};
+
+class ClientTracing final : public ClientInterceptor {
+ public:
+  explicit ClientTracing(TracingOptions options)
+      : options_(std::move(options)),
+        propagating_(std::make_shared<PropagatingTracer>(options_.propagation)) {}
+
+  asio::awaitable<absl::Status> on_start(ClientContext& ctx, const CallInfo& call) override {
+    const TraceContext& parent = ctx.trace_parent();
+    TraceContext span = child_of(parent, options_.sample_ratio);
+    if (span.sampled() && options_.processor != nullptr) {
+      ctx.set_call_tracer(std::make_shared<ClientSpans>(
+          this, options_.propagation,
+          open_span(span_name("Sent", call.method), SpanKind::kClient, span, parent,
+                    /*parent_remote=*/false),
+          std::string(call.method)));
+    } else {
+      ctx.set_call_tracer(propagating_);
+    }
+    ctx.set_trace_context(span);
+    return ready_status();
+  }
+
+  void on_attempt_start(ClientContext& ctx, const CallInfo& call) override {
+    if (ClientSpans* spans = ours(ctx)) {
+      spans->attempt_start(call.previous_attempts, call.transparent_retry);
+    }
+  }
+
+  void on_attempt_end(ClientContext& ctx, const CallInfo&, const CallOutcome& attempt) override {
+    if (ClientSpans* spans = ours(ctx)) {
+      if (auto ended = spans->attempt_end(attempt.status))
+        options_.processor->on_end(std::move(*ended));
+    }
+  }
+
+  void on_finish(ClientContext& ctx, const CallInfo&, const CallOutcome& outcome) override {
+    if (ClientSpans* spans = ours(ctx)) {
+      auto [attempt, sent] = spans->finish(outcome.status);
+      if (attempt) options_.processor->on_end(std::move(*attempt));
+      options_.processor->on_end(std::move(sent));
+    }
+  }
+
+ private:
+  ClientSpans* ours(ClientContext& ctx) const {
+    CallTracer* tracer = ctx.call_tracer();
+    if (tracer == nullptr || tracer == propagating_.get()) return nullptr;
+    auto* spans = dynamic_cast<ClientSpans*>(tracer);
+    return spans != nullptr && spans->owner() == this ? spans : nullptr;
+  }
+
+  const TracingOptions options_;
+  const std::shared_ptr<PropagatingTracer> propagating_;
+};
+
+}  // namespace
+
+bool trace_id_ratio_sampled(const std::array<std::uint8_t, 16>& trace_id, double ratio) {
+  if (!(ratio > 0)) return false;  // 0, negative or NaN: never
+  if (ratio >= 1) return true;
+  std::uint64_t low = 0;
+  for (std::size_t i = 8; i < 16; ++i) low = low << 8 | trace_id[i];
+  const auto bound = static_cast<std::uint64_t>(ratio * 9223372036854775808.0);  // ratio x 2^63
+  return (low >> 1) < bound;
+}
+
+std::shared_ptr<ServerInterceptor> make_server_tracing(TracingOptions options) {
+  return std::make_shared<ServerTracing>(std::move(options));
+}
+
+std::shared_ptr<ClientInterceptor> make_client_tracing(TracingOptions options) {
+  return std::make_shared<ClientTracing>(std::move(options));
+}
+
+}  // namespace ferry

@@ -1,0 +1,481 @@
+// ferry::tracing (ferry/tracing.h) over loopback: gRFC A72's spans on both ends share one trace
+// with the right parents, in each propagation format; retries give an Attempt span each; a
+// handler's outgoing call is a child of its Recv span; an application's tracer joins; sampling
+// 0 records nothing yet propagates; malformed contexts start a new trace; statuses map as A72
+// says; message events carry sizes.
+#include "ferry/tracing.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ferry/channel.h"
+#include "ferry/interceptor.h"
+#include "ferry/retry.h"
+#include "ferry/server.h"
+#include "ferry/testing/echo.pb.h"
+#include "support/loopback.h"
+
+namespace ferry {
+namespace {
+
+using testing::EchoRequest;
+using testing::EchoResponse;
+using testing::Loopback;
+
+struct Tracing {
+  explicit Tracing(TracePropagation propagation = TracePropagation::kW3C, double ratio = 1.0)
+      : exporter(std::make_shared<InMemorySpanExporter>()),
+        processor(std::make_shared<BatchSpanProcessor>(exporter)) {
+    options.processor = processor;
+    options.propagation = propagation;
+    options.sample_ratio = ratio;
+    server_options.interceptors.push_back(make_server_tracing(options));
+    channel_options.interceptors.push_back(make_client_tracing(options));
+  }
+  std::vector<SpanData> spans() {
+    processor->force_flush();
+    return exporter->spans();
+  }
+
+  std::shared_ptr<InMemorySpanExporter> exporter;
+  std::shared_ptr<BatchSpanProcessor> processor;
+  TracingOptions options;
+  ServerOptions server_options;
+  ChannelOptions channel_options;
+};
+
+std::vector<const SpanData*> named(const std::vector<SpanData>& spans, std::string_view name) {
+  std::vector<const SpanData*> out;
+  for (const SpanData& s : spans) {
+    if (s.name == name) out.push_back(&s);
+  }
+  return out;
+}
+
+std::optional<std::int64_t> int_attribute(const std::vector<SpanAttribute>& attributes,
+                                          std::string_view key) {
+  for (const SpanAttribute& a : attributes) {
+    if (a.key == key) return std::get<std::int64_t>(a.value);
+  }
+  return std::nullopt;
+}
+
+std::optional<bool> bool_attribute(const std::vector<SpanAttribute>& attributes,
+                                   std::string_view key) {
+  for (const SpanAttribute& a : attributes) {
+    if (a.key == key) return std::get<bool>(a.value);
+  }
+  return std::nullopt;
+}
+
+const std::array<std::uint8_t, 8> kNoParent{};
+
+// Sees what the server received, after the tracing interceptor.
+class HeaderProbe final : public ServerInterceptor {
+ public:
+  asio::awaitable<absl::Status> on_start(ServerContext& ctx, const CallInfo&) override {
+    std::lock_guard lock(mutex);
+    traceparent = std::string(ctx.client_metadata().get("traceparent").value_or(""));
+    trace_bin = std::string(ctx.client_metadata().get("grpc-trace-bin").value_or(""));
+    context = ctx.trace_context();
+    return ready_status();
+  }
+  std::mutex mutex;
+  std::string traceparent;
+  std::string trace_bin;
+  TraceContext context;
+};
+
+class Propagation : public ::testing::TestWithParam<TracePropagation> {};
+
+// One unary call: Sent (client, a root) > Attempt > Recv (server, its parent remote), one trace
+// id, each span OK with its message events.
+TEST_P(Propagation, ClientAndServerSpansShareATrace) {
+  Tracing tracing(GetParam());
+  Loopback loop(tracing.server_options, tracing.channel_options);
+  EchoRequest request;
+  request.set_payload(std::string(100, 'x'));
+  EchoResponse response;
+  ClientContext ctx;
+  const absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
+    co_return co_await loop.stub().Echo(ctx, request, response);
+  });
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_TRUE(loop.wait_until([&] { return tracing.spans().size() == 3; }));
+  const auto spans = tracing.spans();
+  const auto sent = named(spans, "Sent.ferry.testing.Echo.Echo");
+  const auto attempt = named(spans, "Attempt.ferry.testing.Echo.Echo");
+  const auto recv = named(spans, "Recv.ferry.testing.Echo.Echo");
+  ASSERT_EQ(sent.size(), 1u);
+  ASSERT_EQ(attempt.size(), 1u);
+  ASSERT_EQ(recv.size(), 1u);
+  EXPECT_EQ(sent[0]->kind, SpanKind::kClient);
+  EXPECT_EQ(recv[0]->kind, SpanKind::kServer);
+  EXPECT_EQ(sent[0]->parent_span_id, kNoParent);
+  EXPECT_EQ(attempt[0]->trace_id, sent[0]->trace_id);
+  EXPECT_EQ(recv[0]->trace_id, sent[0]->trace_id);
+  EXPECT_EQ(attempt[0]->parent_span_id, sent[0]->span_id);
+  EXPECT_EQ(recv[0]->parent_span_id, attempt[0]->span_id);
+  EXPECT_TRUE(recv[0]->parent_is_remote);
+  EXPECT_EQ(ctx.trace_context().span_id, sent[0]->span_id);  // the call's span, for the app
+  for (const SpanData* span : {sent[0], attempt[0], recv[0]}) {
+    EXPECT_EQ(span->status, SpanStatusCode::kOk) << span->name;
+    EXPECT_TRUE(span->flags & TraceContext::kSampled);
+    EXPECT_LE(span->start_unix_ns, span->end_unix_ns);
+  }
+  EXPECT_EQ(int_attribute(attempt[0]->attributes, "previous-rpc-attempts"), 0);
+  EXPECT_EQ(bool_attribute(attempt[0]->attributes, "transparent-retry"), false);
+  // A72's message events: the attempt sent one and received one, the server the reverse.
+  ASSERT_EQ(attempt[0]->events.size(), 2u);
+  EXPECT_EQ(attempt[0]->events[0].name, "Outbound message");
+  EXPECT_EQ(int_attribute(attempt[0]->events[0].attributes, "sequence-number"), 0);
+  EXPECT_EQ(int_attribute(attempt[0]->events[0].attributes, "message-size"),
+            static_cast<std::int64_t>(request.ByteSizeLong()));
+  EXPECT_EQ(int_attribute(attempt[0]->events[0].attributes, "message-size-compressed"),
+            std::nullopt);
+  EXPECT_EQ(attempt[0]->events[1].name, "Inbound message");
+  EXPECT_EQ(int_attribute(attempt[0]->events[1].attributes, "message-size"),
+            static_cast<std::int64_t>(response.ByteSizeLong()));
+  ASSERT_EQ(recv[0]->events.size(), 2u);
+  EXPECT_EQ(recv[0]->events[0].name, "Inbound message");
+  EXPECT_EQ(recv[0]->events[1].name, "Outbound message");
+  EXPECT_TRUE(sent[0]->events.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, Propagation,
+                         ::testing::Values(TracePropagation::kW3C, TracePropagation::kGrpcTraceBin,
+                                           TracePropagation::kBoth));
+
+// The headers on the wire are the attempt's: traceparent and grpc-trace-bin as configured.
+TEST(Tracing, WritesTheChosenHeaders) {
+  for (TracePropagation p :
+       {TracePropagation::kW3C, TracePropagation::kGrpcTraceBin, TracePropagation::kBoth}) {
+    Tracing tracing(p);
+    auto probe = std::make_shared<HeaderProbe>();
+    tracing.server_options.interceptors.push_back(probe);
+    Loopback loop(tracing.server_options, tracing.channel_options);
+    EchoRequest request;
+    EchoResponse response;
+    ClientContext ctx;
+    ASSERT_TRUE(loop.run([&]() -> asio::awaitable<absl::Status> {
+                      co_return co_await loop.stub().Echo(ctx, request, response);
+                    })
+                    .ok());
+    std::lock_guard lock(probe->mutex);
+    EXPECT_EQ(!probe->traceparent.empty(), p != TracePropagation::kGrpcTraceBin);
+    EXPECT_EQ(probe->trace_bin.size(), p != TracePropagation::kW3C ? kGrpcTraceBinSize : 0u);
+    TraceContext parsed;
+    if (!probe->traceparent.empty()) {
+      ASSERT_TRUE(parse_traceparent(probe->traceparent, parsed));
+      EXPECT_EQ(parsed.trace_id, ctx.trace_context().trace_id);
+      EXPECT_NE(parsed.span_id, ctx.trace_context().span_id);  // the attempt's, not Sent's
+    }
+    if (!probe->trace_bin.empty()) {
+      ASSERT_TRUE(parse_grpc_trace_bin(probe->trace_bin, parsed));
+      EXPECT_EQ(parsed.trace_id, ctx.trace_context().trace_id);
+    }
+    EXPECT_EQ(probe->context.trace_id, ctx.trace_context().trace_id);
+  }
+}
+
+// A call its method's policy retries twice: three Attempt spans under one Sent span, with
+// previous-rpc-attempts 0, 1, 2, each the parent of its own Recv span; A72's status mapping.
+TEST(Tracing, RetriesHaveAnAttemptSpanEach) {
+  Tracing tracing;
+  RetryPolicy& policy =
+      tracing.channel_options.method_configs["/ferry.testing.Echo/"].retry_policy.emplace();
+  policy.max_attempts = 3;
+  policy.initial_backoff = std::chrono::milliseconds(1);
+  policy.max_backoff = std::chrono::milliseconds(1);
+  policy.retryable_status_codes = {absl::StatusCode::kNotFound};
+  Loopback loop(tracing.server_options, tracing.channel_options);
+  EchoRequest request;
+  request.set_status_code(static_cast<int>(absl::StatusCode::kNotFound));
+  request.set_status_message("no such thing");
+  EchoResponse response;
+  ClientContext ctx;
+  EXPECT_EQ(loop.run([&]() -> asio::awaitable<absl::Status> {
+                  co_return co_await loop.stub().Echo(ctx, request, response);
+                })
+                .code(),
+            absl::StatusCode::kNotFound);
+  ASSERT_TRUE(loop.wait_until([&] { return tracing.spans().size() == 7; }));
+  const auto spans = tracing.spans();
+  const auto sent = named(spans, "Sent.ferry.testing.Echo.Echo");
+  auto attempts = named(spans, "Attempt.ferry.testing.Echo.Echo");
+  const auto recvs = named(spans, "Recv.ferry.testing.Echo.Echo");
+  ASSERT_EQ(sent.size(), 1u);
+  ASSERT_EQ(attempts.size(), 3u);
+  ASSERT_EQ(recvs.size(), 3u);
+  std::sort(attempts.begin(), attempts.end(), [](const SpanData* a, const SpanData* b) {
+    return a->start_unix_ns < b->start_unix_ns;
+  });
+  for (int i = 0; i < 3; ++i) {
+    const SpanData& a = *attempts[i];
+    EXPECT_EQ(a.parent_span_id, sent[0]->span_id);
+    EXPECT_EQ(int_attribute(a.attributes, "previous-rpc-attempts"), i);
+    EXPECT_EQ(bool_attribute(a.attributes, "transparent-retry"), false);
+    EXPECT_EQ(a.status, SpanStatusCode::kError);
+    EXPECT_EQ(a.status_message, "NOT_FOUND, no such thing");
+    EXPECT_EQ(std::count_if(recvs.begin(), recvs.end(),
+                            [&](const SpanData* r) { return r->parent_span_id == a.span_id; }),
+              1)
+        << i;
+  }
+  EXPECT_EQ(sent[0]->status, SpanStatusCode::kError);
+  EXPECT_EQ(sent[0]->status_message, "NOT_FOUND, no such thing");
+  for (const SpanData* r : recvs) EXPECT_EQ(r->status_message, "NOT_FOUND, no such thing");
+}
+
+constexpr std::string_view kForward = "/ferry.testing.Relay/Forward";
+
+// Forward calls Echo on the downstream channel with a context made from its own.
+class RelayService : public Service {
+ public:
+  explicit RelayService(std::unique_ptr<Channel>* downstream) : Service("ferry.testing.Relay") {
+    add_unary<EchoRequest, EchoResponse>(
+        "Forward",
+        [downstream](ServerContext& ctx, const EchoRequest& request,
+                     EchoResponse& response) -> asio::awaitable<absl::Status> {
+          ClientContext outgoing = ClientContext::from_server_context(ctx);
+          co_return co_await (*downstream)
+              ->call(testing::Echo::kEchoPath, outgoing, request, response);
+        });
+  }
+};
+
+// The handler's outgoing call is a child of its Recv span: one trace over two hops.
+TEST(Tracing, AHandlersCallIsAChildOfItsRecvSpan) {
+  Tracing tracing;
+  std::unique_ptr<Channel> downstream;
+  RelayService relay(&downstream);
+  Loopback loop(tracing.server_options, tracing.channel_options, &relay);
+  downstream = std::make_unique<Channel>(loop.target(), tracing.channel_options);
+  EchoRequest request;
+  EchoResponse response;
+  ClientContext ctx;
+  ASSERT_TRUE(loop.run([&]() -> asio::awaitable<absl::Status> {
+                    co_return co_await loop.channel().call(kForward, ctx, request, response);
+                  })
+                  .ok());
+  ASSERT_TRUE(loop.wait_until([&] { return tracing.spans().size() == 6; }));
+  const auto spans = tracing.spans();
+  const auto forward = named(spans, "Recv.ferry.testing.Relay.Forward");
+  const auto echo_sent = named(spans, "Sent.ferry.testing.Echo.Echo");
+  const auto echo_recv = named(spans, "Recv.ferry.testing.Echo.Echo");
+  ASSERT_EQ(forward.size(), 1u);
+  ASSERT_EQ(echo_sent.size(), 1u);
+  ASSERT_EQ(echo_recv.size(), 1u);
+  EXPECT_EQ(echo_sent[0]->parent_span_id, forward[0]->span_id);
+  EXPECT_FALSE(echo_sent[0]->parent_is_remote);
+  for (const SpanData& s : spans) EXPECT_EQ(s.trace_id, forward[0]->trace_id) << s.name;
+}
+
+// An application's own tracer joins: the parent it sets is the Sent span's, its trace the
+// call's, and its tracestate travels.
+TEST(Tracing, AnApplicationsParentIsTheSentSpansParent) {
+  Tracing tracing;
+  auto probe = std::make_shared<HeaderProbe>();
+  tracing.server_options.interceptors.push_back(probe);
+  Loopback loop(tracing.server_options, tracing.channel_options);
+  TraceContext app;
+  ASSERT_TRUE(parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", app));
+  app.tracestate = "rojo=00f067aa0ba902b7";
+  ClientContext ctx;
+  ctx.set_trace_parent(app);
+  EchoRequest request;
+  EchoResponse response;
+  ASSERT_TRUE(loop.run([&]() -> asio::awaitable<absl::Status> {
+                    co_return co_await loop.stub().Echo(ctx, request, response);
+                  })
+                  .ok());
+  ASSERT_TRUE(loop.wait_until([&] { return tracing.spans().size() == 3; }));
+  const auto spans = tracing.spans();
+  const auto sent = named(spans, "Sent.ferry.testing.Echo.Echo");
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0]->trace_id, app.trace_id);
+  EXPECT_EQ(sent[0]->parent_span_id, app.span_id);
+  std::lock_guard lock(probe->mutex);
+  EXPECT_EQ(probe->context.trace_id, app.trace_id);
+  EXPECT_EQ(probe->context.tracestate, "rojo=00f067aa0ba902b7");
+}
+
+// Sampling 0: nothing recorded on either side, yet the context goes on (W3C): the server's
+// trace context continues the client's trace, marked not sampled; and a parent that is not
+// sampled keeps a server at ratio 1 from recording (parent-based).
+TEST(Tracing, SamplingZeroRecordsNothingButPropagates) {
+  Tracing client(TracePropagation::kW3C, 0.0);
+  Tracing server(TracePropagation::kW3C, 1.0);  // ratio 1 for roots: but the parent says no
+  auto probe = std::make_shared<HeaderProbe>();
+  server.server_options.interceptors.push_back(probe);
+  Loopback loop(server.server_options, client.channel_options);
+  EchoRequest request;
+  EchoResponse response;
+  ClientContext ctx;
+  ASSERT_TRUE(loop.run([&]() -> asio::awaitable<absl::Status> {
+                    co_return co_await loop.stub().Echo(ctx, request, response);
+                  })
+                  .ok());
+  EXPECT_TRUE(client.spans().empty());
+  EXPECT_TRUE(server.spans().empty());
+  EXPECT_TRUE(ctx.trace_context().valid());
+  EXPECT_FALSE(ctx.trace_context().sampled());
+  std::lock_guard lock(probe->mutex);
+  TraceContext sent;
+  ASSERT_TRUE(parse_traceparent(probe->traceparent, sent)) << probe->traceparent;
+  EXPECT_EQ(sent.trace_id, ctx.trace_context().trace_id);
+  EXPECT_FALSE(sent.sampled());
+  EXPECT_EQ(probe->context.trace_id, ctx.trace_context().trace_id);
+  EXPECT_FALSE(probe->context.sampled());
+}
+
+// Sampling 0 on the server alone: no Recv span, and none for an unsampled root either.
+TEST(Tracing, SamplingZeroOnTheServerRecordsNothing) {
+  Tracing tracing(TracePropagation::kW3C, 0.0);
+  Loopback loop(tracing.server_options, {});
+  EchoRequest request;
+  EchoResponse response;
+  for (int i = 0; i < 20; ++i) {
+    ClientContext ctx;
+    ASSERT_TRUE(loop.run([&]() -> asio::awaitable<absl::Status> {
+                      co_return co_await loop.stub().Echo(ctx, request, response);
+                    })
+                    .ok());
+  }
+  EXPECT_TRUE(tracing.spans().empty());
+}
+
+// A client without tracing sends a malformed traceparent: the call succeeds, and the server's
+// span is the root of a new trace (W3C: ignored, never an error).
+TEST(Tracing, AMalformedTraceparentStartsANewTrace) {
+  Tracing tracing;
+  Loopback loop(tracing.server_options, {});
+  for (std::string_view bad : {"00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01", "garbage",
+                               "", "00-00000000000000000000000000000000-b7ad6b7169203331-01"}) {
+    tracing.exporter->clear();
+    ClientContext ctx;
+    ctx.add_metadata("traceparent", bad);
+    ctx.add_metadata("tracestate", "rojo=1");
+    EchoRequest request;
+    EchoResponse response;
+    const absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
+      co_return co_await loop.stub().Echo(ctx, request, response);
+    });
+    ASSERT_TRUE(s.ok()) << bad << ": " << s;
+    ASSERT_TRUE(loop.wait_until([&] { return tracing.spans().size() == 1; })) << bad;
+    const SpanData recv = tracing.spans()[0];
+    EXPECT_EQ(recv.parent_span_id, kNoParent) << bad;
+    EXPECT_TRUE(recv.tracestate.empty()) << bad;
+    TraceContext own;
+    own.trace_id = recv.trace_id;
+    own.span_id = recv.span_id;
+    EXPECT_TRUE(own.valid());
+  }
+}
+
+// A72: OK is OK; another code is ERROR described "<CODE>, <message>" (or the code alone).
+TEST(Tracing, StatusIsMappedAsA72Says) {
+  Tracing tracing;
+  Loopback loop(tracing.server_options, tracing.channel_options);
+  EchoRequest request;
+  request.set_status_code(static_cast<int>(absl::StatusCode::kPermissionDenied));
+  request.set_status_message("go away");
+  EchoResponse response;
+  ClientContext ctx;
+  EXPECT_EQ(loop.run([&]() -> asio::awaitable<absl::Status> {
+                  co_return co_await loop.stub().Echo(ctx, request, response);
+                })
+                .code(),
+            absl::StatusCode::kPermissionDenied);
+  ASSERT_TRUE(loop.wait_until([&] { return tracing.spans().size() == 3; }));
+  for (const SpanData& s : tracing.spans()) {
+    EXPECT_EQ(s.status, SpanStatusCode::kError) << s.name;
+    EXPECT_EQ(s.status_message, "PERMISSION_DENIED, go away") << s.name;
+  }
+}
+
+// A compressed request: the attempt's Outbound message event carries both sizes.
+TEST(Tracing, CompressedMessagesHaveBothSizes) {
+  Tracing tracing;
+  Loopback loop(tracing.server_options, tracing.channel_options);
+  EchoRequest request;
+  request.set_payload(std::string(10000, 'a'));
+  EchoResponse response;
+  ClientContext ctx;
+  ctx.set_compression(Compression::kGzip);
+  ASSERT_TRUE(loop.run([&]() -> asio::awaitable<absl::Status> {
+                    co_return co_await loop.stub().Echo(ctx, request, response);
+                  })
+                  .ok());
+  ASSERT_TRUE(loop.wait_until([&] { return tracing.spans().size() == 3; }));
+  const auto spans = tracing.spans();
+  const auto attempt = named(spans, "Attempt.ferry.testing.Echo.Echo");
+  const auto recv = named(spans, "Recv.ferry.testing.Echo.Echo");
+  ASSERT_EQ(attempt.size(), 1u);
+  ASSERT_EQ(recv.size(), 1u);
+  const auto& out = attempt[0]->events.at(0);
+  EXPECT_EQ(out.name, "Outbound message");
+  EXPECT_EQ(int_attribute(out.attributes, "message-size"),
+            static_cast<std::int64_t>(request.ByteSizeLong()));
+  const auto compressed = int_attribute(out.attributes, "message-size-compressed");
+  ASSERT_TRUE(compressed.has_value());
+  EXPECT_LT(*compressed, 1000);
+  const auto& in = recv[0]->events.at(0);
+  EXPECT_EQ(in.name, "Inbound message");
+  EXPECT_EQ(int_attribute(in.attributes, "message-size"),
+            static_cast<std::int64_t>(request.ByteSizeLong()));
+  EXPECT_EQ(int_attribute(in.attributes, "message-size-compressed"), compressed);
+}
+
+// A stuck exporter costs the calls nothing: its queue fills, later spans are dropped and
+// counted, and every call completes.
+TEST(Tracing, AFullQueueDropsSpansNotCalls) {
+  class Stuck final : public SpanExporter {
+   public:
+    void export_spans(std::vector<SpanData>&) override {
+      std::unique_lock lock(mutex);
+      cv.wait(lock, [&] { return released; });
+    }
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool released = false;
+  };
+  auto stuck = std::make_shared<Stuck>();
+  auto processor = std::make_shared<BatchSpanProcessor>(
+      stuck, BatchSpanProcessorOptions{.max_queue_size = 8, .max_export_batch_size = 1});
+  TracingOptions options{.processor = processor};
+  ServerOptions server_options;
+  server_options.interceptors.push_back(make_server_tracing(options));
+  ChannelOptions channel_options;
+  channel_options.interceptors.push_back(make_client_tracing(options));
+  {
+    Loopback loop(server_options, channel_options);
+    for (int i = 0; i < 20; ++i) {
+      EchoRequest request;
+      EchoResponse response;
+      ClientContext ctx;
+      ASSERT_TRUE(loop.run([&]() -> asio::awaitable<absl::Status> {
+                        co_return co_await loop.stub().Echo(ctx, request, response);
+                      })
+                      .ok());
+    }
+  }
+  // 60 spans: at most 8 queued and 1 in the exporter's hands; the rest dropped.
+  EXPECT_GE(processor->dropped(), 60u - 9u);
+  {
+    std::lock_guard lock(stuck->mutex);
+    stuck->released = true;
+  }
+  stuck->cv.notify_all();
+  processor->shutdown();
+}
+
+}  // namespace
+}  // namespace ferry
