@@ -269,3 +269,27 @@ for side in ("server", "client"):
     write(t, "continuation_flood", bytes([WITH_START, 5]) + h2(1, 0, 1)
           + b"".join(h2(9, 0, 1) for _ in range(10)))
     write(t, "huge_length", bytes([WITH_START, 6]) + b"\xff\xff\xff\x00\x00\x00\x00\x00\x01")
+
+# --- trace_context_fuzzer: selector (0 traceparent, 1 tracestate, 2 grpc-trace-bin, 3 base64,
+# 4 metadata "key:value" lines), then the value. The W3C cases follow its test suite's.
+TC = "trace_context_fuzzer"
+TP = b"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+write(TC, "traceparent", b"\x00" + TP)
+write(TC, "traceparent_future", b"\x00cc" + TP[2:] + b"-what-the-future-will-be")
+write(TC, "traceparent_upper", b"\x00" + TP.upper())
+write(TC, "traceparent_zero_trace", b"\x00" + TP[:3] + b"0" * 32 + TP[35:])
+write(TC, "traceparent_ff", b"\x00ff" + TP[2:])
+write(TC, "traceparent_ows", b"\x00 \t" + TP + b"\t ")
+write(TC, "tracestate", b"\x01rojo=00f067aa0ba902b7,congo=t61rcWkgMzE")
+write(TC, "tracestate_tenant", b"\x01 t@vendor=1, ,0x@y=v w")
+write(TC, "tracestate_dup", b"\x01a=1,a=2")
+BIN = bytes([0, 0]) + bytes(range(1, 17)) + bytes([1]) + bytes(range(0xa0, 0xa8)) + bytes([2, 1])
+write(TC, "trace_bin", b"\x02" + BIN)
+write(TC, "trace_bin_no_options", b"\x02" + BIN[:27])
+write(TC, "trace_bin_extra_field", b"\x02" + BIN + b"\x03\x01\x02")
+write(TC, "trace_bin_truncated", b"\x02" + BIN[:20])
+write(TC, "base64", b"\x03AAABAgMEBQYHCAkKCwwNDg8QAaChoqOkpaanAgE")
+write(TC, "base64_padded", b"\x03AAE=")
+write(TC, "metadata_both", b"\x04traceparent:" + TP + b"\ntracestate:a=1\ntracestate:b=2\n"
+      b"grpc-trace-bin:" + BIN)
+write(TC, "metadata_two_parents", b"\x04traceparent:" + TP + b"\ntraceparent:" + TP)
