@@ -187,7 +187,8 @@ void ClientCall::submit(std::string_view path, std::string_view authority,
   if (CallTracer* tracer = context_->call_tracer_.get(); tracer != nullptr) {
     tracer->add_attempt_headers(context_->trace_context_, trace_headers.emplace());
     for (std::size_t i = 0; i < trace_headers->size; ++i) {
-      fields.push_back({trace_headers->keys[i], trace_headers->values[i]});
+      fields.push_back({trace_headers->keys[i], trace_headers->values[i], /*static_storage=*/false,
+                        /*no_index=*/true});
     }
     if (tracer->records_messages()) {
       tracer_owner_ = context_->call_tracer_;  // kept while the attempt's messages may come

@@ -17,6 +17,11 @@ struct HeaderField {
   // Name and value are of static storage (string literals): the connection keeps the pointers
   // instead of copying them.
   bool static_storage = false;
+  // HPACK "never indexed" (RFC 7541 §6.2.3): for a value new in every request (a trace
+  // context), which indexing would add to the dynamic table each time, evicting the entries
+  // that do repeat (and growing every header block after), as gRPC core's encoder leaves
+  // grpc-trace-bin unindexed.
+  bool no_index = false;
 
   static constexpr HeaderField literal(std::string_view name, std::string_view value) {
     return {name, value, true};

@@ -11,8 +11,9 @@ nghttp2_nv to_nv(const HeaderField& f) {
           reinterpret_cast<std::uint8_t*>(const_cast<char*>(f.value.data())), f.name.size(),
           f.value.size(),
           static_cast<std::uint8_t>(
-              f.static_storage ? (NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE)
-                               : NGHTTP2_NV_FLAG_NONE)};
+              (f.static_storage ? (NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE)
+                                : NGHTTP2_NV_FLAG_NONE) |
+              (f.no_index ? NGHTTP2_NV_FLAG_NO_INDEX : NGHTTP2_NV_FLAG_NONE))};
 }
 
 void append_nv(std::span<const HeaderField> fields, NvArray& out) {

@@ -13,23 +13,32 @@ namespace {
 
 constexpr char kHex[] = "0123456789abcdef";
 
-// W3C §3.2.2: HEXDIGLC, lowercase only.
+// W3C §3.2.2: HEXDIGLC, lowercase only. A table, 0xff for anything else: every traced request's
+// traceparent is read on the server's hot path.
+constexpr std::array<std::uint8_t, 256> kHexValue = [] {
+  std::array<std::uint8_t, 256> table{};
+  for (auto& v : table) v = 0xff;
+  for (int c = '0'; c <= '9'; ++c) table[c] = static_cast<std::uint8_t>(c - '0');
+  for (int c = 'a'; c <= 'f'; ++c) table[c] = static_cast<std::uint8_t>(c - 'a' + 10);
+  return table;
+}();
+
 int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
+  const std::uint8_t v = kHexValue[static_cast<unsigned char>(c)];
+  return v == 0xff ? -1 : v;
 }
 
 template <std::size_t N>
 bool parse_hex(std::string_view text, std::array<std::uint8_t, N>& out) {
   if (text.size() != 2 * N) return false;
+  std::uint8_t bad = 0;
   for (std::size_t i = 0; i < N; ++i) {
-    const int hi = hex_value(text[2 * i]);
-    const int lo = hex_value(text[2 * i + 1]);
-    if (hi < 0 || lo < 0) return false;
-    out[i] = static_cast<std::uint8_t>(hi << 4 | lo);
+    const std::uint8_t hi = kHexValue[static_cast<unsigned char>(text[2 * i])];
+    const std::uint8_t lo = kHexValue[static_cast<unsigned char>(text[2 * i + 1])];
+    bad |= (hi | lo) & 0xf0;  // only 0xff has high bits
+    out[i] = static_cast<std::uint8_t>(hi << 4 | (lo & 0x0f));
   }
-  return true;
+  return bad == 0;
 }
 
 template <std::size_t N>
@@ -143,16 +152,18 @@ bool parse_traceparent(std::string_view value, TraceContext& out) {
     return false;
   }
   if (value[2] != '-' || value[35] != '-' || value[52] != '-') return false;
-  TraceContext parsed;
-  std::array<std::uint8_t, 1> flags{};
-  if (!parse_hex(value.substr(3, 32), parsed.trace_id) ||
-      !parse_hex(value.substr(36, 16), parsed.span_id) || !parse_hex(value.substr(53, 2), flags)) {
+  // Parsed aside (parse_hex writes even when it fails): out is untouched unless all is valid.
+  std::array<std::uint8_t, 16> trace_id;
+  std::array<std::uint8_t, 8> span_id;
+  std::array<std::uint8_t, 1> flags;
+  if (!parse_hex(value.substr(3, 32), trace_id) || !parse_hex(value.substr(36, 16), span_id) ||
+      !parse_hex(value.substr(53, 2), flags)) {
     return false;
   }
   // §3.2.2.3, §3.2.2.4: an all-zero trace-id or parent-id is invalid.
-  if (all_zero(parsed.trace_id) || all_zero(parsed.span_id)) return false;
-  out.trace_id = parsed.trace_id;
-  out.span_id = parsed.span_id;
+  if (all_zero(trace_id) || all_zero(span_id)) return false;
+  out.trace_id = trace_id;
+  out.span_id = span_id;
   // §3.2.2.5: only the sampled flag is defined; the others are not propagated.
   out.flags = flags[0] & TraceContext::kSampled;
   return true;
