@@ -7,7 +7,8 @@
 // small-call and 64 KiB figures over TLS (test/certs, TLS 1.3 with AES-GCM; and each end's CPU per
 // streamed byte) beside cleartext ("tls" as the fifth argument: only these); the small-call figures
 // with one no-op interceptor on the server and the channel (ferry/interceptor.h) beside none, and
-// with a 50-rule authorization policy on the server (ferry/authz.h) beside none; then
+// with a 50-rule authorization policy on the server (ferry/authz.h) beside none, and with
+// tracing on both ends (ferry/tracing.h) sampling nothing and sampling every call; then
 // a channel with round_robin over two servers beside one connection (client calls/s and CPU per
 // call, 64 in flight) and the picker's own cost. Prints tables of medians. Servers run on core 0
 // and the client on core 1 (ServerCores below).
@@ -15,6 +16,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -43,6 +45,7 @@
 #include "ferry/server.h"
 #include "ferry/testing/echo.pb.h"
 #include "ferry/tls.h"
+#include "ferry/tracing.h"
 #include "support/echo_service.h"
 
 namespace ferry::bench {
@@ -193,7 +196,17 @@ std::string fifty_rule_policy() {
   return json;
 }
 
-enum class ServerExtras { kNone, kNoOpInterceptors, kPolicy };
+enum class ServerExtras { kNone, kNoOpInterceptors, kPolicy, kTracingUnsampled, kTracingSampled };
+
+// The sampled row's exporter: counts the spans and lets them go (an exporter that kept them
+// all would hold hundreds of MB by the end of a run), on the processor's own thread.
+class CountingExporter final : public SpanExporter {
+ public:
+  void export_spans(std::vector<SpanData>& batch) override {
+    spans.fetch_add(batch.size(), std::memory_order_relaxed);
+  }
+  std::atomic<std::uint64_t> spans{0};
+};
 
 FerryResult measure_ferry(int latency_calls, int throughput_calls, int stream_messages,
                           bool tls = false, ServerExtras extras = ServerExtras::kNone) {
@@ -203,6 +216,18 @@ FerryResult measure_ferry(int latency_calls, int throughput_calls, int stream_me
   if (extras == ServerExtras::kNoOpInterceptors) {
     options.interceptors.push_back(std::make_shared<NoOpServerInterceptor>());
     channel_options.interceptors.push_back(std::make_shared<NoOpClientInterceptor>());
+  }
+  // Tracing on both ends (ferry/tracing.h), W3C propagation: sampling nothing (each call still
+  // reads and writes traceparent), or every call, its spans queued to the processor's thread.
+  auto exporter = std::make_shared<CountingExporter>();
+  auto processor = std::make_shared<BatchSpanProcessor>(
+      exporter, BatchSpanProcessorOptions{.max_queue_size = 1 << 16});
+  if (extras == ServerExtras::kTracingUnsampled || extras == ServerExtras::kTracingSampled) {
+    const TracingOptions tracing{
+        .processor = processor,
+        .sample_ratio = extras == ServerExtras::kTracingSampled ? 1.0 : 0.0};
+    options.interceptors.push_back(make_server_tracing(tracing));
+    channel_options.interceptors.push_back(make_client_tracing(tracing));
   }
   if (extras == ServerExtras::kPolicy) {
     auto authz = AuthorizationInterceptor::from_policy(fifty_rule_policy());
@@ -540,7 +565,7 @@ int main(int argc, char** argv) {
   const bool tls_only = argc > 5 && std::string_view(argv[5]) == "tls";
 
   pin_this_thread(kClientCore);
-  std::vector<FerryResult> ferry, tls, intercepted, authorized;
+  std::vector<FerryResult> ferry, tls, intercepted, authorized, traced, sampled;
   std::vector<EchoResult> echo;
   std::vector<BalancedResult> one_conn, balanced;
   std::vector<double> pick1, pick2;
@@ -564,6 +589,10 @@ int main(int argc, char** argv) {
                                         ServerExtras::kNoOpInterceptors));
     authorized.push_back(measure_ferry(latency_calls, throughput_calls, stream_messages, false,
                                        ServerExtras::kPolicy));
+    traced.push_back(measure_ferry(latency_calls, throughput_calls, stream_messages, false,
+                                   ServerExtras::kTracingUnsampled));
+    sampled.push_back(measure_ferry(latency_calls, throughput_calls, stream_messages, false,
+                                    ServerExtras::kTracingSampled));
     one_conn.push_back(measure_balanced(1, throughput_calls));
     balanced.push_back(measure_balanced(2, throughput_calls));
     pick1.push_back(picker_ns(1));
@@ -671,6 +700,30 @@ int main(int argc, char** argv) {
   std::printf("| server heap allocations per call | %.2f | %.2f | | |\n",
               m(ferry, &FerryResult::allocs_per_call),
               m(authorized, &FerryResult::allocs_per_call));
+
+  const double un_p50 = m(traced, &FerryResult::p50_us);
+  const double un_qps = m(traced, &FerryResult::calls_per_s);
+  const double un_cpu = m(traced, &FerryResult::cpu_us_per_call);
+  const double s_p50 = m(sampled, &FerryResult::p50_us);
+  const double s_qps = m(sampled, &FerryResult::calls_per_s);
+  const double s_cpu = m(sampled, &FerryResult::cpu_us_per_call);
+  std::printf(
+      "\nTracing on both ends (ferry::tracing, W3C traceparent), beside none, same run: sampling "
+      "0, and every call sampled (3 spans a call, queued to the processor's thread, whose export "
+      "CPU is not the server's)\n\n");
+  std::printf(
+      "| measure | none | tracing, sampling 0 | ratio | tracing, all sampled | ratio |\n"
+      "|---|---:|---:|---:|---:|---:|\n");
+  std::printf("| unary latency p50, 1 in flight (µs) | %.1f | %.1f | %.2f× | %.1f | %.2f× |\n",
+              f_p50, un_p50, un_p50 / f_p50, s_p50, s_p50 / f_p50);
+  std::printf(
+      "| unary calls/s, %d in flight, 1 connection | %.0f | %.0f | %.2f× | %.0f | %.2f× |\n",
+      kInFlight, f_qps, un_qps, un_qps / f_qps, s_qps, s_qps / f_qps);
+  std::printf("| server CPU per call, %d in flight (µs) | %.2f | %.2f | %.2f× | %.2f | %.2f× |\n",
+              kInFlight, f_cpu, un_cpu, un_cpu / f_cpu, s_cpu, s_cpu / f_cpu);
+  std::printf("| server heap allocations per call | %.2f | %.2f | | %.2f | |\n",
+              m(ferry, &FerryResult::allocs_per_call), m(traced, &FerryResult::allocs_per_call),
+              m(sampled, &FerryResult::allocs_per_call));
 
   const double o_qps = m(one_conn, &BalancedResult::calls_per_s);
   const double b_qps = m(balanced, &BalancedResult::calls_per_s);
