@@ -9,17 +9,23 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "asio/read.hpp"
+#include "asio/write.hpp"
 #include "ferry/channel.h"
 #include "ferry/interceptor.h"
 #include "ferry/retry.h"
 #include "ferry/server.h"
 #include "ferry/testing/echo.pb.h"
+#include "nghttp2/nghttp2.h"
+#include "support/h2_frame.h"
 #include "support/loopback.h"
 
 namespace ferry {
@@ -475,6 +481,149 @@ TEST(Tracing, AFullQueueDropsSpansNotCalls) {
   }
   stuck->cv.notify_all();
   processor->shutdown();
+}
+
+// A server of one connection that records each request's header block and answers it
+// Trailers-Only (UNIMPLEMENTED): enough HTTP/2 to see what a client's HPACK encoder sent.
+class HeaderBlockServer {
+ public:
+  HeaderBlockServer() : acceptor_(io_, {asio::ip::make_address("127.0.0.1"), 0}) {
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~HeaderBlockServer() {
+    asio::error_code ignored;
+    {
+      std::lock_guard lock(mutex_);
+      if (socket_ != nullptr) socket_->shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+    }
+    {
+      // Wakes an accept still waiting (no client came): it then reads nothing and ends.
+      asio::io_context io;
+      asio::ip::tcp::socket wake(io);
+      wake.connect(acceptor_.local_endpoint(), ignored);
+    }
+    thread_.join();
+  }
+  std::string target() const {
+    return "127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port());
+  }
+  std::vector<std::string> blocks() {
+    std::lock_guard lock(mutex_);
+    return blocks_;
+  }
+
+ private:
+  void serve() {
+    asio::ip::tcp::socket socket(io_);
+    asio::error_code ec;
+    acceptor_.accept(socket, ec);
+    if (ec) return;
+    {
+      std::lock_guard lock(mutex_);
+      socket_ = &socket;
+    }
+    std::string preface(24, '\0');
+    asio::read(socket, asio::buffer(preface), ec);
+    asio::write(socket, asio::buffer(testing::h2_frame(0x4, 0, 0, "")), ec);  // SETTINGS
+    while (!ec) {
+      unsigned char head[9];
+      asio::read(socket, asio::buffer(head), ec);
+      if (ec) break;
+      const std::size_t length = (std::size_t{head[0]} << 16) | (head[1] << 8) | head[2];
+      const std::uint32_t stream =
+          ((head[5] & 0x7fu) << 24) | (head[6] << 16) | (head[7] << 8) | head[8];
+      std::string payload(length, '\0');
+      asio::read(socket, asio::buffer(payload), ec);
+      if (ec) break;
+      if (head[3] == 0x4 && (head[4] & 0x1) == 0) {
+        asio::write(socket, asio::buffer(testing::h2_frame(0x4, 0x1, 0, "")), ec);
+      } else if (head[3] == 0x1) {  // HEADERS, END_HEADERS (ferry's requests fit one frame)
+        std::size_t at = 0;
+        std::size_t pad = 0;
+        if (head[4] & 0x8) pad = static_cast<unsigned char>(payload[at++]);  // PADDED
+        if (head[4] & 0x20) at += 5;                                         // PRIORITY
+        {
+          std::lock_guard lock(mutex_);
+          blocks_.push_back(payload.substr(at, payload.size() - at - pad));
+        }
+        // Trailers-Only, literals without indexing: :status 200, content-type, grpc-status 12.
+        std::string block;
+        for (auto [name, value] : {std::pair<std::string, std::string>{":status", "200"},
+                                   {"content-type", "application/grpc"},
+                                   {"grpc-status", "12"}}) {
+          block.push_back('\0');
+          block.push_back(static_cast<char>(name.size()));
+          block += name;
+          block.push_back(static_cast<char>(value.size()));
+          block += value;
+        }
+        asio::write(socket, asio::buffer(testing::h2_frame(0x1, 0x4 | 0x1, stream, block)), ec);
+      }
+    }
+    std::lock_guard lock(mutex_);
+    socket_ = nullptr;
+  }
+
+  asio::io_context io_;
+  asio::ip::tcp::acceptor acceptor_;
+  std::thread thread_;
+  std::mutex mutex_;
+  asio::ip::tcp::socket* socket_ = nullptr;
+  std::vector<std::string> blocks_;
+};
+
+// The trace headers go HPACK "never indexed" (RFC 7541 §6.2.3), as gRPC core sends
+// grpc-trace-bin: a value new in every request would otherwise enter the dynamic table each
+// time and evict the entries that repeat. Read back with nghttp2's decoder, request by request.
+TEST(Tracing, TraceHeadersAreNeverIndexed) {
+  HeaderBlockServer server;
+  TracingOptions options{.propagation = TracePropagation::kBoth, .sample_ratio = 0.0};
+  ChannelOptions channel_options;
+  channel_options.interceptors.push_back(make_client_tracing(options));
+  {
+    Channel channel(server.target(), channel_options);
+    for (int i = 0; i < 3; ++i) {
+      ClientContext ctx;
+      TraceContext parent;
+      ASSERT_TRUE(
+          parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", parent));
+      parent.tracestate = "rojo=1";
+      ctx.set_trace_parent(parent);
+      EchoRequest request;
+      EchoResponse response;
+      EXPECT_EQ(channel.call_blocking(testing::Echo::kEchoPath, ctx, request, response).code(),
+                absl::StatusCode::kUnimplemented);
+    }
+  }
+  const std::vector<std::string> blocks = server.blocks();
+  ASSERT_EQ(blocks.size(), 3u);
+  nghttp2_hd_inflater* inflater = nullptr;
+  ASSERT_EQ(nghttp2_hd_inflate_new(&inflater), 0);
+  for (const std::string& block : blocks) {
+    std::map<std::string, std::uint8_t> flags;
+    auto* in = reinterpret_cast<const std::uint8_t*>(block.data());
+    std::size_t left = block.size();
+    for (;;) {
+      nghttp2_nv nv;
+      int out_flags = 0;
+      const ssize_t used = nghttp2_hd_inflate_hd2(inflater, &nv, &out_flags, in, left, 1);
+      ASSERT_GE(used, 0);
+      in += used;
+      left -= static_cast<std::size_t>(used);
+      if (out_flags & NGHTTP2_HD_INFLATE_EMIT) {
+        flags[std::string(reinterpret_cast<const char*>(nv.name), nv.namelen)] = nv.flags;
+      }
+      if (out_flags & NGHTTP2_HD_INFLATE_FINAL) break;
+      if (used == 0 && left == 0) break;
+    }
+    nghttp2_hd_inflate_end_headers(inflater);
+    for (const char* name : {"traceparent", "tracestate", "grpc-trace-bin"}) {
+      ASSERT_TRUE(flags.count(name)) << name;
+      EXPECT_TRUE(flags[name] & NGHTTP2_NV_FLAG_NO_INDEX) << name;
+    }
+    EXPECT_FALSE(flags[":path"] & NGHTTP2_NV_FLAG_NO_INDEX);  // the others are indexed as before
+  }
+  nghttp2_hd_inflate_del(inflater);
 }
 
 }  // namespace
