@@ -487,7 +487,10 @@ TEST(Tracing, AFullQueueDropsSpansNotCalls) {
 // Trailers-Only (UNIMPLEMENTED): enough HTTP/2 to see what a client's HPACK encoder sent.
 class HeaderBlockServer {
  public:
-  HeaderBlockServer() : acceptor_(io_, {asio::ip::make_address("127.0.0.1"), 0}) {
+  // refuse: the first requests answered RST_STREAM(REFUSED_STREAM) instead, which the client
+  // retries transparently (the server never processed them).
+  explicit HeaderBlockServer(int refuse = 0)
+      : acceptor_(io_, {asio::ip::make_address("127.0.0.1"), 0}), refuse_(refuse) {
     thread_ = std::thread([this] { serve(); });
   }
   ~HeaderBlockServer() {
@@ -546,6 +549,12 @@ class HeaderBlockServer {
           std::lock_guard lock(mutex_);
           blocks_.push_back(payload.substr(at, payload.size() - at - pad));
         }
+        if (refuse_ > 0) {
+          --refuse_;
+          const std::string refused("\0\0\0\x07", 4);  // REFUSED_STREAM
+          asio::write(socket, asio::buffer(testing::h2_frame(0x3, 0, stream, refused)), ec);
+          continue;
+        }
         // Trailers-Only, literals without indexing: :status 200, content-type, grpc-status 12.
         std::string block;
         for (auto [name, value] : {std::pair<std::string, std::string>{":status", "200"},
@@ -570,7 +579,80 @@ class HeaderBlockServer {
   std::mutex mutex_;
   asio::ip::tcp::socket* socket_ = nullptr;
   std::vector<std::string> blocks_;
+  int refuse_;
 };
+
+// The header blocks of one connection's requests, decoded in order by nghttp2's HPACK decoder:
+// each field's value and flags (NGHTTP2_NV_FLAG_NO_INDEX for a never-indexed one), by name.
+std::vector<std::map<std::string, std::pair<std::string, std::uint8_t>>> decode_header_blocks(
+    const std::vector<std::string>& blocks) {
+  std::vector<std::map<std::string, std::pair<std::string, std::uint8_t>>> out;
+  nghttp2_hd_inflater* inflater = nullptr;
+  if (nghttp2_hd_inflate_new(&inflater) != 0) return out;
+  for (const std::string& block : blocks) {
+    auto& fields = out.emplace_back();
+    auto* in = reinterpret_cast<const std::uint8_t*>(block.data());
+    std::size_t left = block.size();
+    for (;;) {
+      nghttp2_nv nv;
+      int out_flags = 0;
+      const ssize_t used = nghttp2_hd_inflate_hd2(inflater, &nv, &out_flags, in, left, 1);
+      if (used < 0) {
+        ADD_FAILURE() << "HPACK: " << used;
+        break;
+      }
+      in += used;
+      left -= static_cast<std::size_t>(used);
+      if (out_flags & NGHTTP2_HD_INFLATE_EMIT) {
+        fields[std::string(reinterpret_cast<const char*>(nv.name), nv.namelen)] = {
+            std::string(reinterpret_cast<const char*>(nv.value), nv.valuelen), nv.flags};
+      }
+      if (out_flags & NGHTTP2_HD_INFLATE_FINAL) break;
+      if (used == 0 && left == 0) break;
+    }
+    nghttp2_hd_inflate_end_headers(inflater);
+  }
+  nghttp2_hd_inflate_del(inflater);
+  return out;
+}
+
+// A stream the server refused is sent again at once (a transparent retry): its Attempt span
+// says transparent-retry true, and previous-rpc-attempts still 0 (transparent retries are not
+// counted); each attempt's headers carry its own span id.
+TEST(Tracing, ATransparentRetryIsMarked) {
+  HeaderBlockServer server(/*refuse=*/1);
+  Tracing tracing;
+  {
+    Channel channel(server.target(), tracing.channel_options);
+    ClientContext ctx;
+    EchoRequest request;
+    EchoResponse response;
+    EXPECT_EQ(channel.call_blocking(testing::Echo::kEchoPath, ctx, request, response).code(),
+              absl::StatusCode::kUnimplemented);
+  }
+  const auto spans = tracing.spans();
+  auto attempts = named(spans, "Attempt.ferry.testing.Echo.Echo");
+  ASSERT_EQ(attempts.size(), 2u);
+  std::sort(attempts.begin(), attempts.end(), [](const SpanData* a, const SpanData* b) {
+    return a->start_unix_ns < b->start_unix_ns;
+  });
+  EXPECT_EQ(bool_attribute(attempts[0]->attributes, "transparent-retry"), false);
+  EXPECT_EQ(bool_attribute(attempts[1]->attributes, "transparent-retry"), true);
+  EXPECT_EQ(int_attribute(attempts[0]->attributes, "previous-rpc-attempts"), 0);
+  EXPECT_EQ(int_attribute(attempts[1]->attributes, "previous-rpc-attempts"), 0);
+  EXPECT_EQ(attempts[0]->status, SpanStatusCode::kError);
+  EXPECT_EQ(attempts[1]->status_message, "UNIMPLEMENTED");
+  EXPECT_NE(attempts[0]->span_id, attempts[1]->span_id);
+  EXPECT_EQ(named(spans, "Sent.ferry.testing.Echo.Echo").size(), 1u);
+  const auto requests = decode_header_blocks(server.blocks());
+  ASSERT_EQ(requests.size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    TraceContext sent;
+    ASSERT_TRUE(parse_traceparent(requests[i].at("traceparent").first, sent)) << i;
+    EXPECT_EQ(sent.span_id, attempts[i]->span_id) << i;
+    EXPECT_EQ(sent.trace_id, attempts[i]->trace_id) << i;
+  }
+}
 
 // The trace headers go HPACK "never indexed" (RFC 7541 §6.2.3), as gRPC core sends
 // grpc-trace-bin: a value new in every request would otherwise enter the dynamic table each
@@ -597,33 +679,14 @@ TEST(Tracing, TraceHeadersAreNeverIndexed) {
   }
   const std::vector<std::string> blocks = server.blocks();
   ASSERT_EQ(blocks.size(), 3u);
-  nghttp2_hd_inflater* inflater = nullptr;
-  ASSERT_EQ(nghttp2_hd_inflate_new(&inflater), 0);
-  for (const std::string& block : blocks) {
-    std::map<std::string, std::uint8_t> flags;
-    auto* in = reinterpret_cast<const std::uint8_t*>(block.data());
-    std::size_t left = block.size();
-    for (;;) {
-      nghttp2_nv nv;
-      int out_flags = 0;
-      const ssize_t used = nghttp2_hd_inflate_hd2(inflater, &nv, &out_flags, in, left, 1);
-      ASSERT_GE(used, 0);
-      in += used;
-      left -= static_cast<std::size_t>(used);
-      if (out_flags & NGHTTP2_HD_INFLATE_EMIT) {
-        flags[std::string(reinterpret_cast<const char*>(nv.name), nv.namelen)] = nv.flags;
-      }
-      if (out_flags & NGHTTP2_HD_INFLATE_FINAL) break;
-      if (used == 0 && left == 0) break;
-    }
-    nghttp2_hd_inflate_end_headers(inflater);
+  for (const auto& fields : decode_header_blocks(blocks)) {
     for (const char* name : {"traceparent", "tracestate", "grpc-trace-bin"}) {
-      ASSERT_TRUE(flags.count(name)) << name;
-      EXPECT_TRUE(flags[name] & NGHTTP2_NV_FLAG_NO_INDEX) << name;
+      ASSERT_TRUE(fields.count(name)) << name;
+      EXPECT_TRUE(fields.at(name).second & NGHTTP2_NV_FLAG_NO_INDEX) << name;
     }
-    EXPECT_FALSE(flags[":path"] & NGHTTP2_NV_FLAG_NO_INDEX);  // the others are indexed as before
+    // The others are indexed as before.
+    EXPECT_FALSE(fields.at(":path").second & NGHTTP2_NV_FLAG_NO_INDEX);
   }
-  nghttp2_hd_inflate_del(inflater);
 }
 
 }  // namespace
