@@ -13,7 +13,7 @@
 
 #include "ferry/tracing.h"
 
-namespace ferry {
+namespace ferry::tracing_propagation_test {
 namespace {
 
 constexpr std::string_view kValid = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
@@ -324,4 +324,4 @@ TEST(BatchSpanProcessor, ForceFlushExportsWhatWasQueued) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::tracing_propagation_test

@@ -28,7 +28,7 @@
 #include "support/h2_frame.h"
 #include "support/loopback.h"
 
-namespace ferry {
+namespace ferry::tracing_test {
 namespace {
 
 using testing::EchoRequest;
@@ -690,4 +690,4 @@ TEST(Tracing, TraceHeadersAreNeverIndexed) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::tracing_test
