@@ -220,8 +220,8 @@ lap "ThreadSanitizer tests"
 
 # 8 s of a core per target, after each has replayed its committed corpus (fuzz/corpus: the seeds
 # and every input that found a bug): regressions fail at once, and each run explores a little,
-# within the command's 20 minutes on 2 cores (4 s of wall time per target, two at once). Deeper runs are scripts/fuzz.sh's own (60 s a
-# target by default, or FERRY_FUZZ_SECONDS).
+# within the command's 20 minutes on 2 cores (4 s of wall time per target, two at once). Deeper
+# runs are scripts/fuzz.sh's own (60 s a target by default, or FERRY_FUZZ_SECONDS).
 fuzz_seconds=${FERRY_FUZZ_SECONDS:-8}
 echo "== Fuzzing (libFuzzer + ASan + UBSan, $fuzz_seconds s of a core per target, all at once)"
 fuzz_build_status=0
