@@ -20,6 +20,7 @@ packages=(
   nghttp2-proxy  # nghttpx: the proxy tests (test/proxy_test.cc, test/interop/multi_server.py)
   curl  # the README's curl call to the greeter (test/examples/greeter_curl_test.py)
   openssl  # the openssl command: tls_test's s_client scans and CRLs (openssl ca -gencrl)
+  locales  # localedef and de_DE: service_config_test reads numbers under a comma-decimal locale
   "$@"
 )
 if [ "${1:-}" = "--bench" ]; then

@@ -4,6 +4,11 @@
 #include "ferry/service_config.h"
 
 #include <gtest/gtest.h>
+#include <langinfo.h>
+#include <locale.h>
+
+#include <cstdlib>
+#include <string>
 
 #include "client/json.h"
 
@@ -28,6 +33,64 @@ TEST(Json, ReadsTheGrammarStrictly) {
   }
   EXPECT_FALSE(detail::parse_json(std::string(100, '[') + std::string(100, ']')).ok());
   EXPECT_TRUE(detail::parse_json(std::string(20, '[') + std::string(20, ']')).ok());
+}
+
+// A locale whose decimal separator is a comma, or null: an installed one, else de_DE.UTF-8
+// made by localedef (Debian's locales package has its sources) in the test's temporary directory.
+// strtod obeys the calling thread's LC_NUMERIC (uselocale, else setlocale's), so the test sets it
+// with uselocale for its own thread only.
+locale_t comma_decimal_locale() {
+  for (const char* name : {"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "ru_RU.UTF-8"}) {
+    if (locale_t l = newlocale(LC_ALL_MASK, name, locale_t{})) return l;
+  }
+  const std::string dir = ::testing::TempDir() + "ferry_locales";
+  const std::string make = "mkdir -p '" + dir + "' && localedef -i de_DE -f UTF-8 '" + dir +
+                           "/de_DE.UTF-8' >/dev/null 2>&1";
+  [[maybe_unused]] const int made = std::system(make.c_str());  // warnings exit non-zero
+  ::setenv("LOCPATH", dir.c_str(), 1);
+  locale_t l = newlocale(LC_ALL_MASK, "de_DE.UTF-8", locale_t{});
+  ::unsetenv("LOCPATH");
+  return l;
+}
+
+// Numbers read the same whatever the locale: under de_DE, strtod read "1.5" as 1 (and stopped at
+// the '.'), so a backoffMultiplier of 1.5 became 1 and a tokenRatio of 0.5 was refused as 0.
+TEST(Json, NumbersIgnoreTheLocale) {
+  locale_t comma = comma_decimal_locale();
+  if (comma == nullptr) {
+    GTEST_SKIP() << "no comma-decimal locale installed (de_DE.UTF-8) and localedef could not "
+                    "make one: install Debian's locales package";
+  }
+  ASSERT_STREQ(nl_langinfo_l(RADIXCHAR, comma), ",");
+  const locale_t previous = uselocale(comma);
+  absl::StatusOr<detail::JsonValue> v = detail::parse_json("[1.5, 0.5, -2.5e-1, 1e2]");
+  ChannelOptions options;
+  const absl::Status applied = apply_service_config(R"({
+    "methodConfig": [{"name": [{}],
+                      "retryPolicy": {"maxAttempts": 2, "initialBackoff": "0.1s",
+                                      "maxBackoff": "1s", "backoffMultiplier": 1.5,
+                                      "retryableStatusCodes": ["UNAVAILABLE"]}}],
+    "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.5}})",
+                                                    options);
+  uselocale(previous);
+  freelocale(comma);
+  ASSERT_TRUE(v.ok()) << v.status();
+  ASSERT_EQ(v->array.size(), 4u);
+  EXPECT_EQ(v->array[0].number, 1.5);
+  EXPECT_EQ(v->array[1].number, 0.5);
+  EXPECT_EQ(v->array[2].number, -0.25);
+  EXPECT_EQ(v->array[3].number, 100);
+  ASSERT_TRUE(applied.ok()) << applied;
+  ASSERT_TRUE(options.method_config.retry_policy.has_value());
+  EXPECT_EQ(options.method_config.retry_policy->backoff_multiplier, 1.5);
+  EXPECT_EQ(options.retry_throttling.token_ratio, 0.5);
+}
+
+// Numbers a double cannot hold are refused, not read as infinity.
+TEST(Json, NumbersOutOfRangeAreRefused) {
+  EXPECT_FALSE(detail::parse_json("1e400").ok());
+  EXPECT_FALSE(detail::parse_json("[-1e999]").ok());
+  EXPECT_EQ(detail::parse_json("1.7976931348623157e308")->number, 1.7976931348623157e308);
 }
 
 TEST(ServiceConfig, AppliesPolicyRetriesAndThrottling) {

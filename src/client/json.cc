@@ -1,7 +1,8 @@
 // Implementation of src/client/json.h: a recursive-descent reader over the text, depth-bounded.
 #include "client/json.h"
 
-#include <cstdlib>
+#include <charconv>
+#include <system_error>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -257,8 +258,20 @@ class Reader {
       if (pos_ < text_.size() && (text_[pos_] == '+' || text_[pos_] == '-')) ++pos_;
       if (digits() == 0) return error("exponent digits were expected");
     }
+    // std::from_chars, not strtod: strtod reads the decimal point of the C locale (the
+    // process's, or the thread's after uselocale), so under de_DE "1.5" read as 1.
+    const char* first = text_.data() + start;
+    const char* last = text_.data() + pos_;
+    const std::from_chars_result r = std::from_chars(first, last, out.number);
+    if (r.ec == std::errc::result_out_of_range) {
+      pos_ = start;
+      return error("a number out of the range of a double");
+    }
+    if (r.ec != std::errc() || r.ptr != last) {
+      pos_ = start;
+      return error("a malformed number");
+    }
     out.kind = JsonValue::Kind::kNumber;
-    out.number = std::strtod(std::string(text_.substr(start, pos_ - start)).c_str(), nullptr);
     return absl::OkStatus();
   }
 

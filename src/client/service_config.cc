@@ -2,7 +2,9 @@
 #include "ferry/service_config.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -124,7 +126,9 @@ absl::StatusOr<std::size_t> message_bytes(const JsonValue& v, const char* field)
   } else if (v.kind == Kind::kString && !v.string.empty() && v.string.size() <= 10 &&
              std::all_of(v.string.begin(), v.string.end(),
                          [](char c) { return c >= '0' && c <= '9'; })) {
-    n = std::stod(v.string);
+    std::uint64_t digits = 0;
+    std::from_chars(v.string.data(), v.string.data() + v.string.size(), digits);
+    n = static_cast<double>(digits);
   }
   if (!(n >= 0) || n > 4294967295.0 || n != std::floor(n)) {
     return bad(absl::StrCat("methodConfig.", field, " must be an integer in [0, 2^32)"));
