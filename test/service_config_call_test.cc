@@ -70,6 +70,12 @@ TEST(MethodConfig, AppliedToTheContextTheEarlierDeadlineWins) {
                               earlier);
   EXPECT_EQ(earlier.deadline(), own);
 
+  // A zero timeout is none (gRPC's reading), not a deadline of now.
+  ClientContext zero;
+  const auto no_deadline = zero.deadline();
+  detail::apply_method_config(MethodConfig{.timeout = 0s, .wait_for_ready = std::nullopt}, zero);
+  EXPECT_EQ(zero.deadline(), no_deadline);
+
   ClientContext unset;
   detail::apply_method_config(MethodConfig{.wait_for_ready = true}, unset);
   EXPECT_TRUE(unset.wait_for_ready());
@@ -98,6 +104,16 @@ TEST(MethodConfig, TimeoutEndsASlowCall) {
   const auto own_deadline = own.deadline();
   EXPECT_EQ(slow_echo(lenient, own, 3000).code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_EQ(own.deadline(), own_deadline);
+}
+
+// "timeout": "0s" is no timeout, as gRPC reads it: it made a deadline of now, failing every call
+// at once with DEADLINE_EXCEEDED.
+TEST(MethodConfig, ZeroTimeoutIsNoTimeout) {
+  EchoServer server;
+  Channel channel(server.target(), configured(R"({"methodConfig": [
+      {"name": [{"service": "ferry.testing.Echo"}], "timeout": "0s"}]})"));
+  ClientContext ctx;
+  EXPECT_TRUE(slow_echo(channel, ctx, 50).ok());
 }
 
 // A port with nothing listening: connections are refused at once.

@@ -199,6 +199,34 @@ TEST(ServiceConfig, AppliesTimeoutAndWaitForReadyPerMethod) {
   EXPECT_EQ(options.method_configs["/pkg.Echo/"].retry_policy->max_attempts, 3);
 }
 
+// Timeouts follow gRPC: zero is none (it was a deadline of now), and a positive one under a
+// millisecond rounds up to one (it rounded down to zero, a deadline of now too); back-offs
+// under a millisecond are > 0 as the retry design requires (they were refused).
+TEST(ServiceConfig, ZeroTimeoutIsNoneAndPartsOfAMillisecondRoundUp) {
+  for (const char* zero : {"0s", "0.000000000s", "0.0s"}) {
+    ChannelOptions options;
+    const std::string json =
+        std::string(R"({"methodConfig": [{"name": [{}], "timeout": ")") + zero + R"("}]})";
+    ASSERT_TRUE(apply_service_config(json, options).ok()) << zero;
+    EXPECT_FALSE(options.method_config.timeout.has_value()) << zero;
+  }
+  ChannelOptions options;
+  ASSERT_TRUE(apply_service_config(R"({"methodConfig": [
+      {"name": [{"service": "a.S"}], "timeout": "0.0005s"},
+      {"name": [{"service": "b.S"}], "timeout": "0.000000001s"},
+      {"name": [{"service": "c.S"}], "timeout": "1.0015s",
+       "retryPolicy": {"maxAttempts": 2, "initialBackoff": "0.0001s", "maxBackoff": "0.0009s",
+                       "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]})",
+                                   options)
+                  .ok());
+  EXPECT_EQ(options.method_configs["/a.S/"].timeout, 1ms);
+  EXPECT_EQ(options.method_configs["/b.S/"].timeout, 1ms);
+  EXPECT_EQ(options.method_configs["/c.S/"].timeout, 1002ms);
+  ASSERT_TRUE(options.method_configs["/c.S/"].retry_policy.has_value());
+  EXPECT_EQ(options.method_configs["/c.S/"].retry_policy->initial_backoff, 1ms);
+  EXPECT_EQ(options.method_configs["/c.S/"].retry_policy->max_backoff, 1ms);
+}
+
 TEST(ServiceConfig, AppliesMessageLimitsPerMethod) {
   ChannelOptions options;
   ASSERT_TRUE(apply_service_config(R"({"methodConfig": [

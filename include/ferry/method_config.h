@@ -19,7 +19,9 @@ namespace ferry {
 // gRPC's service config.
 struct MethodConfig {
   // The longest a call may take: its deadline becomes min(its own deadline, start + timeout), so
-  // a call's own earlier deadline wins. Unset: no limit beyond the call's own. Applied to the
+  // a call's own earlier deadline wins. Unset or zero: no limit beyond the call's own (gRPC
+  // reads a zero timeout as none; a service config's "0s" leaves it unset, and a part of a
+  // millisecond counts as one). Applied to the
   // ClientContext when the call starts (its deadline() then reports the shortened one).
   std::optional<std::chrono::milliseconds> timeout;
   // wait_for_ready for calls whose ClientContext did not set it (a context that called

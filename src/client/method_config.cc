@@ -17,7 +17,7 @@ const MethodConfig& find_method_config(
 }
 
 void apply_method_config(const MethodConfig& config, ClientContext& context) {
-  if (config.timeout) {
+  if (config.timeout && config.timeout->count() > 0) {  // zero is no timeout, as in gRPC
     const auto limit = ClientContext::Clock::now() + *config.timeout;
     if (limit < context.deadline()) context.set_deadline(limit);
   }

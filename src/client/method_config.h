@@ -21,8 +21,9 @@ const MethodConfig& find_method_config(
     const MethodConfig& fallback, std::string_view method);
 
 // Applies config to a call's context as it starts: the deadline becomes min(deadline, now +
-// timeout); wait_for_ready is set unless the context set it. Idempotent for a call's retries (a
-// later attempt's now + timeout is never earlier than the first's).
+// timeout) when the timeout is set and not zero; wait_for_ready is set unless the context set it.
+// Idempotent for a call's retries (a later attempt's now + timeout is never earlier than the
+// first's).
 void apply_method_config(const MethodConfig& config, ClientContext& context);
 
 // The message limits of a call under config: the channel's, with the method's request and

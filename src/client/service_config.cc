@@ -23,7 +23,9 @@ absl::Status bad(std::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("bad service config: ", to_absl(what)));
 }
 
-// A protobuf JSON Duration: "1s", "0.25s" (up to 9 fractional digits), not negative.
+// A protobuf JSON Duration: "1s", "0.25s" (up to 9 fractional digits), not negative; a part of a
+// millisecond counts as a whole one (rounded up, as gRPC C++ does), so a positive duration never
+// becomes zero.
 absl::StatusOr<std::chrono::milliseconds> duration(const JsonValue* v, std::string_view field) {
   if (v == nullptr || v->kind != Kind::kString) {
     return bad(absl::StrCat(to_absl(field), " must be a duration string like \"0.1s\""));
@@ -48,7 +50,7 @@ absl::StatusOr<std::chrono::milliseconds> duration(const JsonValue* v, std::stri
   if (!ok || i + 1 != s.size() || s[i] != 's') {
     return bad(absl::StrCat(to_absl(field), " must be a duration string like \"0.1s\""));
   }
-  return std::chrono::milliseconds(seconds * 1000 + nanos / 1'000'000);
+  return std::chrono::milliseconds(seconds * 1000 + (nanos + 999'999) / 1'000'000);
 }
 
 absl::StatusOr<absl::StatusCode> status_code(const JsonValue& v) {
@@ -156,7 +158,8 @@ absl::StatusOr<MethodConfig> method_config(const JsonValue& mc) {
   if (const JsonValue* timeout = mc.find("timeout")) {
     absl::StatusOr<std::chrono::milliseconds> t = duration(timeout, "methodConfig.timeout");
     if (!t.ok()) return t.status();
-    c.timeout = *t;
+    // gRPC (C++) reads a zero timeout as none: "0s" became a deadline of now, failing every call.
+    if (t->count() > 0) c.timeout = *t;
   }
   if (const JsonValue* wait = mc.find("waitForReady")) {
     if (wait->kind != Kind::kBool) return bad("methodConfig.waitForReady must be a boolean");
