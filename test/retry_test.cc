@@ -97,6 +97,46 @@ TEST(Retry, ThrottleStopsRetriesBelowHalfTheTokens) {
   EXPECT_FALSE(detail::RetryThrottle(RetryThrottling{}).enabled());
 }
 
+// gRFC A6: every attempt that fails with a retryable status takes a token, the call's last one
+// too. A method that always fails, two attempts per call, 10 tokens (retries while more than 5
+// remain): calls 1 and 2 take two tokens each (10 -> 6), so call 3's first failure leaves 5 and
+// it is not retried. Counting only the failures that were retried (one per call), calls 1 to 4
+// were all retried: {2, 2, 2, 2} attempts.
+TEST(Retry, ThrottleCountsEveryRetryableFailureTheLastAttemptsToo) {
+  std::atomic<int> attempts{0};
+  Service failing("ferry.testing.Failing");
+  failing.add_unary<testing::EchoRequest, testing::EchoResponse>(
+      "Call",
+      [&](ServerContext&, const testing::EchoRequest&,
+          testing::EchoResponse&) -> asio::awaitable<absl::Status> {
+        attempts.fetch_add(1);
+        co_return absl::UnavailableError("down");
+      });
+  ServerOptions server_options;
+  server_options.num_threads = 1;
+  Server server(server_options);
+  server.add_service(failing);
+  const int port = server.start("127.0.0.1", 0).value();
+  ChannelOptions options;
+  options.method_config.retry_policy = retries(2);
+  options.method_config.retry_policy->initial_backoff = 1ms;
+  options.retry_throttling = RetryThrottling{.max_tokens = 10, .token_ratio = 0.1};
+  Channel channel("127.0.0.1:" + std::to_string(port), options);
+  std::vector<int> per_call;
+  for (int i = 0; i < 4; ++i) {
+    attempts = 0;
+    testing::EchoRequest request;
+    testing::EchoResponse response;
+    ClientContext ctx;
+    ctx.set_timeout(5s);
+    EXPECT_EQ(channel.call_blocking("/ferry.testing.Failing/Call", ctx, request, response).code(),
+              absl::StatusCode::kUnavailable);
+    per_call.push_back(attempts.load());
+  }
+  EXPECT_EQ(per_call, (std::vector<int>{2, 2, 1, 1}));
+  server.shutdown(100ms);
+}
+
 // A method that fails with UNAVAILABLE until its third attempt, recording the attempt header.
 TEST(Retry, UnaryCallIsRetriedByItsPolicy) {
   std::atomic<int> calls{0};

@@ -292,11 +292,13 @@ std::optional<std::chrono::milliseconds> ChannelCore::retry_after(
     std::string_view method, const absl::Status& status, bool committed, int attempts_made,
     std::int64_t pushback_ms, int& backoff_step, std::chrono::steady_clock::time_point deadline) {
   const RetryPolicy* policy = retry_policy_of(method_config_for(method));
-  if (policy == nullptr || !should_retry(*policy, status, committed, attempts_made)) {
-    return std::nullopt;
-  }
-  // The throttle counts the failure whatever the server's pushback says (as gRPC does).
+  if (policy == nullptr || !is_retryable(*policy, status)) return std::nullopt;
+  // gRFC A6: every failure with a retryable status takes a token first, whatever decides the
+  // call's fate after (committed, the last attempt, the server's pushback), as gRPC C++ records
+  // it. Taken only when a retry followed, a call's final failure cost nothing, and the throttle
+  // engaged late or never.
   if (throttle_.enabled() && !throttle_.on_retryable_failure()) return std::nullopt;
+  if (!should_retry(*policy, status, committed, attempts_made)) return std::nullopt;
   if (pushback_ms == kStopRetrying) return std::nullopt;
   std::chrono::milliseconds wait;
   if (pushback_ms >= 0) {

@@ -78,7 +78,8 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   // (no policy, not retryable, committed, throttled, the server's pushback says stop, or the
   // deadline would pass first). pushback_ms: the attempt's grpc-retry-pushback-ms
   // (client/retry.h); a value replaces the back-off and restarts it (backoff_step, the call's
-  // count of back-off waits so far, kept by the caller from 0).
+  // count of back-off waits so far, kept by the caller from 0). A failure with a retryable
+  // status takes a throttle token first, whatever follows (gRFC A6).
   std::optional<std::chrono::milliseconds> retry_after(
       std::string_view method, const absl::Status& status, bool committed, int attempts_made,
       std::int64_t pushback_ms, int& backoff_step, std::chrono::steady_clock::time_point deadline);

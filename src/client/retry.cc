@@ -11,12 +11,16 @@ const RetryPolicy* retry_policy_of(const MethodConfig& config) {
   return policy && policy->max_attempts > 1 ? &*policy : nullptr;
 }
 
+bool is_retryable(const RetryPolicy& policy, const absl::Status& status) {
+  const auto& codes = policy.retryable_status_codes;
+  return !status.ok() && std::find(codes.begin(), codes.end(), status.code()) != codes.end();
+}
+
 bool should_retry(const RetryPolicy& policy, const absl::Status& status, bool committed,
                   int attempts_made) {
-  if (status.ok() || committed) return false;
+  if (committed) return false;
   if (attempts_made >= std::min(policy.max_attempts, 5)) return false;
-  const auto& codes = policy.retryable_status_codes;
-  return std::find(codes.begin(), codes.end(), status.code()) != codes.end();
+  return is_retryable(policy, status);
 }
 
 std::chrono::milliseconds retry_delay(const RetryPolicy& policy, int n, double uniform) {

@@ -18,6 +18,10 @@ namespace ferry::detail {
 // are off for it (no policy, or one attempt).
 const RetryPolicy* retry_policy_of(const MethodConfig& config);
 
+// Whether status is a failure that policy retries (gRFC A6: such failures, and only they, count
+// against the retry throttle, whatever else decides the call's fate).
+bool is_retryable(const RetryPolicy& policy, const absl::Status& status);
+
 // Whether an attempt that ended with status may be followed by another: a retryable status, a call
 // not committed, attempts made (so far, the failed one included) below the policy's maximum.
 bool should_retry(const RetryPolicy& policy, const absl::Status& status, bool committed,

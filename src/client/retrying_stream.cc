@@ -125,7 +125,11 @@ asio::awaitable<bool> RetryingStream::retry() {
     check_commit();
     const absl::Status status = failed->status();
     // A cancelled call (by the caller, its slot or the channel) is never retried.
-    if (committed_ || cancelled_ || status.ok() || status.code() == absl::StatusCode::kCancelled) {
+    if (cancelled_ || status.ok() || status.code() == absl::StatusCode::kCancelled) break;
+    if (committed_) {
+      // Not retried, but a retryable failure still counts against the throttle (gRFC A6).
+      (void)core_->retry_after(method_, status, /*committed=*/true, attempts_ + 1,
+                               failed->retry_pushback_ms(), backoff_step_, context_->deadline());
       break;
     }
     bool transparent = false;
