@@ -137,6 +137,27 @@ TEST(Retry, ThrottleCountsEveryRetryableFailureTheLastAttemptsToo) {
   server.shutdown(100ms);
 }
 
+// Options set in code are held to gRFC A6's ranges too: a ratio of 1e10 refills the bucket at
+// once (it overflowed an int, emptying it), one under 0.001 counts as 0.001 (it never refilled).
+TEST(Retry, ThrottleHoldsItsOptionsToTheirRanges) {
+  detail::RetryThrottle huge(RetryThrottling{.max_tokens = 10, .token_ratio = 1e10});
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(huge.on_retryable_failure()) << i;
+  EXPECT_FALSE(huge.on_retryable_failure());  // 5 left
+  huge.on_success();                          // full again
+  EXPECT_TRUE(huge.on_retryable_failure());
+
+  detail::RetryThrottle tiny(RetryThrottling{.max_tokens = 10, .token_ratio = 0.0001});
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(tiny.on_retryable_failure()) << i;
+  EXPECT_FALSE(tiny.on_retryable_failure());         // 5 left
+  for (int i = 0; i < 2000; ++i) tiny.on_success();  // + 2 tokens
+  EXPECT_TRUE(tiny.on_retryable_failure());          // 6 left
+
+  detail::RetryThrottle many(RetryThrottling{.max_tokens = 1 << 30, .token_ratio = 0.1});
+  EXPECT_TRUE(many.enabled());  // 1000 tokens, no overflow
+  for (int i = 0; i < 499; ++i) EXPECT_TRUE(many.on_retryable_failure()) << i;
+  EXPECT_FALSE(many.on_retryable_failure());
+}
+
 // A method that fails with UNAVAILABLE until its third attempt, recording the attempt header.
 TEST(Retry, UnaryCallIsRetriedByItsPolicy) {
   std::atomic<int> calls{0};

@@ -227,6 +227,45 @@ TEST(ServiceConfig, ZeroTimeoutIsNoneAndPartsOfAMillisecondRoundUp) {
   EXPECT_EQ(options.method_configs["/c.S/"].retry_policy->max_backoff, 1ms);
 }
 
+// gRFC A6's ranges: maxTokens an integer in (0, 1000], tokenRatio > 0 with three decimal places
+// (more are truncated, as gRPC C++ does), at most 1000. 0.0001 was accepted and never refilled
+// the bucket; 1e10 was accepted and overflowed the throttle's int.
+TEST(ServiceConfig, RetryThrottlingRanges) {
+  auto throttling = [](std::string max, std::string ratio, ChannelOptions& options) {
+    return apply_service_config(
+        R"({"retryThrottling": {"maxTokens": )" + max + R"(, "tokenRatio": )" + ratio + "}}",
+        options);
+  };
+  ChannelOptions options;
+  ASSERT_TRUE(throttling("1000", "0.1234", options).ok());
+  EXPECT_EQ(options.retry_throttling.max_tokens, 1000);
+  EXPECT_EQ(options.retry_throttling.token_ratio, 0.123);
+  ASSERT_TRUE(throttling("1", "1.001", options).ok());
+  EXPECT_EQ(options.retry_throttling.token_ratio, 1.001);
+  ASSERT_TRUE(throttling("10", "0.001", options).ok());
+  EXPECT_EQ(options.retry_throttling.token_ratio, 0.001);
+  ASSERT_TRUE(throttling("10", "1000", options).ok());
+  for (auto [max, ratio] : {std::pair{"10", "0.0001"},
+                            {"10", "0.0009"},
+                            {"10", "1e10"},
+                            {"10", "1000.5"},
+                            {"10", "0"},
+                            {"10", "-1"},
+                            {"10", "\"0.5\""},
+                            {"0", "0.1"},
+                            {"1001", "0.1"},
+                            {"2.5", "0.1"},
+                            {"-1", "0.1"},
+                            {"\"10\"", "0.1"},
+                            {"1e10", "0.1"}}) {
+    ChannelOptions before;
+    const absl::Status s = throttling(max, ratio, before);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << max << " " << ratio;
+    EXPECT_NE(s.message().find("retryThrottling"), std::string_view::npos) << s;
+    EXPECT_EQ(before.retry_throttling.max_tokens, 0) << max << " " << ratio;
+  }
+}
+
 TEST(ServiceConfig, AppliesMessageLimitsPerMethod) {
   ChannelOptions options;
   ASSERT_TRUE(apply_service_config(R"({"methodConfig": [

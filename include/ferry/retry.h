@@ -35,7 +35,9 @@ struct RetryPolicy {
 
 // Retry throttling (service config's retryThrottling): the channel holds max_tokens tokens; every
 // attempt that fails with a retryable status takes one, every success gives back token_ratio;
-// retries are made only while more than half remain. max_tokens 0 (the default) turns it off.
+// retries are made only while more than half remain. max_tokens 0 (the default) turns it off;
+// more than 1000 counts as 1000. token_ratio is kept in thousandths (truncated; a positive ratio
+// under 0.001 counts as 0.001, one over max_tokens as max_tokens).
 struct RetryThrottling {
   int max_tokens = 0;
   double token_ratio = 0.1;

@@ -4,7 +4,9 @@
 // the throttle's token refill, and only when throttling is on.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <string_view>
 
@@ -41,9 +43,12 @@ std::int64_t parse_retry_pushback(std::string_view value);
 // The channel's token bucket (RetryThrottling). On the channel's executor.
 class RetryThrottle {
  public:
+  // max_tokens is held to [0, 1000] and token_ratio to [0.001, max_tokens] (gRFC A6's ranges;
+  // apply_service_config refuses values outside them): 1e10 thousandths overflowed an int, and
+  // a ratio under 0.001 was zero thousandths, never refilling the bucket.
   explicit RetryThrottle(const RetryThrottling& options)
-      : max_(options.max_tokens * 1000),
-        ratio_(static_cast<int>(options.token_ratio * 1000)),
+      : max_(std::clamp(options.max_tokens, 0, 1000) * 1000),
+        ratio_(ratio_thousandths(options.token_ratio, max_)),
         tokens_(max_) {}
   bool enabled() const { return max_ > 0; }
   // An attempt failed with a retryable status; true when a retry is still allowed.
@@ -54,6 +59,13 @@ class RetryThrottle {
   void on_success() { tokens_ = tokens_ + ratio_ > max_ ? max_ : tokens_ + ratio_; }
 
  private:
+  static int ratio_thousandths(double ratio, int max) {
+    if (!(ratio > 0)) return 0;  // NaN too
+    // Truncated to three decimals as gRPC C++ does; the tiny margin keeps 1.001 (1000.99999...
+    // thousandths as a double) at 1001.
+    const double thousandths = std::floor(std::min(ratio * 1000 + 1e-6, static_cast<double>(max)));
+    return std::max(1, static_cast<int>(thousandths));
+  }
   // In thousandths of a token, as gRPC keeps them (the ratio has three decimals).
   int max_;
   int ratio_;

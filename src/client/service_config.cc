@@ -251,11 +251,19 @@ absl::Status apply_service_config(std::string_view json, ChannelOptions& options
         max->number != std::floor(max->number)) {
       return bad("retryThrottling.maxTokens must be an integer in (0, 1000]");
     }
-    if (ratio == nullptr || ratio->kind != Kind::kNumber || !(ratio->number > 0)) {
-      return bad("retryThrottling.tokenRatio must be a number > 0");
+    // gRFC A6: tokenRatio has up to three decimal places (more are truncated, as gRPC C++ does)
+    // and is > 0 after that; over 1000 (maxTokens's bound) one success would refill more than
+    // any bucket holds. 0.0001 became a ratio that never refilled, 1e10 an int overflow.
+    if (ratio == nullptr || ratio->kind != Kind::kNumber || !(ratio->number > 0) ||
+        ratio->number > 1000) {
+      return bad("retryThrottling.tokenRatio must be a number in (0, 1000]");
+    }
+    const double thousandths = std::floor(ratio->number * 1000 + 1e-6);
+    if (thousandths < 1) {
+      return bad("retryThrottling.tokenRatio must be at least 0.001 (three decimal places)");
     }
     out.retry_throttling.max_tokens = static_cast<int>(max->number);
-    out.retry_throttling.token_ratio = ratio->number;
+    out.retry_throttling.token_ratio = thousandths / 1000;
   }
   options = std::move(out);
   return absl::OkStatus();
