@@ -24,7 +24,7 @@ namespace ferry {
 //       a name without method applies to the service, an empty name ({}) to every method; the
 //       most specific entry applies whole (a field it lacks is unset, not inherited); each entry
 //       lands in ChannelOptions::method_configs, or method_config for the empty name
-//       (ferry/method_config.h)
+//       (ferry/method_config.h); a name listed twice (or two empty names) refuses the config
 //   "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}
 // Other fields (hedgingPolicy, healthCheckConfig) are ignored. INVALID_ARGUMENT, saying why, for
 // text that is not strict JSON or a field of the wrong shape or range (as gRPC validates them);

@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "client/json.h"
 #include "common/strings.h"
@@ -210,6 +211,9 @@ absl::Status apply_service_config(std::string_view json, ChannelOptions& options
 
   if (const JsonValue* methods = doc->find("methodConfig")) {
     if (methods->kind != Kind::kArray) return bad("methodConfig must be an array");
+    // gRPC's service config: a name appears in one entry only, else the config is refused (which
+    // entry applied was the last one's, silently). A hash set: linear in the names.
+    absl::flat_hash_set<std::string> seen;
     for (const JsonValue& mc : methods->array) {
       if (mc.kind != Kind::kObject) return bad("each methodConfig must be an object");
       const JsonValue* names = mc.find("name");
@@ -232,12 +236,18 @@ absl::Status apply_service_config(std::string_view json, ChannelOptions& options
         const bool has_service = service != nullptr && !service->string.empty();
         const bool has_method = method != nullptr && !method->string.empty();
         if (has_method && !has_service) return bad("a name with a method needs its service");
-        if (!has_service) {
-          out.method_config = *call_defaults;  // the defaults for every method
+        std::string key;  // empty for the defaults of every method
+        if (has_service) {
+          key = absl::StrCat("/", service->string, "/", has_method ? method->string : "");
+        }
+        if (!seen.insert(key).second) {
+          return bad(key.empty() ? std::string("more than one methodConfig has the empty name")
+                                 : absl::StrCat("the name ", key, " appears more than once"));
+        }
+        if (key.empty()) {
+          out.method_config = *call_defaults;
         } else {
-          const std::string key =
-              absl::StrCat("/", service->string, "/", has_method ? method->string : "");
-          out.method_configs[key] = *call_defaults;
+          out.method_configs[std::move(key)] = *call_defaults;
         }
       }
     }
