@@ -47,7 +47,15 @@ INSTANTIATE_TEST_SUITE_P(
                       Form{"dns:///example.com", "example.com", "443", "example.com"},
                       Form{"dns:localhost:7", "localhost", "7", "localhost:7"},
                       Form{"ipv4:127.0.0.1:9", "127.0.0.1", "9", "127.0.0.1:9"},
-                      Form{"ipv6:[::1]:9", "::1", "9", "[::1]:9"}));
+                      Form{"ipv6:[::1]:9", "::1", "9", "[::1]:9"},
+                      // RFC 3986 and gRPC's naming: one slash starts the path, not the host
+                      // (the host was "/localhost"), and the host and port are percent-decoded.
+                      Form{"dns:/localhost:7", "localhost", "7", "localhost:7"},
+                      Form{"dns:///my%2Dhost:80", "my-host", "80", "my-host:80"},
+                      Form{"dns:///localhost:%35%30", "localhost", "50", "localhost:50"},
+                      Form{"[fe80::1%25lo]:80", "fe80::1%lo", "80", "[fe80::1%lo]:80"},
+                      Form{"ipv6:[fe80::1%25eth0]:9", "fe80::1%eth0", "9", "[fe80::1%eth0]:9"},
+                      Form{"dns:///[fe80::1%25lo]", "fe80::1%lo", "443", "[fe80::1%lo]"}));
 
 // gRFC A66's grpc.target: a target with a scheme as written, any other with dns:/// before it.
 TEST(Target, CanonicalFormForMetrics) {
@@ -71,6 +79,22 @@ TEST(Target, MalformedOnesSayWhy) {
     EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_NE(t.status().message().find("bad target"), std::string_view::npos) << bad;
   }
+}
+
+// A '%' without two hex digits after it is refused in every form, saying which escape and how
+// to write a '%' (an unencoded IPv6 zone included: "%eth0" is not an escape).
+TEST(Target, MalformedPercentEscapesAreRefused) {
+  for (const char* bad : {"unix:/tmp/%zz", "unix:/tmp/a%2", "unix:/tmp/a%", "unix-abstract:%G0",
+                          "dns:///host%", "dns:///ho%st:80", "[fe80::1%eth0]:80",
+                          "ipv6:[fe80::1%eth0]:80", "localhost:8%0", "dns:/%%41"}) {
+    absl::StatusOr<detail::Target> t = parse_target(bad);
+    ASSERT_FALSE(t.ok()) << bad;
+    EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(t.status().message().find("malformed percent-escape"), std::string_view::npos)
+        << t.status();
+  }
+  // An escape cannot smuggle a separator into a form that refuses it.
+  EXPECT_FALSE(parse_target("dns:///a%3A1%3A2").ok());  // "a:1:2": an IPv6 address unbracketed
 }
 
 // dns://dnsserver/host parses (the server's port defaults to 53), but the built-in resolver
@@ -143,7 +167,18 @@ TEST(Target, UnixForms) {
     EXPECT_EQ(t->authority, "localhost") << f.target;
     EXPECT_TRUE(t->host.empty()) << f.target;
   }
-  for (const char* bad : {"unix:", "unix://relative", "unix://"}) {
+  // Percent-decoded (RFC 3986 §2.1): a space, a '%' itself, a NUL in an abstract name.
+  for (const UnixForm& f :
+       {UnixForm{"unix:/tmp/a%20b.sock", "/tmp/a b.sock"},
+        UnixForm{"unix:///tmp/100%25.sock", "/tmp/100%.sock"}, UnixForm{"unix:rel%2fx", "rel/x"},
+        UnixForm{"unix-abstract:a%00b%20", std::string("\0a\0b ", 5)}}) {
+    absl::StatusOr<detail::Target> t = parse_target(f.target);
+    ASSERT_TRUE(t.ok()) << f.target << ": " << t.status();
+    EXPECT_EQ(t->unix_path, f.path) << f.target;
+  }
+  EXPECT_EQ(parse_target("unix-abstract:" + std::string(106, 'x'))->unix_path.size(), 107u);
+  EXPECT_TRUE(parse_target("unix-abstract:" + std::string(100, 'x') + "%41%41%41").ok());
+  for (const char* bad : {"unix:", "unix://relative", "unix://", "unix:/tmp/a%00b"}) {
     EXPECT_EQ(parse_target(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
   }
   EXPECT_FALSE(parse_target("unix:/" + std::string(200, 'x')).ok());

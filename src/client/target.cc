@@ -18,7 +18,35 @@ bool consume_prefix(std::string_view& s, std::string_view prefix) {
   return true;
 }
 
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
 }  // namespace
+
+absl::StatusOr<std::string> percent_decode_target(std::string_view target, std::string_view part) {
+  std::string out;
+  out.reserve(part.size());
+  for (std::size_t i = 0; i < part.size(); ++i) {
+    if (part[i] != '%') {
+      out += part[i];
+      continue;
+    }
+    // RFC 3986 §2.1: '%' is always followed by two hex digits ("%25" for a '%' itself).
+    const int high = i + 2 < part.size() ? hex_value(part[i + 1]) : -1;
+    const int low = high >= 0 ? hex_value(part[i + 2]) : -1;
+    if (low < 0) {
+      return bad(target, absl::StrCat("a malformed percent-escape '", to_absl(part.substr(i, 3)),
+                                      "' (RFC 3986: '%' and two hex digits; write '%' as %25)"));
+    }
+    out += static_cast<char>(high * 16 + low);
+    i += 2;
+  }
+  return out;
+}
 
 // dns://authority/: a DNS server as host[:port], the port 53 when absent.
 static bool valid_dns_server(std::string_view authority) {
@@ -46,9 +74,11 @@ absl::StatusOr<Target> parse_target(std::string_view target) {
     // Any bytes, even none or NUL, name an abstract socket; at most 106 of them fit (asio's
     // endpoint holds 107 bytes, the leading NUL included; a longer name threw there and left the
     // channel CONNECTING for ever).
-    if (rest.size() > 106) return bad(target, "the abstract name is too long (over 106 bytes)");
+    absl::StatusOr<std::string> name = percent_decode_target(target, rest);
+    if (!name.ok()) return name.status();
+    if (name->size() > 106) return bad(target, "the abstract name is too long (over 106 bytes)");
     Target out;
-    out.unix_path = std::string(1, '\0') + std::string(rest);
+    out.unix_path = std::string(1, '\0') + *name;
     out.authority = "localhost";
     return out;
   }
@@ -57,11 +87,13 @@ absl::StatusOr<Target> parse_target(std::string_view target) {
     if (consume_prefix(rest, "//") && (rest.empty() || rest.front() != '/')) {
       return bad(target, "unix:// needs an absolute path (unix:///path)");
     }
-    if (rest.empty()) return bad(target, "no path");
-    if (rest.size() > 107) return bad(target, "the path is too long for a Unix socket");
-    if (rest.find('\0') != std::string_view::npos) return bad(target, "NUL in the path");
+    absl::StatusOr<std::string> path = percent_decode_target(target, rest);
+    if (!path.ok()) return path.status();
+    if (path->empty()) return bad(target, "no path");
+    if (path->size() > 107) return bad(target, "the path is too long for a Unix socket");
+    if (path->find('\0') != std::string::npos) return bad(target, "NUL in the path");
     Target out;
-    out.unix_path = std::string(rest);
+    out.unix_path = *std::move(path);
     out.authority = "localhost";
     return out;
   }
@@ -77,8 +109,17 @@ absl::StatusOr<Target> parse_target(std::string_view target) {
       if (!dns_authority.empty() && !valid_dns_server(dns_authority)) {
         return bad(target, "the DNS server authority is not host[:port]");
       }
+    } else {
+      // dns:/host:port: RFC 3986 reads "/host:port" as the path, and gRPC (C++ and Go alike)
+      // takes the host from the path without its leading '/' (it was the host "/host").
+      consume_prefix(rest, "/");
     }
   }
+  // The host and port are a URI's path: percent-decoded (RFC 3986 §2.1, as gRPC decodes them),
+  // so an IPv6 zone is written "%25" ("[fe80::1%25eth0]:80"), the RFC 6874 form.
+  absl::StatusOr<std::string> decoded = percent_decode_target(target, rest);
+  if (!decoded.ok()) return decoded.status();
+  rest = *decoded;
   if (rest.empty()) return bad(target, "no host");
 
   Target out;

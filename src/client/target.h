@@ -7,7 +7,10 @@
 //   ipv4:addr:port, ipv6:[addr]:port                 one literal address
 //   unix:path, unix:///absolute/path                 a Unix domain socket (authority localhost)
 //   unix-abstract:name                               Linux's abstract socket namespace
-// Address lists come with their own resolvers.
+// Address lists come with their own resolvers. The part after the scheme (the host and port, a
+// path, an abstract name) is percent-decoded as RFC 3986 says and gRPC does: "%20" is a space,
+// "%25" a '%' (an IPv6 zone: "ipv6:[fe80::1%25eth0]:80"), "%00" a NUL (abstract names only); a
+// '%' without two hex digits after it is refused. dns:/host:port (one slash) is host:port.
 #pragma once
 
 #include <string>
@@ -27,6 +30,9 @@ struct Target {
   // port defaults to 53); empty for the system's servers.
   std::string dns_authority;
 };
+
+// part (of target) percent-decoded; INVALID_ARGUMENT naming a malformed escape.
+absl::StatusOr<std::string> percent_decode_target(std::string_view target, std::string_view part);
 
 // INVALID_ARGUMENT for a target ferry cannot use, saying why.
 absl::StatusOr<Target> parse_target(std::string_view target);
