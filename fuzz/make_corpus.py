@@ -175,6 +175,25 @@ write(AZ, "every_field", b'{"name":"p","deny_rules":[{"name":"d","source":{"prin
       b'{"audit_condition":"ON_DENY_AND_ALLOW","audit_loggers":[{"name":"stdout_logger",'
       b'"config":{"a":[1,{"b":null}]},"is_optional":false}]}}')
 
+# service_config_fuzzer: the service config text itself, the shapes test/service_config_test.cc
+# reads (every field, zero and sub-millisecond timeouts, throttling at its bounds) and ones it
+# refuses (a duplicate name, a ratio under a thousandth, a number out of range).
+SC = "service_config_fuzzer"
+write(SC, "every_field", b'{"loadBalancingConfig":[{"grpclb":{}},{"round_robin":{}}],'
+      b'"methodConfig":[{"name":[{"service":"pkg.Echo","method":"Call"},{"service":"pkg.Other"}],'
+      b'"timeout":"1.5s","waitForReady":true,"maxRequestMessageBytes":1048576,'
+      b'"maxResponseMessageBytes":"4194304","retryPolicy":{"maxAttempts":4,'
+      b'"initialBackoff":"0.25s","maxBackoff":"2s","backoffMultiplier":1.5,'
+      b'"retryableStatusCodes":["UNAVAILABLE",4]}},{"name":[{}],"timeout":"0s"}],'
+      b'"retryThrottling":{"maxTokens":10,"tokenRatio":0.1}}')
+write(SC, "policy_name", b'{"loadBalancingPolicy":"round_robin","methodConfig":[{"name":'
+      b'[{"service":"a.S"}],"timeout":"0.0005s","waitForReady":false}]}')
+write(SC, "throttling_bounds", b'{"retryThrottling":{"maxTokens":1000,"tokenRatio":1.001}}')
+write(SC, "duplicate_name", b'{"methodConfig":[{"name":[{"service":"a.S","method":"M"}]},'
+      b'{"name":[{"service":"a.S","method":"M"}]}]}')
+write(SC, "tiny_ratio", b'{"retryThrottling":{"maxTokens":10,"tokenRatio":0.0001}}')
+write(SC, "huge_number", b'{"methodConfig":[{"name":[{}],"maxRequestMessageBytes":1e400}]}')
+
 # hpack_decoder_fuzzer and hpack_differential_fuzzer: byte 0 the limits (decoder fuzzer only:
 # bits 0-1 SETTINGS_HEADER_TABLE_SIZE 0/256/4096/65536, bits 2-3 the list size 64/1000/16384/
 # 1 MiB, bits 4-5 the field count 1/10/100/100000), then records of 3 bytes, kind and a 16-bit
