@@ -194,6 +194,20 @@ write(SC, "duplicate_name", b'{"methodConfig":[{"name":[{"service":"a.S","method
 write(SC, "tiny_ratio", b'{"retryThrottling":{"maxTokens":10,"tokenRatio":0.0001}}')
 write(SC, "huge_number", b'{"methodConfig":[{"name":[{}],"maxRequestMessageBytes":1e400}]}')
 
+# xds_bootstrap_fuzzer: the bootstrap text itself. grpc-go's and gRPC C++'s shape with every
+# field, the minimal one, and near misses (no servers, unknown creds, wrong types).
+XB = "xds_bootstrap_fuzzer"
+write(XB, "every_field", b'{"xds_servers":[{"server_uri":"dns:///xds.example.com:443",'
+      b'"channel_creds":[{"type":"google_default"},{"type":"tls","config":{"ca_certificate_file":'
+      b'"/ca.pem"}}],"server_features":["xds_v3","ignore_resource_deletion"]},{"server_uri":'
+      b'"localhost:18000","channel_creds":[{"type":"insecure"}]}],"node":{"id":"n","cluster":"c",'
+      b'"locality":{"region":"r","zone":"z","sub_zone":"s"},"metadata":{"k":[1.5,true,null,"\\u00e9"]}},'
+      b'"certificate_providers":{"d":{"plugin_name":"file_watcher"}},"authorities":{}}')
+write(XB, "minimal", b'{"xds_servers":[{"server_uri":"a:1","channel_creds":[{"type":"insecure"}]}]}')
+write(XB, "no_servers", b'{"xds_servers":[],"node":{"id":"n"}}')
+write(XB, "unknown_creds", b'{"xds_servers":[{"server_uri":"a:1","channel_creds":[{"type":"alts"}]}]}')
+write(XB, "wrong_types", b'{"xds_servers":[{"server_uri":1,"channel_creds":{}}],"node":[]}')
+
 # hpack_decoder_fuzzer and hpack_differential_fuzzer: byte 0 the limits (decoder fuzzer only:
 # bits 0-1 SETTINGS_HEADER_TABLE_SIZE 0/256/4096/65536, bits 2-3 the list size 64/1000/16384/
 # 1 MiB, bits 4-5 the field count 1/10/100/100000), then records of 3 bytes, kind and a 16-bit
