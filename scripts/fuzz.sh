@@ -27,10 +27,13 @@ fi
 seconds=${FERRY_FUZZ_SECONDS:-60}
 build=${FERRY_FUZZ_BUILD:-build-fuzz}
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(frame_decoder_fuzzer wire_format_fuzzer gzip_fuzzer json_fuzzer service_config_fuzzer authz_policy_fuzzer xds_bootstrap_fuzzer server_connection_fuzzer
-                                  http1_connection_fuzzer http1_client_fuzzer hpack_decoder_fuzzer
-                                  hpack_differential_fuzzer h2_frame_server_fuzzer
-                                  h2_frame_client_fuzzer trace_context_fuzzer)
+[ ${#targets[@]} -gt 0 ] || targets=(frame_decoder_fuzzer wire_format_fuzzer gzip_fuzzer
+                                     json_fuzzer service_config_fuzzer authz_policy_fuzzer
+                                     xds_bootstrap_fuzzer server_connection_fuzzer
+                                     http1_connection_fuzzer http1_client_fuzzer
+                                     hpack_decoder_fuzzer hpack_differential_fuzzer
+                                     h2_frame_server_fuzzer h2_frame_client_fuzzer
+                                     trace_context_fuzzer)
 
 if ! command -v clang++ >/dev/null 2>&1; then
   echo "fuzz: clang++ not found (apt-get install clang)" >&2
