@@ -318,28 +318,11 @@ absl::Status unmarshal_error(std::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("failed to unmarshal policy: ", to_absl(what)));
 }
 
-const char* kind_name(Kind k) {
-  switch (k) {
-    case Kind::kNull:
-      return "null";
-    case Kind::kBool:
-      return "a boolean";
-    case Kind::kNumber:
-      return "a number";
-    case Kind::kString:
-      return "a string";
-    case Kind::kArray:
-      return "an array";
-    case Kind::kObject:
-      return "an object";
-  }
-  return "?";
-}
-
 absl::Status want(const JsonValue& v, Kind kind, std::string_view field) {
   if (v.kind == kind) return absl::OkStatus();
-  return unmarshal_error(absl::StrCat("\"", to_absl(field), "\" must be ", kind_name(kind),
-                                      ", not ", kind_name(v.kind)));
+  return unmarshal_error(absl::StrCat("\"", to_absl(field), "\" must be ",
+                                      detail::json_kind_name(kind), ", not ",
+                                      detail::json_kind_name(v.kind)));
 }
 
 // Walks an object's members as Go's decoder does: names match the known fields

@@ -283,4 +283,22 @@ class Reader {
 
 absl::StatusOr<JsonValue> parse_json(std::string_view text) { return Reader(text).document(); }
 
+const char* json_kind_name(JsonValue::Kind kind) {
+  switch (kind) {
+    case JsonValue::Kind::kNull:
+      return "null";
+    case JsonValue::Kind::kBool:
+      return "a boolean";
+    case JsonValue::Kind::kNumber:
+      return "a number";
+    case JsonValue::Kind::kString:
+      return "a string";
+    case JsonValue::Kind::kArray:
+      return "an array";
+    case JsonValue::Kind::kObject:
+      return "an object";
+  }
+  return "?";
+}
+
 }  // namespace ferry::detail

@@ -34,4 +34,8 @@ struct JsonMember {
 
 absl::StatusOr<JsonValue> parse_json(std::string_view text);
 
+// "null", "a boolean", "a number", "a string", "an array", "an object": for errors that say what
+// a field must be and what it was.
+const char* json_kind_name(JsonValue::Kind kind);
+
 }  // namespace ferry::detail

@@ -25,27 +25,10 @@ absl::Status error(std::string_view where, std::string_view what) {
                                     std::string(what));
 }
 
-const char* kind_name(Kind kind) {
-  switch (kind) {
-    case Kind::kNull:
-      return "null";
-    case Kind::kBool:
-      return "a boolean";
-    case Kind::kNumber:
-      return "a number";
-    case Kind::kString:
-      return "a string";
-    case Kind::kArray:
-      return "an array";
-    case Kind::kObject:
-      return "an object";
-  }
-  return "?";
-}
-
 absl::Status expect(const JsonValue& value, Kind kind, std::string_view where) {
   if (value.kind == kind) return absl::OkStatus();
-  return error(where, std::string("must be ") + kind_name(kind) + ", not " + kind_name(value.kind));
+  return error(where, std::string("must be ") + detail::json_kind_name(kind) + ", not " +
+                          detail::json_kind_name(value.kind));
 }
 
 // An optional string member of object `value` into *out.
