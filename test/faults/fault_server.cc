@@ -2,6 +2,7 @@
 // server and start it again on the same port, and those that count what vanished connections
 // leave behind in it: FaultService and StatsService on 127.0.0.1.
 //   fault_server --port=N (0: a free one) [--log=PATH] [--threads=N (default 1)]
+//                [--pool-idle-period-ms=N (the buffer pool's idle trim; default its own, 10 s)]
 // Prints "port N" once listening; appends the id of every unary call its handler receives to
 // PATH (O_APPEND, one write per call, so the ids survive a SIGKILL); SIGTERM or SIGINT shut it
 // down gracefully (1 s grace). Its descriptor limit is raised to the hard limit.
@@ -16,6 +17,7 @@
 #include <string>
 
 #include "faults/fault_service.h"
+#include "ferry/buffer_pool.h"
 #include "ferry/server.h"
 
 int main(int argc, char** argv) {
@@ -29,8 +31,14 @@ int main(int argc, char** argv) {
       log_path = argv[i] + 6;
     } else if (std::strncmp(argv[i], "--threads=", 10) == 0) {
       threads = std::atoi(argv[i] + 10);
+    } else if (std::strncmp(argv[i], "--pool-idle-period-ms=", 22) == 0) {
+      ferry::BufferPoolOptions pool = ferry::BufferPool::instance().options();
+      pool.idle_period = std::chrono::milliseconds(std::atoi(argv[i] + 22));
+      ferry::BufferPool::instance().configure(pool);
     } else {
-      std::fprintf(stderr, "usage: fault_server --port=N [--log=PATH] [--threads=N]\n");
+      std::fprintf(stderr,
+                   "usage: fault_server --port=N [--log=PATH] [--threads=N] "
+                   "[--pool-idle-period-ms=N]\n");
       return 2;
     }
   }
