@@ -153,7 +153,6 @@ class ThreadSeries {
     absl::flat_hash_map<std::string, ByMethod> series;
   };
   using Cache = absl::flat_hash_map<std::uint64_t, Entry>;
-  struct Entry;
   Entry& entry() {
     Cache& cache = thread_cache();
     auto mine = cache.find(id_);
