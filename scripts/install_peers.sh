@@ -92,7 +92,15 @@ export GOMODCACHE="$prefix/go/pkg/mod"
 # to a fifth of their build's CPU (the module's, cold, two pairs of runs: 243 -> 191 and
 # 202 -> 177 CPU-s). A panic's trace keeps its file:line (from the pclntab, which -s does not
 # strip), and `go version -m`, which the checks below read, keeps the build info.
-export GOFLAGS='-modcacherw -buildvcs=false "-ldflags=-s -w" -gcflags=all=-dwarf=false'
+# FERRY_PEERS_GO_OPTIMIZE=0 (scripts/test.sh sets it): compiled without optimizations or inlining
+# too (-N -l), about a quarter less CPU (the Collector from a cold cache: 181 -> 139 CPU-s, one
+# pair of runs on this kind of machine). Only the tests run these peers, and none measures their
+# speed; the head-to-head's servers, which scripts/main.sh benchmarks, hold the mode in their
+# stamps, so that main.sh builds them again optimized.
+go_optimize=${FERRY_PEERS_GO_OPTIMIZE:-1}
+go_gcflags=-dwarf=false
+[ "$go_optimize" = 0 ] && go_gcflags='-dwarf=false -N -l'
+export GOFLAGS="-modcacherw -buildvcs=false \"-ldflags=-s -w\" \"-gcflags=all=$go_gcflags\""
 export GOTOOLCHAIN=local
 export GOENV=off          # ignore a user go.env that could point elsewhere
 export GOWORK=off
@@ -334,7 +342,7 @@ smuggling_go_check() {
 }
 smuggling_go_install() {
   cd "$prefix" &&
-    GO111MODULE=off GOFLAGS='-buildvcs=false "-ldflags=-s -w" -gcflags=all=-dwarf=false' \
+    GO111MODULE=off GOFLAGS="-buildvcs=false \"-ldflags=-s -w\" \"-gcflags=all=$go_gcflags\"" \
       go build -o "$GOBIN/http1_smuggling_go_server" "$smuggling_go_src" &&
     smuggling_go_stamp >"$GOBIN/.http1_smuggling_go.stamp"
 }
@@ -355,7 +363,7 @@ step "ghz $GHZ_VERSION" "$prefix/logs/ghz.log" \
 connect_echo_src="$repo/bench/head_to_head/connect_go"
 connect_echo_proto="$repo/proto/ferry/testing/echo.proto"
 connect_echo_stamp() {
-  echo "$CONNECT_GO_VERSION $PROTOBUF_GO_VERSION" \
+  echo "$CONNECT_GO_VERSION $PROTOBUF_GO_VERSION optimize=$go_optimize" \
     "$(cat "$connect_echo_src/main.go" "$connect_echo_proto" | sha256sum | cut -c1-16)"
 }
 connect_echo_check() {
@@ -423,7 +431,7 @@ cd "$prefix" || exit 1
 greeter_proto_dir="$repo/bench/head_to_head/proto"
 grpc_go_greeter_src="$repo/bench/head_to_head/grpc_go"
 grpc_go_greeter_stamp() {
-  echo "$GRPC_GO_VERSION $PROTOBUF_GO_VERSION" \
+  echo "$GRPC_GO_VERSION $PROTOBUF_GO_VERSION optimize=$go_optimize" \
     "$(cat "$grpc_go_greeter_src/main.go" "$greeter_proto_dir/grpc_bench/helloworld.proto" \
          "$repo/proto/ferry/testing/echo.proto" | sha256sum | cut -c1-16)"
 }

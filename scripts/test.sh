@@ -32,10 +32,23 @@ jobs=$(nproc)
 test_jobs=$((2 * jobs))
 times=()
 start=$SECONDS
-# lap NAME: records how long the phase that just ended took, for the summary at the end.
+# cpu_ticks: the machine's busy and idle clock ticks so far (/proc/stat's first line: idle and
+# iowait count as idle), to say how busy each phase kept the cores: the command's time is its CPU
+# work over the cores when they are all busy, and the idle share says where waiting costs time.
+cpu_ticks() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $5+$6; exit}' /proc/stat; }
+read -r busy_start idle_start < <(cpu_ticks)
+# lap NAME: records how long the phase that just ended took, and the share of the cores it left
+# idle, for the summary at the end.
 lap() {
-  times+=("$(printf '%5ds  %s' $((SECONDS - start)) "$1")")
+  local busy idle idle_pct=0
+  read -r busy idle < <(cpu_ticks)
+  if [ $((busy - busy_start + idle - idle_start)) -gt 0 ]; then
+    idle_pct=$(( 100 * (idle - idle_start) / (busy - busy_start + idle - idle_start) ))
+  fi
+  times+=("$(printf '%5ds  %3d%% idle  %s' $((SECONDS - start)) "$idle_pct" "$1")")
   start=$SECONDS
+  busy_start=$busy
+  idle_start=$idle
 }
 print_times() {
   echo "== Times"
@@ -96,11 +109,12 @@ extras_pid=$!
 # packages): pinned versions, installed under build/peers from the package registries. Cold, that
 # is ~7 min of downloads and Go builds (the Collector's ~2 CPU-min of them) that the Release build
 # does not need, so it runs beside it (in a session of its own,
-# so that a failing build can stop it).
+# so that a failing build can stop it). The Go peers compile unoptimized (FERRY_PEERS_GO_OPTIMIZE=0:
+# a quarter less CPU; install_peers.sh says why that is safe).
 # cmake runs again after it: each interop test is added when its peer is there.
 peers="$PWD/build/peers"
 peers_log="$PWD/build/install_peers.log"
-setsid bash scripts/install_peers.sh "$peers" >"$peers_log" 2>&1 &
+FERRY_PEERS_GO_OPTIMIZE=0 setsid bash scripts/install_peers.sh "$peers" >"$peers_log" 2>&1 &
 peers_pid=$!
 
 # The sanitizer tree builds from the start too, at the lowest CPU priority: it takes
