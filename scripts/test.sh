@@ -138,6 +138,22 @@ configure_sanitize() {
 at_lowest_priority() {
   exec setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec nice -n 19 "$@"' - "$@"
 }
+# to_normal_priority PID: the job at_lowest_priority started as PID, once the next phase waits
+# for it, gets normal priority back: its session's autogroup and every process in it (the
+# compilers its ninja starts later inherit ninja's). At the lowest priority it would share the
+# cores equally with any other low-priority work on the machine. Lowering a nice value needs
+# root (CAP_SYS_NICE); without it the job stays where it was.
+to_normal_priority() {
+  echo 0 >"/proc/$1/autogroup" 2>/dev/null || true
+  local stat fields
+  for stat in /proc/[0-9]*/stat; do
+    fields=$(cat "$stat" 2>/dev/null) || continue
+    read -r -a fields <<<"${fields##*) }"  # after the command's name: state ppid pgrp session
+    [ "${fields[3]:-}" = "$1" ] || continue
+    stat=${stat#/proc/}
+    renice -n 0 -p "${stat%/stat}" >/dev/null 2>&1 || true
+  done
+}
 sanitize_log="$PWD/build/sanitize_build.log"
 at_lowest_priority bash -c "$(declare -f configure_sanitize); peers='$peers'
   until [ -s '$extras_status' ]; do sleep 1; done
@@ -201,6 +217,7 @@ lap "Release tests"
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer build and tests (clang)"
 sanitize_status=0
+to_normal_priority "$sanitize_pid"
 wait "$sanitize_pid" || sanitize_status=$?
 trap 'kill -- -$tsan_pid 2>/dev/null || true' EXIT
 [ "$sanitize_status" -eq 0 ] || { cat "$sanitize_log"; exit 1; }
@@ -223,6 +240,8 @@ lap "sanitizer tests"
 
 echo "== ThreadSanitizer build and tests (clang; the tests labelled threads)"
 tsan_status=0
+to_normal_priority "$tsan_pid"
+to_normal_priority "$fuzz_build_pid"
 wait "$tsan_pid" || tsan_status=$?
 [ "$tsan_status" -eq 0 ] || { cat "$tsan_log"; exit 1; }
 lap "ThreadSanitizer build: what was left after the sanitizer tests"
