@@ -74,7 +74,7 @@ std::shared_ptr<Resolver> make_static_resolver(std::vector<Address> addresses) {
 namespace detail {
 namespace {
 
-absl::Status bad(std::string_view target, std::string_view why) {
+absl::Status bad_target(std::string_view target, std::string_view why) {
   return absl::InvalidArgumentError(
       absl::StrCat("bad target '", to_absl(target), "': ", to_absl(why)));
 }
@@ -93,7 +93,7 @@ absl::StatusOr<ResolvedTarget> literal_list(std::string_view target, std::string
     asio::error_code ec;
     const asio::ip::address ip = asio::ip::make_address(one->host, ec);
     if (ec || ip.is_v6() != v6) {
-      return bad(target, absl::StrCat("'", to_absl(element), "' is not an ", v6 ? "IPv6" : "IPv4",
+      return bad_target(target, absl::StrCat("'", to_absl(element), "' is not an ", v6 ? "IPv6" : "IPv4",
                                       " address"));
     }
     Address a;

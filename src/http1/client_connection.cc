@@ -14,7 +14,7 @@ namespace ferry::http1 {
 namespace {
 
 // Hop-by-hop fields, which describe this connection rather than the response.
-bool hop_by_hop(std::string_view name) {
+bool response_hop_by_hop(std::string_view name) {
   return name == "connection" || name == "keep-alive" || name == "transfer-encoding" ||
          name == "proxy-connection" || name == "upgrade" || name == "trailer" || name == "te";
 }
@@ -43,7 +43,7 @@ struct ClientConnection::Callbacks {
     for (auto& [name, value] : c.headers_.fields()) {
       if (!ok) break;
       name = absl::AsciiStrToLower(name);
-      if (hop_by_hop(name)) continue;
+      if (response_hop_by_hop(name)) continue;
       ok = s->on_header(name, value);
     }
     if (!ok) return -1;

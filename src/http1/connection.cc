@@ -60,7 +60,7 @@ std::string_view reason_phrase(int status) {
 }
 
 // Request headers that describe this hop, not the request: never shown to the stream.
-bool hop_by_hop(std::string_view name) {
+bool request_hop_by_hop(std::string_view name) {
   return name == "connection" || name == "keep-alive" || name == "transfer-encoding" ||
          name == "upgrade" || name == "expect" || name == "host" || name == "proxy-connection";
 }
@@ -283,7 +283,7 @@ bool Connection::deliver_headers() {
             stream->on_header(":path", url_) && stream->on_header(":authority", authority);
   for (const auto& [name, value] : headers_.fields()) {
     if (!ok) break;
-    if (hop_by_hop(name)) continue;
+    if (request_hop_by_hop(name)) continue;
     ok = stream->on_header(name, value);
   }
   if (!ok) {
