@@ -89,6 +89,8 @@ function(ferry_generate)
   endforeach()
 
   target_sources(${FG_TARGET} PRIVATE ${generated})
+  # protoc's .pb.cc files define the same file-level names: never batched into one unity source.
+  set_source_files_properties(${generated} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
   target_include_directories(${FG_TARGET} PUBLIC $<BUILD_INTERFACE:${FG_OUT_DIR}>)
   if(FG_MESSAGES_ONLY)
     target_link_libraries(${FG_TARGET} PUBLIC protobuf::libprotobuf)

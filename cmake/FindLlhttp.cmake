@@ -42,6 +42,8 @@ if(Llhttp_FOUND AND NOT TARGET llhttp::llhttp)
     enable_language(C)
     add_library(ferry_llhttp STATIC ${LLHTTP_SOURCE_DIR}/llhttp.c ${LLHTTP_SOURCE_DIR}/api.c
                                     ${LLHTTP_SOURCE_DIR}/http.c)
+    # Its sources declare the same callbacks differently: never one translation unit.
+    set_target_properties(ferry_llhttp PROPERTIES UNITY_BUILD OFF)
     if(NOT CMAKE_C_COMPILER_ID STREQUAL CMAKE_CXX_COMPILER_ID)
       # Another compiler's instrumentation (a sanitizer's, say) need not link with this one's
       # runtime: the sources are compiled plainly, as a system library is.

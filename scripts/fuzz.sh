@@ -43,7 +43,7 @@ fi
 mkdir -p "$build"
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DFERRY_BUILD_FUZZERS=ON -DFERRY_BUILD_TESTS=OFF -DFERRY_BUILD_BENCHMARKS=OFF \
-  -DFERRY_BUILD_EXAMPLES=OFF >"$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 1; }
+  -DFERRY_BUILD_EXAMPLES=OFF -DFERRY_UNITY_LIBRARY=ON >"$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 1; }
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
 [ "$build_only" -eq 0 ] || exit 0
 
