@@ -93,8 +93,8 @@ absl::StatusOr<ResolvedTarget> literal_list(std::string_view target, std::string
     asio::error_code ec;
     const asio::ip::address ip = asio::ip::make_address(one->host, ec);
     if (ec || ip.is_v6() != v6) {
-      return bad_target(target, absl::StrCat("'", to_absl(element), "' is not an ", v6 ? "IPv6" : "IPv4",
-                                      " address"));
+      return bad_target(target, absl::StrCat("'", to_absl(element), "' is not an ",
+                                             v6 ? "IPv6" : "IPv4", " address"));
     }
     Address a;
     a.tcp = asio::ip::tcp::endpoint(ip, static_cast<unsigned short>(std::stoul(one->port)));
