@@ -323,5 +323,59 @@ TEST(BatchSpanProcessor, ForceFlushExportsWhatWasQueued) {
   EXPECT_EQ(exporter->spans()[0].name, "one");
 }
 
+// OTEL_TRACES_SAMPLER(_ARG) as the OpenTelemetry specification gives them; bad values are
+// ignored with a warning, never an error.
+TEST(SamplerFromEnvironment, EachSamplerAndItsArgument) {
+  struct Case {
+    const char* sampler;
+    const char* arg;
+    double ratio;
+    bool parent_based;
+    bool warns;
+  };
+  const Case cases[] = {
+      {nullptr, nullptr, 0.25, false, false},  // unset: the code's options stand
+      {"", nullptr, 0.25, false, false},
+      {"always_on", nullptr, 1.0, false, false},
+      {"always_off", nullptr, 0.0, false, false},
+      {"traceidratio", "0.5", 0.5, false, false},
+      {"traceidratio", nullptr, 1.0, false, false},
+      {"parentbased_always_on", nullptr, 1.0, true, false},
+      {"parentbased_always_off", nullptr, 0.0, true, false},
+      {"parentbased_traceidratio", "0.125", 0.125, true, false},
+      {"ParentBased_TraceIdRatio", "0", 0.0, true, false},   // case-insensitive
+      {"parentbased_traceidratio", "1.5", 1.0, true, true},  // out of [0, 1]: 1
+      {"traceidratio", "-0.1", 1.0, false, true},
+      {"traceidratio", "nan", 1.0, false, true},
+      {"traceidratio", "0.5x", 1.0, false, true},
+      {"jaeger_remote", "0.5", 0.25, false, true},  // unknown: ignored
+      {"always_onn", nullptr, 0.25, false, true},
+  };
+  for (const Case& c : cases) {
+    if (c.sampler != nullptr) {
+      setenv("OTEL_TRACES_SAMPLER", c.sampler, 1);
+    } else {
+      unsetenv("OTEL_TRACES_SAMPLER");
+    }
+    if (c.arg != nullptr) {
+      setenv("OTEL_TRACES_SAMPLER_ARG", c.arg, 1);
+    } else {
+      unsetenv("OTEL_TRACES_SAMPLER_ARG");
+    }
+    TracingOptions options;
+    options.sample_ratio = 0.25;
+    options.parent_based = false;
+    std::string warning = "stale";
+    tracing_sampler_from_environment(options, &warning);
+    const std::string label =
+        std::string(c.sampler ? c.sampler : "(unset)") + " " + (c.arg ? c.arg : "(unset)");
+    EXPECT_EQ(options.sample_ratio, c.ratio) << label;
+    EXPECT_EQ(options.parent_based, c.parent_based) << label;
+    EXPECT_EQ(!warning.empty(), c.warns) << label << ": " << warning;
+  }
+  unsetenv("OTEL_TRACES_SAMPLER");
+  unsetenv("OTEL_TRACES_SAMPLER_ARG");
+}
+
 }  // namespace
 }  // namespace ferry::tracing_propagation_test

@@ -342,6 +342,35 @@ TEST(Tracing, SamplingZeroRecordsNothingButPropagates) {
   EXPECT_FALSE(probe->context.sampled());
 }
 
+// Not parent-based (always_on, always_off): the sampler decides whatever the parent says. A
+// client always_off under a sampled parent records nothing (and tells the server so); a server
+// always_on under that unsampled parent records its span all the same, in the parent's trace.
+TEST(Tracing, SamplersThatAreNotParentBasedIgnoreTheParent) {
+  Tracing client(TracePropagation::kW3C, 0.0);
+  Tracing server(TracePropagation::kW3C, 1.0);
+  client.options.parent_based = false;
+  server.options.parent_based = false;
+  client.channel_options.interceptors = {make_client_tracing(client.options)};
+  server.server_options.interceptors = {make_server_tracing(server.options)};
+  Loopback loop(server.server_options, client.channel_options);
+  TraceContext app;
+  ASSERT_TRUE(parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", app));
+  ClientContext ctx;
+  ctx.set_trace_parent(app);
+  EchoRequest request;
+  EchoResponse response;
+  ASSERT_TRUE(loop.run([&]() -> asio::awaitable<absl::Status> {
+                    co_return co_await loop.stub().Echo(ctx, request, response);
+                  })
+                  .ok());
+  EXPECT_TRUE(client.spans().empty());
+  EXPECT_FALSE(ctx.trace_context().sampled());
+  ASSERT_TRUE(loop.wait_until([&] { return server.spans().size() == 1; }));
+  const auto spans = server.spans();
+  EXPECT_EQ(spans[0].name, "Recv.ferry.testing.Echo.Echo");
+  EXPECT_EQ(spans[0].trace_id, app.trace_id);
+}
+
 // Sampling 0 on the server alone: no Recv span, and none for an unsampled root either.
 TEST(Tracing, SamplingZeroOnTheServerRecordsNothing) {
   Tracing tracing(TracePropagation::kW3C, 0.0);

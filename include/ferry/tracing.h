@@ -126,6 +126,10 @@ class SpanExporter {
   // Exports batch (the exporter may move from it); may block its caller, the processor's
   // thread, but nothing else.
   virtual void export_spans(std::vector<SpanData>& batch) = 0;
+  // Once, when the processor's shutdown begins, before it exports what is left: an exporter
+  // that waits on a network should bound those last exports (OtlpSpanExporter: by its
+  // shutdown_timeout). Any thread. Default: nothing.
+  virtual void shutdown_started() {}
   // Once, after the last export_spans. Default: nothing.
   virtual void shutdown() {}
 };
@@ -206,7 +210,25 @@ struct TracingOptions {
   // OpenTelemetry's TraceIdRatioBased does (so every service with the same ratio agrees).
   // 0 records nothing: a call then costs a random span id and the headers, no allocation.
   double sample_ratio = 1.0;
+  // false: every call is sampled by sample_ratio from its trace id, whatever its parent says
+  // (OpenTelemetry's always_on, always_off and traceidratio samplers, without "parentbased_").
+  bool parent_based = true;
 };
+
+// Sets TracingOptions::sample_ratio and parent_based as OTEL_TRACES_SAMPLER and
+// OTEL_TRACES_SAMPLER_ARG give them (the OpenTelemetry SDK environment variables; values read
+// case-insensitively):
+//   parentbased_always_on                  parent_based, ratio 1 (TracingOptions' default)
+//   parentbased_always_off                 parent_based, ratio 0
+//   parentbased_traceidratio               parent_based, ratio OTEL_TRACES_SAMPLER_ARG
+//   always_on / always_off                 not parent-based, ratio 1 / 0
+//   traceidratio                           not parent-based, ratio OTEL_TRACES_SAMPLER_ARG
+// Unset (or empty), options are left as they are. As the specification asks, a bad value is
+// ignored with a warning, never an error: an unknown sampler (jaeger_remote, xray, a typo)
+// leaves options as they are, as if unset, and an OTEL_TRACES_SAMPLER_ARG that is not a number
+// in [0, 1] reads as unset (ratio 1). The warning, empty if none, is written to *warning (for
+// the application's log). Reads the environment: call it before threads that may setenv.
+void tracing_sampler_from_environment(TracingOptions& options, std::string* warning = nullptr);
 
 // The server's: reads the client's trace context, opens the Recv span (ServerContext::
 // trace_context() gives its context to the handler) and ends it with the call's status. The

@@ -17,6 +17,7 @@
 #include "ferry/otlp_metrics.h"
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.ferry.h"
 #include "otlp/metrics_encoding.h"
+#include "otlp/resource.h"
 #include "prometheus/registry.h"
 
 namespace ferry {
@@ -43,22 +44,6 @@ std::chrono::milliseconds env_millis(const char* name, std::chrono::milliseconds
 
 std::string clipped(std::string_view text) { return std::string(text.substr(0, kMaxErrorBytes)); }
 
-// The resource as sent: the options' attributes, then service.name and the SDK's own if absent.
-std::vector<std::pair<std::string, std::string>> full_resource(
-    std::vector<std::pair<std::string, std::string>> resource) {
-  auto add = [&](std::string_view key, std::string_view value) {
-    for (const auto& [k, v] : resource) {
-      if (k == key) return;
-    }
-    resource.emplace_back(key, value);
-  };
-  add("service.name", "unknown_service");
-  add("telemetry.sdk.name", "ferry");
-  add("telemetry.sdk.language", "cpp");
-  add("telemetry.sdk.version", "0.1");
-  return resource;
-}
-
 }  // namespace
 
 OtlpMetricsOptions otlp_metrics_options_from_environment() {
@@ -77,7 +62,9 @@ OtlpMetricsOptions otlp_metrics_options_from_environment() {
 struct OtlpMetricsExporter::State {
   State(prometheus::Registry& r, asio::any_io_executor executor,
         std::vector<std::pair<std::string, std::string>> attributes)
-      : registry(&r), resource(full_resource(std::move(attributes))), timer(executor) {}
+      : registry(&r),
+        resource(otlp_detail::full_resource(std::move(attributes))),
+        timer(executor) {}
 
   prometheus::Registry* registry;
   const std::vector<std::pair<std::string, std::string>> resource;

@@ -9,6 +9,7 @@
 #include "ferry/channel.h"
 #include "ferry/client_context.h"
 #include "ferry/otlp.h"
+#include "otlp/resource.h"
 
 namespace ferry {
 namespace {
@@ -154,6 +155,25 @@ OtlpExporterOptions otlp_options_from_environment(std::string_view signal) {
   }
   return options;
 }
+
+namespace otlp_detail {
+
+std::vector<std::pair<std::string, std::string>> full_resource(
+    std::vector<std::pair<std::string, std::string>> resource) {
+  auto add = [&](std::string_view key, std::string_view value) {
+    for (const auto& [k, v] : resource) {
+      if (k == key) return;
+    }
+    resource.emplace_back(key, value);
+  };
+  add("service.name", "unknown_service");
+  add("telemetry.sdk.name", "ferry");
+  add("telemetry.sdk.language", "cpp");
+  add("telemetry.sdk.version", "0.1");
+  return resource;
+}
+
+}  // namespace otlp_detail
 
 struct OtlpClient::Flights {
   explicit Flights(std::size_t limit) : max(limit) {}

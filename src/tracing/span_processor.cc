@@ -58,6 +58,7 @@ void BatchSpanProcessor::force_flush() {
 
 void BatchSpanProcessor::shutdown() {
   std::call_once(shut_, [this] {
+    exporter_->shutdown_started();
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stopping_ = true;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -187,16 +188,17 @@ void write_attempt_headers(TracePropagation propagation, const TraceContext& att
 }
 
 // The context of a new span under parent (invalid: a new trace), sampled as the options say.
-TraceContext child_of(const TraceContext& parent, double ratio) {
+TraceContext child_of(const TraceContext& parent, const TracingOptions& options) {
   TraceContext span;
   bool sampled;
   if (parent.valid()) {
     span.trace_id = parent.trace_id;
     span.tracestate = parent.tracestate;
-    sampled = parent.sampled();
+    sampled = options.parent_based ? parent.sampled()
+                                   : trace_id_ratio_sampled(span.trace_id, options.sample_ratio);
   } else {
     fill_random(span.trace_id);
-    sampled = trace_id_ratio_sampled(span.trace_id, ratio);
+    sampled = trace_id_ratio_sampled(span.trace_id, options.sample_ratio);
   }
   span.span_id = new_span_id();
   span.flags = sampled ? TraceContext::kSampled : 0;
@@ -258,7 +260,7 @@ class ServerTracing final : public ServerInterceptor {
   asio::awaitable<absl::Status> on_start(ServerContext& ctx, const CallInfo& call) override {
     // A malformed or missing context is no context: a new trace (W3C §3.2.2), never an error.
     const TraceContext parent = extract_trace_context(ctx.client_metadata(), options_.propagation);
-    TraceContext span = child_of(parent, options_.sample_ratio);
+    TraceContext span = child_of(parent, options_);
     if (span.sampled() && options_.processor != nullptr) {
       ctx.set_call_tracer(std::make_shared<RecvSpan>(
           this, open_span(span_name("Recv", call.method), SpanKind::kServer, span, parent,
@@ -406,7 +408,7 @@ class ClientTracing final : public ClientInterceptor {
 
   asio::awaitable<absl::Status> on_start(ClientContext& ctx, const CallInfo& call) override {
     const TraceContext& parent = ctx.trace_parent();
-    TraceContext span = child_of(parent, options_.sample_ratio);
+    TraceContext span = child_of(parent, options_);
     if (span.sampled() && options_.processor != nullptr) {
       ctx.set_call_tracer(std::make_shared<ClientSpans>(
           this, options_.propagation,
@@ -470,6 +472,53 @@ std::shared_ptr<ServerInterceptor> make_server_tracing(TracingOptions options) {
 
 std::shared_ptr<ClientInterceptor> make_client_tracing(TracingOptions options) {
   return std::make_shared<ClientTracing>(std::move(options));
+}
+
+void tracing_sampler_from_environment(TracingOptions& options, std::string* warning) {
+  std::string warned;
+  const char* sampler_env = std::getenv("OTEL_TRACES_SAMPLER");
+  const char* arg_env = std::getenv("OTEL_TRACES_SAMPLER_ARG");
+  std::string sampler = sampler_env == nullptr ? "" : sampler_env;
+  for (char& c : sampler) {  // the specification reads enum values case-insensitively
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  // OTEL_TRACES_SAMPLER_ARG for the ratio samplers: a number in [0, 1], else 1 (unset).
+  auto ratio_arg = [&]() -> double {
+    if (arg_env == nullptr || *arg_env == '\0') return 1.0;
+    char* end = nullptr;
+    const double value = std::strtod(arg_env, &end);
+    if (end == arg_env || *end != '\0' || !(value >= 0.0 && value <= 1.0)) {
+      warned = "OTEL_TRACES_SAMPLER_ARG=\"" + std::string(arg_env).substr(0, 64) +
+               "\" is not a ratio in [0, 1]: using 1";
+      return 1.0;
+    }
+    return value;
+  };
+  auto set = [&](double ratio, bool parent_based) {
+    options.sample_ratio = ratio;
+    options.parent_based = parent_based;
+  };
+  if (sampler.empty()) {
+    // Unset: options as the code set them (TracingOptions' defaults are parentbased_always_on).
+  } else if (sampler == "parentbased_always_on") {
+    set(1.0, true);
+  } else if (sampler == "parentbased_always_off") {
+    set(0.0, true);
+  } else if (sampler == "parentbased_traceidratio") {
+    set(ratio_arg(), true);
+  } else if (sampler == "always_on") {
+    set(1.0, false);
+  } else if (sampler == "always_off") {
+    set(0.0, false);
+  } else if (sampler == "traceidratio") {
+    set(ratio_arg(), false);
+  } else {
+    // Specification (SDK environment variables): an unrecognized value is logged and ignored,
+    // as if the variable were unset.
+    warned = "OTEL_TRACES_SAMPLER=\"" + sampler.substr(0, 64) +
+             "\" is not a sampler ferry knows: ignored";
+  }
+  if (warning != nullptr) *warning = std::move(warned);
 }
 
 }  // namespace ferry
