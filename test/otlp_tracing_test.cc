@@ -544,8 +544,8 @@ class RealCollector {
   bool start() {
     const std::string binary = std::string(FERRY_PEERS_DIR) + "/bin/otelcol_ferry";
     if (std::string(FERRY_PEERS_DIR).empty() || access(binary.c_str(), X_OK) != 0) return false;
-    dir_ = std::filesystem::temp_directory_path() /
-           ("ferry_otlp_traces_" + std::to_string(getpid()));
+    dir_ =
+        std::filesystem::temp_directory_path() / ("ferry_otlp_traces_" + std::to_string(getpid()));
     std::filesystem::create_directories(dir_);
     port_ = testing::free_port();
     output_ = (dir_ / "traces.json").string();

@@ -4,10 +4,11 @@
 // ExportTraceServiceRequest through an OtlpClient (ferry's own Channel). docs/observability.md
 // has the guide.
 //
-//   auto exporter = ferry::OtlpSpanExporter::create(ferry::otlp_span_exporter_options_from_environment());
-//   auto processor = std::make_shared<ferry::BatchSpanProcessor>(*exporter);
-//   ferry::TracingOptions tracing{.processor = processor};
-//   ferry::tracing_sampler_from_environment(tracing);   // OTEL_TRACES_SAMPLER(_ARG)
+//   auto exporter =
+//   ferry::OtlpSpanExporter::create(ferry::otlp_span_exporter_options_from_environment()); auto
+//   processor = std::make_shared<ferry::BatchSpanProcessor>(*exporter); ferry::TracingOptions
+//   tracing{.processor = processor}; ferry::tracing_sampler_from_environment(tracing);   //
+//   OTEL_TRACES_SAMPLER(_ARG)
 //
 // It never blocks or slows a call: the processor's thread exports, one batch at a time, and
 // waits for the Collector's answer (at most the export's deadline); meanwhile the calls queue

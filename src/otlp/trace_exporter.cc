@@ -87,8 +87,8 @@ void OtlpSpanExporter::export_spans(std::vector<SpanData>& batch) {
   const auto deadline =
       std::chrono::steady_clock::now() + options_.exporter.timeout + kDeadlineSlack;
   std::unique_lock<std::mutex> lock(state_->mutex);
-  const bool late = state_->shutdown_deadline &&
-                    std::chrono::steady_clock::now() >= *state_->shutdown_deadline;
+  const bool late =
+      state_->shutdown_deadline && std::chrono::steady_clock::now() >= *state_->shutdown_deadline;
   lock.unlock();
   if (client_ == nullptr || late) {
     fail("OTLP trace export: shut down");
