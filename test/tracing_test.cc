@@ -371,6 +371,37 @@ TEST(Tracing, SamplersThatAreNotParentBasedIgnoreTheParent) {
   EXPECT_EQ(spans[0].trace_id, app.trace_id);
 }
 
+// A server-streaming call (no retry policy): its request is the attempt's first Outbound
+// message event, as a unary call's is, and each response an Inbound one, numbered from 0.
+TEST(Tracing, AServerStreamingCallsRequestIsAnOutboundEvent) {
+  Tracing tracing;
+  Loopback loop(tracing.server_options, tracing.channel_options);
+  EchoRequest request;
+  request.set_response_count(3);
+  request.set_response_size(10);
+  ASSERT_TRUE(loop.run([&]() -> asio::awaitable<absl::Status> {
+                    ClientContext ctx;
+                    ClientReader<EchoResponse> reader = co_await loop.stub().Expand(ctx, request);
+                    EchoResponse response;
+                    while (co_await reader.read(response)) {
+                    }
+                    co_return co_await reader.finish();
+                  })
+                  .ok());
+  ASSERT_TRUE(loop.wait_until([&] { return tracing.spans().size() == 3; }));
+  const auto spans = tracing.spans();
+  const auto attempt = named(spans, "Attempt.ferry.testing.Echo.Expand");
+  ASSERT_EQ(attempt.size(), 1u);
+  std::vector<std::pair<std::string, std::int64_t>> events;
+  for (const SpanEvent& event : attempt[0]->events) {
+    events.emplace_back(event.name, *int_attribute(event.attributes, "sequence-number"));
+  }
+  EXPECT_EQ(events, (std::vector<std::pair<std::string, std::int64_t>>{{"Outbound message", 0},
+                                                                       {"Inbound message", 0},
+                                                                       {"Inbound message", 1},
+                                                                       {"Inbound message", 2}}));
+}
+
 // Sampling 0 on the server alone: no Recv span, and none for an unsampled root either.
 TEST(Tracing, SamplingZeroOnTheServerRecordsNothing) {
   Tracing tracing(TracePropagation::kW3C, 0.0);

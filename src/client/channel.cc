@@ -137,18 +137,20 @@ asio::awaitable<ClientStream> Channel::open_on(std::shared_ptr<detail::ChannelCo
     co_await retrying->start(request);
     co_return stream;
   }
-  // Two statements, not `?:`: GCC 12 miscompiles co_await inside a conditional expression.
-  detail::Ref<detail::ClientCall> call;
-  if (request == nullptr) {
-    call = co_await core->start_call(method, context, 0, kind == RpcKind::kUnary);
-  } else {
-    call = co_await detail::start_with_request(core, method, context, *request);
+  detail::Ref<detail::ClientCall> call =
+      co_await core->start_call(method, context, 0, kind == RpcKind::kUnary);
+  // A call without a retry policy is its one attempt; the attempt starts before its request
+  // goes, so that the interceptors' attempt (A72's Attempt span) sees the request as its first
+  // message, as a unary call's and a retried stream's do.
+  if (observer != nullptr) observer->attempt_started(false);
+  if (request != nullptr && !call->done()) {
+    // A request that cannot be sent (over the send limit) ends the call with the write's
+    // status: the server would otherwise wait for it forever.
+    absl::Status written = call->send_request(*request);
+    if (!written.ok()) call->cancel(written);
   }
-  if (observer != nullptr) {
-    observer->attempt_started(false);  // a call without a retry policy is its one attempt
-    // Told at once when the call is over already (it could not start).
-    call->set_observer(std::move(observer));
-  }
+  // Told at once when the call is over already (it could not start).
+  if (observer != nullptr) call->set_observer(std::move(observer));
   co_return ClientStream(call.release(), core->loop());
 }
 

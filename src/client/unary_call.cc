@@ -19,17 +19,6 @@ absl::Status single_response_status(absl::Status status, bool got_response) {
   return status;
 }
 
-asio::awaitable<Ref<ClientCall>> start_with_request(std::shared_ptr<ChannelCore> core,
-                                                    std::string_view method, ClientContext& context,
-                                                    const google::protobuf::MessageLite& request) {
-  Ref<ClientCall> call = co_await core->start_call(method, context);
-  if (!call->done()) {
-    absl::Status written = call->send_request(request);
-    if (!written.ok()) call->cancel(written);
-  }
-  co_return call;
-}
-
 namespace {
 
 // A retry's wait: its own coroutine, so that the unary call's frame (the hot path's, recycled
@@ -58,8 +47,8 @@ asio::awaitable<absl::Status> unary_call(std::shared_ptr<ChannelCore> core, std:
   int backoff_step = 0;
   bool transparent_retry = false;  // the attempt about to start is a transparent retry
   while (true) {
-    // start_with_request inlined: a unary call is the hot path, and a nested coroutine would
-    // cost it one more frame per call.
+    // Inline: a unary call is the hot path, and a nested coroutine would cost it one more frame
+    // per call.
     Ref<ClientCall> call = core->try_start_call(method, context, attempts, /*unary=*/true);
     if (!call) call = co_await core->start_call(method, context, attempts, /*unary=*/true);
     call->expect_single_message();

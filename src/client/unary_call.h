@@ -37,11 +37,4 @@ asio::awaitable<absl::Status> unary_call(std::shared_ptr<ChannelCore> core, std:
 // the call's status, or UNIMPLEMENTED when the server said OK without sending the response.
 absl::Status single_response_status(absl::Status status, bool got_response);
 
-// Starts a call and sends its one request with the end of the client's stream (server-streaming
-// calls). A request that cannot be sent (e.g. over the send limit) ends the call with the
-// write's status: the server would otherwise wait for it forever.
-asio::awaitable<Ref<ClientCall>> start_with_request(std::shared_ptr<ChannelCore> core,
-                                                    std::string_view method, ClientContext& context,
-                                                    const google::protobuf::MessageLite& request);
-
 }  // namespace ferry::detail
