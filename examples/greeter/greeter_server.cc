@@ -1,9 +1,11 @@
 // greeter_server: serves helloworld.Greeter (greeter.proto) on ferry until SIGINT/SIGTERM, with
 // gRPC health checking and server reflection beside it (so grpcurl needs no .proto), and, when
 // built with ferry::metrics, Prometheus metrics at http://<host>:<metrics_port>/metrics and, with
-// --otlp, the same metrics pushed to an OpenTelemetry Collector (OTLP/gRPC; the OTEL_* variables
-// set the rest: docs/observability.md). Browsers on the origins --cors_origin lists
-// (comma-separated, or "*") may call it with gRPC-Web and Connect across origins (CORS).
+// --otlp, the same metrics pushed to an OpenTelemetry Collector (OTLP/gRPC) along with gRFC A72's
+// Recv spans (ferry::tracing, W3C traceparent and grpc-trace-bin read; the OTEL_* variables set
+// the rest, OTEL_TRACES_SAMPLER included: docs/observability.md). Browsers on the origins
+// --cors_origin lists (comma-separated, or "*") may call it with gRPC-Web and Connect across
+// origins (CORS).
 //   greeter_server [--host=127.0.0.1] [--port=50051] [--threads=N] [--metrics_port=N]
 //                  [--otlp=http://localhost:4317] [--cors_origin=http://localhost:8080,...]
 #include <pthread.h>
@@ -19,11 +21,13 @@
 
 #include "absl/strings/str_split.h"
 #include "ferry/health.h"
+#include "ferry/interceptor.h"
+#include "ferry/otlp_tracing.h"
 #include "ferry/reflection.h"
 #include "ferry/server.h"
+#include "ferry/tracing.h"
 #include "greeter.ferry.h"
 #ifdef FERRY_GREETER_METRICS
-#include "ferry/interceptor.h"
 #include "ferry/metrics.h"
 #include "ferry/otlp_metrics.h"
 #include "prometheus/exposer.h"
@@ -85,6 +89,35 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
+  const std::string otlp_endpoint(flag(argc, argv, "otlp", ""));
+  // With --otlp, A72's spans (ferry/tracing.h) exported to the Collector (ferry/otlp_tracing.h).
+  // The processor outlives the server (declared before it); its destructor exports what the
+  // last calls queued.
+  std::shared_ptr<ferry::BatchSpanProcessor> spans;
+  if (!otlp_endpoint.empty()) {
+    ferry::OtlpSpanExporterOptions otlp_options =
+        ferry::otlp_span_exporter_options_from_environment();
+    otlp_options.exporter.endpoint = otlp_endpoint;
+    auto& resource = otlp_options.exporter.resource;
+    if (std::none_of(resource.begin(), resource.end(),
+                     [](const auto& kv) { return kv.first == "service.name"; })) {
+      resource.emplace_back("service.name", "greeter_server");  // unless OTEL_* named it
+    }
+    auto exporter = ferry::OtlpSpanExporter::create(std::move(otlp_options));
+    if (!exporter.ok()) {
+      std::fprintf(stderr, "greeter_server: --otlp: %s\n", exporter.status().ToString().c_str());
+      return 1;
+    }
+    spans = std::make_shared<ferry::BatchSpanProcessor>(*std::move(exporter));
+    ferry::TracingOptions tracing{.processor = spans,
+                                  .propagation = ferry::TracePropagation::kBoth};
+    std::string warning;
+    ferry::tracing_sampler_from_environment(tracing, &warning);
+    if (!warning.empty()) std::fprintf(stderr, "greeter_server: %s\n", warning.c_str());
+    options.interceptors.push_back(ferry::make_server_tracing(std::move(tracing)));
+    std::printf("greeter_server: exporting spans to %s\n", otlp_endpoint.c_str());
+  }
+
 #ifdef FERRY_GREETER_METRICS
   // The standard per-method RPC metrics (ferry/metrics.h), served over HTTP when asked for.
   auto registry = std::make_shared<prometheus::Registry>();
@@ -100,7 +133,6 @@ int main(int argc, char** argv) {
   // ... and pushed to a Collector (ferry/otlp_metrics.h); destroyed last, after the server's
   // shutdown, it makes a final push with every call counted.
   std::unique_ptr<ferry::OtlpMetricsExporter> otlp;
-  const std::string otlp_endpoint(flag(argc, argv, "otlp", ""));
   if (!otlp_endpoint.empty()) {
     ferry::OtlpMetricsOptions otlp_options = ferry::otlp_metrics_options_from_environment();
     otlp_options.exporter.endpoint = otlp_endpoint;
