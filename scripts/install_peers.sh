@@ -11,6 +11,8 @@
 #   PREFIX/bin/h2spec     HTTP/2 conformance tester                              }
 #   PREFIX/bin/rich_status_peer_go  test/peers/rich_status_go against grpc-go    }
 #   PREFIX/bin/authz_peer_go  test/peers/authz_go: grpc-go's authz.NewStatic       }
+#   PREFIX/bin/trace_peer_go  test/peers/trace_go: grpc-go's OpenTelemetry plugin  }
+#                        and the OpenTelemetry Go SDK (test/trace_interop_test.cc) }
 #   PREFIX/bin/http1_smuggling_go_server  test/http1_smuggling's Go net/http server   go build
 #   PREFIX/bin/ghz                                 go install (its own go.mod's versions)
 #   PREFIX/bin/otelcol_ferry  the OpenTelemetry Collector with the OTLP receiver and the file
@@ -53,6 +55,8 @@ H2SPEC_VERSION=v2.2.1+incompatible  # h2spec's newest on the Go proxy; no go.mod
 CONNECT_CONFORMANCE_VERSION=v1.0.7  # test/conformance's CMakeLists names the same version
 CONNECT_GO_VERSION=v1.21.1          # connect-go, the newest v1 the Go proxy serves
 OTELCOL_VERSION=v0.161.0            # the Collector's modules: test/peers/otelcol/go.mod pins them
+OTEL_GO_VERSION=v1.46.0             # trace_peer_go's OpenTelemetry Go SDK (the Collector's too, so
+                                    # Go's build cache shares its packages); otlptracegrpc v1.45.0
 PROTOBUF_GO_VERSION=v1.36.12        # protoc-gen-go and its runtime: what grpc-go's go.mod requires
 GRPC_JAVA_VERSION=1.79.0
 MAVEN_DEPENDENCY_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
@@ -299,7 +303,7 @@ fi
 go_module="$repo/test/peers"
 go_module_stamp() {
   cat "$go_module/go.mod" "$go_module/go.sum" "$go_module/rich_status_go/main.go" \
-    "$go_module/authz_go/main.go" | sha256sum | cut -c1-16
+    "$go_module/authz_go/main.go" "$go_module/trace_go/main.go" | sha256sum | cut -c1-16
 }
 go_module_check() {
   go_has server google.golang.org/grpc "$GRPC_GO_VERSION" &&
@@ -312,6 +316,7 @@ go_module_check() {
     go_has h2spec github.com/summerwind/h2spec "${H2SPEC_VERSION//+/\\+}" &&
     go_has rich_status_peer_go google.golang.org/grpc "$GRPC_GO_VERSION" &&
     go_has authz_peer_go google.golang.org/grpc "$GRPC_GO_VERSION" &&
+    go_has trace_peer_go go.opentelemetry.io/otel/sdk "$OTEL_GO_VERSION" &&
     [ "$(cat "$GOBIN/.go_module.stamp" 2>/dev/null)" = "$(go_module_stamp)" ]
 }
 go_module_install() {
@@ -323,9 +328,10 @@ go_module_install() {
     go build -mod=readonly -o "$GOBIN/toxiproxy-server" github.com/Shopify/toxiproxy/v2/cmd/server &&
     go build -mod=readonly -o "$GOBIN/rich_status_peer_go" ./rich_status_go &&
     go build -mod=readonly -o "$GOBIN/authz_peer_go" ./authz_go &&
+    go build -mod=readonly -o "$GOBIN/trace_peer_go" ./trace_go &&
     go_module_stamp >"$GOBIN/.go_module.stamp"
 }
-step "grpc-go interop $GRPC_GO_VERSION, grpcurl $GRPCURL_VERSION, grpc-health-probe $GRPC_HEALTH_PROBE_VERSION, toxiproxy $TOXIPROXY_VERSION, connectconformance $CONNECT_CONFORMANCE_VERSION, h2spec $H2SPEC_VERSION, rich_status_peer_go, authz_peer_go (test/peers/go.mod)" \
+step "grpc-go interop $GRPC_GO_VERSION, grpcurl $GRPCURL_VERSION, grpc-health-probe $GRPC_HEALTH_PROBE_VERSION, toxiproxy $TOXIPROXY_VERSION, connectconformance $CONNECT_CONFORMANCE_VERSION, h2spec $H2SPEC_VERSION, rich_status_peer_go, authz_peer_go, trace_peer_go (OpenTelemetry Go SDK $OTEL_GO_VERSION) (test/peers/go.mod)" \
   "$prefix/logs/go_module.log" go_module_check go_module_install
 cd "$prefix" || exit 1
 
