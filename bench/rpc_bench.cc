@@ -8,7 +8,10 @@
 // streamed byte) beside cleartext ("tls" as the fifth argument: only these); the small-call figures
 // with one no-op interceptor on the server and the channel (ferry/interceptor.h) beside none, and
 // with a 50-rule authorization policy on the server (ferry/authz.h) beside none, and with
-// tracing on both ends (ferry/tracing.h) sampling nothing and sampling every call; then
+// tracing on both ends (ferry/tracing.h) sampling nothing and sampling every call ("telemetry" as
+// the fifth argument: only the small-call figures without telemetry, with ferry::metrics, with
+// tracing sampling 0 and sampling every call, and, with FERRY_BENCH_OTLP=http://host:port, every
+// call's spans exported over OTLP to that Collector, interleaved); then
 // a channel with round_robin over two servers beside one connection (client calls/s and CPU per
 // call, 64 in flight) and the picker's own cost. Prints tables of medians. Servers run on core 0
 // and the client on core 1 (ServerCores below).
@@ -42,11 +45,16 @@
 #include "ferry/bytes_field.h"
 #include "ferry/channel.h"
 #include "ferry/interceptor.h"
+#include "ferry/otlp_tracing.h"
 #include "ferry/server.h"
 #include "ferry/testing/echo.pb.h"
 #include "ferry/tls.h"
 #include "ferry/tracing.h"
 #include "support/echo_service.h"
+#ifdef FERRY_BENCH_METRICS
+#include "ferry/metrics.h"
+#include "prometheus/registry.h"
+#endif
 
 namespace ferry::bench {
 namespace {
@@ -169,6 +177,8 @@ struct FerryResult {
       stream_mb_per_s, unary_1mib_mb_per_s, stream_1mib_mb_per_s, stream_1mib_ref_mb_per_s;
   // 64 KiB streaming: CPU time per byte of the server's I/O thread and of the client's thread.
   double stream_server_ns_per_byte, stream_client_ns_per_byte;
+  // Spans the tracing rows' processor dropped, its queue full (small_only runs).
+  double spans_dropped;
 };
 
 // Interceptors that do nothing but be called: what the chain itself costs per call.
@@ -196,7 +206,15 @@ std::string fifty_rule_policy() {
   return json;
 }
 
-enum class ServerExtras { kNone, kNoOpInterceptors, kPolicy, kTracingUnsampled, kTracingSampled };
+enum class ServerExtras {
+  kNone,
+  kNoOpInterceptors,
+  kPolicy,
+  kTracingUnsampled,
+  kTracingSampled,
+  kTracingExported,  // sampled, exported over OTLP to FERRY_BENCH_OTLP's Collector
+  kMetrics,          // ferry::metrics on both ends
+};
 
 // The sampled row's exporter: counts the spans and lets them go (an exporter that kept them
 // all would hold hundreds of MB by the end of a run), on the processor's own thread.
@@ -208,8 +226,13 @@ class CountingExporter final : public SpanExporter {
   std::atomic<std::uint64_t> spans{0};
 };
 
+// small_only: the small-call figures only (latency, calls/s, CPU and allocations per call).
 FerryResult measure_ferry(int latency_calls, int throughput_calls, int stream_messages,
-                          bool tls = false, ServerExtras extras = ServerExtras::kNone) {
+                          bool tls = false, ServerExtras extras = ServerExtras::kNone,
+                          bool small_only = false) {
+#ifdef FERRY_BENCH_METRICS
+  prometheus::Registry registry;  // outlives the server and the channel, declared below
+#endif
   ServerOptions options;
   options.num_threads = 1;
   ChannelOptions channel_options;
@@ -219,16 +242,36 @@ FerryResult measure_ferry(int latency_calls, int throughput_calls, int stream_me
   }
   // Tracing on both ends (ferry/tracing.h), W3C propagation: sampling nothing (each call still
   // reads and writes traceparent), or every call, its spans queued to the processor's thread.
-  auto exporter = std::make_shared<CountingExporter>();
+  std::shared_ptr<SpanExporter> exporter = std::make_shared<CountingExporter>();
+  if (extras == ServerExtras::kTracingExported) {
+    OtlpSpanExporterOptions otlp;
+    const char* endpoint = std::getenv("FERRY_BENCH_OTLP");
+    otlp.exporter.endpoint = endpoint != nullptr ? endpoint : "";
+    otlp.exporter.resource = {{"service.name", "rpc_bench"}};
+    auto created = OtlpSpanExporter::create(otlp);
+    if (!created.ok()) {
+      std::fprintf(stderr, "rpc_bench: FERRY_BENCH_OTLP: %s\n",
+                   created.status().ToString().c_str());
+      std::exit(1);
+    }
+    exporter = *std::move(created);
+  }
   auto processor = std::make_shared<BatchSpanProcessor>(
       exporter, BatchSpanProcessorOptions{.max_queue_size = 1 << 16});
-  if (extras == ServerExtras::kTracingUnsampled || extras == ServerExtras::kTracingSampled) {
+  if (extras == ServerExtras::kTracingUnsampled || extras == ServerExtras::kTracingSampled ||
+      extras == ServerExtras::kTracingExported) {
     const TracingOptions tracing{
         .processor = processor,
-        .sample_ratio = extras == ServerExtras::kTracingSampled ? 1.0 : 0.0};
+        .sample_ratio = extras == ServerExtras::kTracingUnsampled ? 0.0 : 1.0};
     options.interceptors.push_back(make_server_tracing(tracing));
     channel_options.interceptors.push_back(make_client_tracing(tracing));
   }
+#ifdef FERRY_BENCH_METRICS
+  if (extras == ServerExtras::kMetrics) {
+    options.interceptors.push_back(make_server_metrics(registry));
+    channel_options.interceptors.push_back(make_client_metrics(registry));
+  }
+#endif
   if (extras == ServerExtras::kPolicy) {
     auto authz = AuthorizationInterceptor::from_policy(fifty_rule_policy());
     if (!authz.ok()) {
@@ -332,6 +375,11 @@ FerryResult measure_ferry(int latency_calls, int throughput_calls, int stream_me
   // longer string field's bytes on the heap even on an arena, so this row shows ferry's own.
   const int small_n = in_flight(throughput_calls / 4, kSmallPayload);
   r.small_allocs_per_call = static_cast<double>(sample().allocs - after.allocs) / small_n;
+  if (small_only) {
+    processor->force_flush();
+    r.spans_dropped = static_cast<double>(processor->dropped());
+    return r;
+  }
 
   // 1 MiB unary echoes, 2 in flight: the large-message path (after a warm-up round).
   constexpr std::size_t kLarge = std::size_t{1} << 20;
@@ -552,6 +600,75 @@ double picker_ns(int ready) {
   return std::chrono::duration<double, std::nano>(Clock::now() - start).count() / kPicks;
 }
 
+// "telemetry": ferry without telemetry beside metrics, tracing sampling 0, tracing sampling
+// every call (spans counted and dropped by the processor's thread), and every call's spans
+// exported over OTLP to FERRY_BENCH_OTLP's Collector (when set), interleaved in each repetition.
+int telemetry_table(int repetitions, int latency_calls, int throughput_calls) {
+  const char* otlp = std::getenv("FERRY_BENCH_OTLP");
+  struct Row {
+    const char* name;
+    ServerExtras extras;
+    std::vector<FerryResult> runs;
+  };
+  std::vector<Row> rows = {
+      {"none", ServerExtras::kNone, {}},
+#ifdef FERRY_BENCH_METRICS
+      {"metrics (ferry::metrics, both ends)", ServerExtras::kMetrics, {}},
+#endif
+      {"tracing, sampling 0", ServerExtras::kTracingUnsampled, {}},
+      {"tracing, all sampled, spans dropped by the exporter", ServerExtras::kTracingSampled, {}}};
+  if (otlp != nullptr && *otlp != '\0') {
+    rows.push_back({"tracing, all sampled, exported over OTLP to the Collector",
+                    ServerExtras::kTracingExported,
+                    {}});
+  }
+  for (int i = 0; i < repetitions; ++i) {
+    for (Row& row : rows) {
+      row.runs.push_back(measure_ferry(latency_calls, throughput_calls, 0, false, row.extras,
+                                       /*small_only=*/true));
+      const FerryResult& r = row.runs.back();
+      std::printf(
+          "run %d %-58s p50 %.1f µs, %.0f calls/s, %.2f µs CPU/call, %.2f allocs/call, "
+          "%.0f spans dropped\n",
+          i, row.name, r.p50_us, r.calls_per_s, r.cpu_us_per_call, r.allocs_per_call,
+          r.spans_dropped);
+      std::fflush(stdout);
+    }
+  }
+  auto m = [](const std::vector<FerryResult>& v, double FerryResult::*field) {
+    std::vector<double> x;
+    for (const auto& r : v) x.push_back(r.*field);
+    return median(std::move(x));
+  };
+  // Each run's ratio to the run of "none" in the same repetition, then their median.
+  auto ratio = [&](const Row& row, double FerryResult::*field) {
+    std::vector<double> x;
+    for (std::size_t i = 0; i < row.runs.size(); ++i) {
+      x.push_back(row.runs[i].*field / (rows[0].runs[i].*field));
+    }
+    return median(std::move(x));
+  };
+  std::printf(
+      "\nTelemetry on both ends beside none, %d in flight on 1 connection, server on 1 I/O "
+      "thread; medians of %d interleaved runs (ratios: median of each run's ratio to the none run "
+      "beside it)\n\n",
+      kInFlight, repetitions);
+  std::printf(
+      "| configuration | server CPU per call (µs) | ratio | calls/s | ratio | p50, 1 in flight "
+      "(µs) "
+      "| server allocations per call | spans dropped "
+      "|\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (const Row& row : rows) {
+    std::printf("| %s | %.2f | %.2f× | %.0f | %.2f× | %.1f | %.2f | %.0f |\n", row.name,
+                m(row.runs, &FerryResult::cpu_us_per_call),
+                ratio(row, &FerryResult::cpu_us_per_call), m(row.runs, &FerryResult::calls_per_s),
+                ratio(row, &FerryResult::calls_per_s), m(row.runs, &FerryResult::p50_us),
+                m(row.runs, &FerryResult::allocs_per_call),
+                m(row.runs, &FerryResult::spans_dropped));
+  }
+  return 0;
+}
+
 }  // namespace
 }  // namespace ferry::bench
 
@@ -563,6 +680,9 @@ int main(int argc, char** argv) {
   const int stream_messages = argc > 4 ? std::atoi(argv[4]) : 4096;
   // "tls" as the fifth argument: only cleartext and TLS, interleaved, each run's figures shown.
   const bool tls_only = argc > 5 && std::string_view(argv[5]) == "tls";
+  if (argc > 5 && std::string_view(argv[5]) == "telemetry") {
+    return telemetry_table(repetitions, latency_calls, throughput_calls);
+  }
 
   pin_this_thread(kClientCore);
   std::vector<FerryResult> ferry, tls, intercepted, authorized, traced, sampled;
