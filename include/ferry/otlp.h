@@ -2,8 +2,8 @@
 // where the OpenTelemetry Collector is and how to reach it (endpoint, headers, TLS, timeout), the
 // resource that names this process (service.name, ...), read from code or from the standard
 // OTEL_* environment variables, and OtlpClient, the one client that sends an export. The metrics
-// pusher (ferry/otlp_metrics.h) exports through it; spans will too. docs/observability.md has
-// the guide.
+// pusher (ferry/otlp_metrics.h) and the span exporter (ferry/otlp_tracing.h) export through it.
+// docs/observability.md has the guide.
 //
 //   ferry::OtlpExporterOptions options = ferry::otlp_options_from_environment("METRICS");
 //   options.resource.emplace_back("service.name", "checkout");   // or OTEL_SERVICE_NAME
