@@ -13,6 +13,8 @@
 #   PREFIX/bin/authz_peer_go  test/peers/authz_go: grpc-go's authz.NewStatic       }
 #   PREFIX/bin/trace_peer_go  test/peers/trace_go: grpc-go's OpenTelemetry plugin  }
 #                        and the OpenTelemetry Go SDK (test/trace_interop_test.cc) }
+#   PREFIX/bin/xds_control_plane_go  test/peers/xds_control_plane_go: go-control-plane's }
+#                        snapshot cache served over ADS (test/xds_interop_test.cc)    }
 #   PREFIX/bin/http1_smuggling_go_server  test/http1_smuggling's Go net/http server   go build
 #   PREFIX/bin/ghz                                 go install (its own go.mod's versions)
 #   PREFIX/bin/otelcol_ferry  the OpenTelemetry Collector with the OTLP receiver and the file
@@ -50,6 +52,9 @@ GRPC_GO_VERSION=v1.85.0
 GRPCURL_VERSION=v1.9.4
 GHZ_VERSION=v0.93.0
 GRPC_HEALTH_PROBE_VERSION=v0.4.61   # the newest the Go proxy serves
+# go-control-plane's pkg/cache/v3 and pkg/server/v3 (xds_control_plane_go); its envoy/ API module
+# stays at the version grpc-go's go.mod already pins. Adds 47 CPU-s to the module's cold build.
+GO_CONTROL_PLANE_VERSION=v0.14.0
 TOXIPROXY_VERSION=v2.5.0
 H2SPEC_VERSION=v2.2.1+incompatible  # h2spec's newest on the Go proxy; no go.mod of its own
 CONNECT_CONFORMANCE_VERSION=v1.0.7  # test/conformance's CMakeLists names the same version
@@ -295,15 +300,17 @@ fi
 # runner (its .proto files, which test/conformance generates its server and client from, stay in
 # the module cache: PREFIX/go/pkg/mod/connectrpc.com/conformance@V), h2spec (the HTTP/2
 # conformance tester), grpc-go's side of the rich error details test (test/peers/
-# rich_status_go) and of the authorization agreement test (test/peers/authz_go). go.mod and
+# rich_status_go), of the authorization agreement test (test/peers/authz_go) and the xDS control
+# plane of the xDS tests (test/peers/xds_control_plane_go, go-control-plane). go.mod and
 # go.sum pin every version, read only (-mod=readonly): a build that would need another version
 # fails. toxiproxy's command is `server`, like grpc-go's interop server: built apart under its
-# own name. A stamp holding the module's, rich_status_go's and authz_go's hash rebuilds them all
+# own name. A stamp holding the module's and its own peers' sources' hash rebuilds them all
 # when any changes (cheaply: Go's build cache has the rest).
 go_module="$repo/test/peers"
 go_module_stamp() {
   cat "$go_module/go.mod" "$go_module/go.sum" "$go_module/rich_status_go/main.go" \
-    "$go_module/authz_go/main.go" "$go_module/trace_go/main.go" | sha256sum | cut -c1-16
+    "$go_module/authz_go/main.go" "$go_module/trace_go/main.go" \
+    "$go_module/xds_control_plane_go/main.go" | sha256sum | cut -c1-16
 }
 go_module_check() {
   go_has server google.golang.org/grpc "$GRPC_GO_VERSION" &&
@@ -317,6 +324,7 @@ go_module_check() {
     go_has rich_status_peer_go google.golang.org/grpc "$GRPC_GO_VERSION" &&
     go_has authz_peer_go google.golang.org/grpc "$GRPC_GO_VERSION" &&
     go_has trace_peer_go go.opentelemetry.io/otel/sdk "$OTEL_GO_VERSION" &&
+    go_has xds_control_plane_go github.com/envoyproxy/go-control-plane "$GO_CONTROL_PLANE_VERSION" &&
     [ "$(cat "$GOBIN/.go_module.stamp" 2>/dev/null)" = "$(go_module_stamp)" ]
 }
 go_module_install() {
@@ -329,9 +337,10 @@ go_module_install() {
     go build -mod=readonly -o "$GOBIN/rich_status_peer_go" ./rich_status_go &&
     go build -mod=readonly -o "$GOBIN/authz_peer_go" ./authz_go &&
     go build -mod=readonly -o "$GOBIN/trace_peer_go" ./trace_go &&
+    go build -mod=readonly -o "$GOBIN/xds_control_plane_go" ./xds_control_plane_go &&
     go_module_stamp >"$GOBIN/.go_module.stamp"
 }
-step "grpc-go interop $GRPC_GO_VERSION, grpcurl $GRPCURL_VERSION, grpc-health-probe $GRPC_HEALTH_PROBE_VERSION, toxiproxy $TOXIPROXY_VERSION, connectconformance $CONNECT_CONFORMANCE_VERSION, h2spec $H2SPEC_VERSION, rich_status_peer_go, authz_peer_go, trace_peer_go (OpenTelemetry Go SDK $OTEL_GO_VERSION) (test/peers/go.mod)" \
+step "grpc-go interop $GRPC_GO_VERSION, grpcurl $GRPCURL_VERSION, grpc-health-probe $GRPC_HEALTH_PROBE_VERSION, toxiproxy $TOXIPROXY_VERSION, connectconformance $CONNECT_CONFORMANCE_VERSION, h2spec $H2SPEC_VERSION, rich_status_peer_go, authz_peer_go, trace_peer_go (OpenTelemetry Go SDK $OTEL_GO_VERSION), xds_control_plane_go (go-control-plane $GO_CONTROL_PLANE_VERSION) (test/peers/go.mod)" \
   "$prefix/logs/go_module.log" go_module_check go_module_install
 cd "$prefix" || exit 1
 

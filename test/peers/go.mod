@@ -15,8 +15,11 @@
 //     github.com/summerwind/h2spec/cmd/h2spec@V
 //   go get go.opentelemetry.io/otel@V go.opentelemetry.io/otel/sdk@V \
 //     go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc@V   # trace_go's
+//   go get github.com/envoyproxy/go-control-plane/pkg/server/v3@V \
+//     github.com/envoyproxy/go-control-plane/pkg/cache/v3@V    # xds_control_plane_go's
 // (h2spec has no go.mod: the first go get pins the dependencies it would otherwise take newest.)
-// rich_status_go/, authz_go/ and trace_go/ are ferry's own peers, packages of this module.
+// rich_status_go/, authz_go/, trace_go/ and xds_control_plane_go/ are ferry's own peers, packages
+// of this module.
 
 module ferry.peers
 
@@ -40,7 +43,9 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/cncf/xds/go v0.0.0-20260202195803-dba9d589def2 // indirect
 	github.com/desertbit/timer v0.0.0-20180107155436-c41aec40b27f // indirect
+	github.com/envoyproxy/go-control-plane v0.14.0 // indirect
 	github.com/envoyproxy/go-control-plane/envoy v1.39.1-0.20260819172001-e6e3fd93e4be // indirect
+	github.com/envoyproxy/go-control-plane/ratelimit v0.1.0 // indirect
 	github.com/envoyproxy/protoc-gen-validate v1.3.3 // indirect
 	github.com/fatih/color v1.19.0 // indirect
 	github.com/fullstorydev/grpcurl v1.9.4 // indirect

@@ -1,0 +1,366 @@
+// xds_control_plane_go: a real xDS control plane for ferry's xDS tests (test/xds_interop_test.cc):
+// go-control-plane's snapshot cache (pkg/cache/v3) served over ADS, state of the world, by its
+// pkg/server/v3, on 127.0.0.1. The test drives it through stdin, one command a line, and reads
+// one answer line for each on stdout (the first line is "port N"):
+//
+//	snapshot VERSION JSON   sets the resources every node sees (JSON below) -> "ok" | "error ..."
+//	stop                    closes the listener and every stream (a control plane gone) -> "ok"
+//	start                   listens again on the same port, with the same cache -> "ok"
+//	streams                 ADS streams opened so far -> "N"
+//	nacks                   NACKs received so far -> "N"
+//	last_nack               the last NACK's "TYPE_URL ERROR_MESSAGE" (one line) -> "..." | "-"
+//	acked TYPE              the last version the client ACKed for TYPE (lds, rds, cds, eds) -> "V" | "-"
+//	first_version TYPE      version_info of the first TYPE request on the newest stream -> "V" | "-"
+//
+// The JSON names what the snapshot holds, each resource built here as gRPC's xDS client expects
+// (gRFC A27) unless asked to be invalid:
+//
+//	{"listeners": [{"name": "svc", "rds": "route-a"} | {"name": "svc", "routes": [ROUTE...]}
+//	               | {"name": "bad", "no_api_listener": true}],
+//	 "routes":    [{"name": "route-a", "domains": ["*"], "routes": [ROUTE...]}],
+//	 "clusters":  [{"name": "c", "service_name": "", "type": "EDS"|"STATIC", "lb_policy": "ROUND_ROBIN"|"MAGLEV"}],
+//	 "endpoints": [{"name": "c", "localities": [{"priority": 0, "weight": 1, "addresses": ["127.0.0.1:5000"]}]}]}
+//	ROUTE: {"prefix": "/" | "path": "/s/M" | "regex": "...", "cluster": "c"
+//	        | "weighted": [{"cluster": "c", "weight": 3}, ...]}
+//
+// Runs until stdin closes.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	cluster "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpoint "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	router "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	matcher "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+type routeSpec struct {
+	Prefix   *string `json:"prefix"`
+	Path     *string `json:"path"`
+	Regex    *string `json:"regex"`
+	Cluster  string  `json:"cluster"`
+	Weighted []struct {
+		Cluster string `json:"cluster"`
+		Weight  uint32 `json:"weight"`
+	} `json:"weighted"`
+}
+
+type spec struct {
+	Listeners []struct {
+		Name          string      `json:"name"`
+		RDS           string      `json:"rds"`
+		Routes        []routeSpec `json:"routes"`
+		NoAPIListener bool        `json:"no_api_listener"`
+	} `json:"listeners"`
+	Routes []struct {
+		Name    string      `json:"name"`
+		Domains []string    `json:"domains"`
+		Routes  []routeSpec `json:"routes"`
+	} `json:"routes"`
+	Clusters []struct {
+		Name        string `json:"name"`
+		ServiceName string `json:"service_name"`
+		Type        string `json:"type"`
+		LbPolicy    string `json:"lb_policy"`
+	} `json:"clusters"`
+	Endpoints []struct {
+		Name       string `json:"name"`
+		Localities []struct {
+			Priority  uint32   `json:"priority"`
+			Weight    uint32   `json:"weight"`
+			Addresses []string `json:"addresses"`
+		} `json:"localities"`
+	} `json:"endpoints"`
+}
+
+func buildRoutes(specs []routeSpec) ([]*route.Route, error) {
+	var out []*route.Route
+	for _, r := range specs {
+		m := &route.RouteMatch{}
+		switch {
+		case r.Prefix != nil:
+			m.PathSpecifier = &route.RouteMatch_Prefix{Prefix: *r.Prefix}
+		case r.Path != nil:
+			m.PathSpecifier = &route.RouteMatch_Path{Path: *r.Path}
+		case r.Regex != nil:
+			m.PathSpecifier = &route.RouteMatch_SafeRegex{SafeRegex: &matcher.RegexMatcher{Regex: *r.Regex}}
+		default:
+			return nil, fmt.Errorf("a route needs prefix, path or regex")
+		}
+		action := &route.RouteAction{}
+		if len(r.Weighted) > 0 {
+			wc := &route.WeightedCluster{}
+			for _, w := range r.Weighted {
+				wc.Clusters = append(wc.Clusters, &route.WeightedCluster_ClusterWeight{
+					Name: w.Cluster, Weight: wrapperspb.UInt32(w.Weight)})
+			}
+			action.ClusterSpecifier = &route.RouteAction_WeightedClusters{WeightedClusters: wc}
+		} else {
+			action.ClusterSpecifier = &route.RouteAction_Cluster{Cluster: r.Cluster}
+		}
+		out = append(out, &route.Route{Match: m, Action: &route.Route_Route{Route: action}})
+	}
+	return out, nil
+}
+
+func ads() *core.ConfigSource {
+	return &core.ConfigSource{ResourceApiVersion: core.ApiVersion_V3,
+		ConfigSourceSpecifier: &core.ConfigSource_Ads{Ads: &core.AggregatedConfigSource{}}}
+}
+
+func build(s *spec) (map[resourcev3.Type][]types.Resource, error) {
+	res := map[resourcev3.Type][]types.Resource{}
+	routerAny, err := anypb.New(&router.Router{})
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range s.Listeners {
+		if l.NoAPIListener {
+			res[resourcev3.ListenerType] = append(res[resourcev3.ListenerType], &listener.Listener{Name: l.Name})
+			continue
+		}
+		manager := &hcm.HttpConnectionManager{
+			HttpFilters: []*hcm.HttpFilter{{Name: "router",
+				ConfigType: &hcm.HttpFilter_TypedConfig{TypedConfig: routerAny}}},
+		}
+		if l.RDS != "" {
+			manager.RouteSpecifier = &hcm.HttpConnectionManager_Rds{Rds: &hcm.Rds{
+				ConfigSource: ads(), RouteConfigName: l.RDS}}
+		} else {
+			routes, err := buildRoutes(l.Routes)
+			if err != nil {
+				return nil, err
+			}
+			manager.RouteSpecifier = &hcm.HttpConnectionManager_RouteConfig{RouteConfig: &route.RouteConfiguration{
+				Name:         l.Name + "-inline",
+				VirtualHosts: []*route.VirtualHost{{Name: "all", Domains: []string{"*"}, Routes: routes}}}}
+		}
+		managerAny, err := anypb.New(manager)
+		if err != nil {
+			return nil, err
+		}
+		res[resourcev3.ListenerType] = append(res[resourcev3.ListenerType], &listener.Listener{
+			Name: l.Name, ApiListener: &listener.ApiListener{ApiListener: managerAny}})
+	}
+	for _, r := range s.Routes {
+		routes, err := buildRoutes(r.Routes)
+		if err != nil {
+			return nil, err
+		}
+		domains := r.Domains
+		if len(domains) == 0 {
+			domains = []string{"*"}
+		}
+		res[resourcev3.RouteType] = append(res[resourcev3.RouteType], &route.RouteConfiguration{
+			Name: r.Name, VirtualHosts: []*route.VirtualHost{{Name: "vh", Domains: domains, Routes: routes}}})
+	}
+	for _, c := range s.Clusters {
+		out := &cluster.Cluster{Name: c.Name}
+		switch c.Type {
+		case "", "EDS":
+			out.ClusterDiscoveryType = &cluster.Cluster_Type{Type: cluster.Cluster_EDS}
+			out.EdsClusterConfig = &cluster.Cluster_EdsClusterConfig{EdsConfig: ads(), ServiceName: c.ServiceName}
+		case "STATIC":
+			out.ClusterDiscoveryType = &cluster.Cluster_Type{Type: cluster.Cluster_STATIC}
+		default:
+			return nil, fmt.Errorf("cluster type %q", c.Type)
+		}
+		if c.LbPolicy != "" {
+			v, ok := cluster.Cluster_LbPolicy_value[c.LbPolicy]
+			if !ok {
+				return nil, fmt.Errorf("lb_policy %q", c.LbPolicy)
+			}
+			out.LbPolicy = cluster.Cluster_LbPolicy(v)
+		}
+		res[resourcev3.ClusterType] = append(res[resourcev3.ClusterType], out)
+	}
+	for _, e := range s.Endpoints {
+		cla := &endpoint.ClusterLoadAssignment{ClusterName: e.Name}
+		for i, l := range e.Localities {
+			loc := &endpoint.LocalityLbEndpoints{
+				Locality:            &core.Locality{Region: "r", Zone: "z" + strconv.Itoa(i)},
+				Priority:            l.Priority,
+				LoadBalancingWeight: wrapperspb.UInt32(l.Weight),
+			}
+			for _, a := range l.Addresses {
+				host, port, err := net.SplitHostPort(a)
+				if err != nil {
+					return nil, err
+				}
+				p, err := strconv.Atoi(port)
+				if err != nil {
+					return nil, err
+				}
+				loc.LbEndpoints = append(loc.LbEndpoints, &endpoint.LbEndpoint{
+					HealthStatus: core.HealthStatus_HEALTHY,
+					HostIdentifier: &endpoint.LbEndpoint_Endpoint{Endpoint: &endpoint.Endpoint{
+						Address: &core.Address{Address: &core.Address_SocketAddress{SocketAddress: &core.SocketAddress{
+							Address: host, PortSpecifier: &core.SocketAddress_PortValue{PortValue: uint32(p)}}}}}}})
+			}
+			cla.Endpoints = append(cla.Endpoints, loc)
+		}
+		res[resourcev3.EndpointType] = append(res[resourcev3.EndpointType], cla)
+	}
+	return res, nil
+}
+
+// Every node sees the same snapshot.
+type anyNode struct{}
+
+func (anyNode) ID(*core.Node) string { return "all" }
+
+var shortTypes = map[string]string{"lds": resourcev3.ListenerType, "rds": resourcev3.RouteType,
+	"cds": resourcev3.ClusterType, "eds": resourcev3.EndpointType}
+
+type stats struct {
+	mu           sync.Mutex
+	streams      int
+	newest       int64
+	nacks        int
+	lastNack     string
+	acked        map[string]string
+	firstVersion map[string]string // of the newest stream
+}
+
+func main() {
+	port := flag.Int("port", 0, "port on 127.0.0.1 (0: any free one)")
+	flag.Parse()
+
+	ctx := context.Background()
+	cache := cachev3.NewSnapshotCache(true, anyNode{}, nil)
+	st := &stats{acked: map[string]string{}, firstVersion: map[string]string{}}
+	callbacks := serverv3.CallbackFuncs{
+		StreamOpenFunc: func(_ context.Context, id int64, _ string) error {
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			st.streams++
+			st.newest = id
+			st.firstVersion = map[string]string{}
+			return nil
+		},
+		StreamRequestFunc: func(id int64, req *discovery.DiscoveryRequest) error {
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			if id == st.newest {
+				if _, seen := st.firstVersion[req.TypeUrl]; !seen {
+					st.firstVersion[req.TypeUrl] = req.VersionInfo
+				}
+			}
+			if req.ErrorDetail != nil {
+				st.nacks++
+				st.lastNack = req.TypeUrl + " " + strings.ReplaceAll(req.ErrorDetail.Message, "\n", " ")
+			} else if req.ResponseNonce != "" {
+				st.acked[req.TypeUrl] = req.VersionInfo
+			}
+			return nil
+		},
+	}
+	xds := serverv3.NewServer(ctx, cache, callbacks)
+
+	var server *grpc.Server
+	listen := func() error {
+		lis, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *port))
+		if err != nil {
+			return err
+		}
+		*port = lis.Addr().(*net.TCPAddr).Port
+		server = grpc.NewServer()
+		discovery.RegisterAggregatedDiscoveryServiceServer(server, xds)
+		go server.Serve(lis)
+		return nil
+	}
+	if err := listen(); err != nil {
+		log.Fatalf("listen: %v", err)
+	}
+	out := bufio.NewWriter(os.Stdout)
+	reply := func(format string, args ...any) {
+		fmt.Fprintf(out, format+"\n", args...)
+		out.Flush()
+	}
+	reply("port %d", *port)
+
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 16<<20)
+	for in.Scan() {
+		cmd, rest, _ := strings.Cut(in.Text(), " ")
+		switch cmd {
+		case "snapshot":
+			version, body, _ := strings.Cut(rest, " ")
+			var s spec
+			if err := json.Unmarshal([]byte(body), &s); err != nil {
+				reply("error %v", err)
+				continue
+			}
+			res, err := build(&s)
+			if err == nil {
+				var snap *cachev3.Snapshot
+				if snap, err = cachev3.NewSnapshot(version, res); err == nil {
+					err = cache.SetSnapshot(ctx, "all", snap)
+				}
+			}
+			if err != nil {
+				reply("error %v", err)
+			} else {
+				reply("ok")
+			}
+		case "stop":
+			server.Stop()
+			reply("ok")
+		case "start":
+			if err := listen(); err != nil {
+				reply("error %v", err)
+			} else {
+				reply("ok")
+			}
+		case "streams", "nacks", "last_nack", "acked", "first_version":
+			st.mu.Lock()
+			answer := "-"
+			switch cmd {
+			case "streams":
+				answer = strconv.Itoa(st.streams)
+			case "nacks":
+				answer = strconv.Itoa(st.nacks)
+			case "last_nack":
+				if st.lastNack != "" {
+					answer = st.lastNack
+				}
+			case "acked", "first_version":
+				m := st.acked
+				if cmd == "first_version" {
+					m = st.firstVersion
+				}
+				if v, ok := m[shortTypes[rest]]; ok && v != "" {
+					answer = v
+				}
+			}
+			st.mu.Unlock()
+			reply("%s", answer)
+		default:
+			reply("error unknown command %q", cmd)
+		}
+	}
+	server.Stop()
+}
