@@ -5,8 +5,10 @@
 // ChannelOptions::resolver.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -38,7 +40,29 @@ class Resolver {
   // An empty list counts as a failure.
   virtual asio::awaitable<absl::StatusOr<std::vector<Address>>> resolve(
       asio::any_io_executor executor) = 0;
+
+  // For resolvers told of changes (xDS): the channel calls watch(changed) once, on its executor,
+  // before its first resolve(), and watch(nullptr) as it closes. Until then the resolver calls
+  // changed() -- from any thread, never while it holds a lock the channel's thread could need --
+  // whenever resolve() would now answer differently; the channel then resolves again at once,
+  // min_resolve_interval notwithstanding. The default ignores it (the channel asks when it sees
+  // a reason to).
+  virtual void watch(std::function<void()> changed) { (void)changed; }
+
+  // The load-balancing policy the addresses call for ("round_robin", "pick_first"), which then
+  // wins over ChannelOptions::load_balancing; empty (the default) keeps the channel's.
+  virtual std::string_view load_balancing_policy() const { return {}; }
 };
+
+// Resolvers for a scheme ferry does not know ("xds:///name"): factory gets the whole target and
+// returns its resolver, or INVALID_ARGUMENT saying why the target is bad (the channel's calls
+// then fail with UNAVAILABLE and that message). A registered scheme is looked up before the
+// built-in ones; the target's default :authority is its path ("name" for "xds:///name").
+// ferry::xds registers "xds" (ferry/xds.h). From any thread; registering a scheme again replaces
+// its factory for channels made afterwards.
+using ResolverFactory =
+    std::function<absl::StatusOr<std::shared_ptr<Resolver>>(std::string_view target)>;
+void register_resolver_scheme(std::string_view scheme, ResolverFactory factory);
 
 // A resolver that always answers addresses (a fixed list of replicas; tests).
 std::shared_ptr<Resolver> make_static_resolver(std::vector<Address> addresses);

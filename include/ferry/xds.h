@@ -1,16 +1,24 @@
-// ferry/xds.h: the foundation of ferry's xDS client (library ferry::xds, above the core): the
-// bootstrap that grpc-go and gRPC C++ read (gRFC A27), so the same file configures all three.
-// docs/xds.md says what exists and what does not yet (no `xds:///` targets on Channel so far).
+// ferry/xds.h: ferry's xDS client (library ferry::xds, above the core): the bootstrap that
+// grpc-go and gRPC C++ read (gRFC A27), so the same file configures all three, and `xds:///`
+// targets on ferry::Channel, resolved through an ADS stream to the bootstrap's control plane.
+// docs/xds.md says what is supported and what is not yet.
 //
-//   auto bootstrap = ferry::xds::load_bootstrap();   // GRPC_XDS_BOOTSTRAP or _CONFIG
-//   if (!bootstrap.ok()) ...;                        // a clear error, never a crash
+//   ferry::xds::register_resolver();                 // once: Channel takes "xds:///name" targets
+//   ferry::Channel channel("xds:///my-service");     // GRPC_XDS_BOOTSTRAP or _CONFIG
+//
+// The ADS client and the resolver need ferry::xds_proto, which the sanitizer build trees leave
+// out: there ferry::xds holds the bootstrap parser only.
 #pragma once
 
+#include <chrono>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "ferry/connectivity.h"
+#include "ferry/resolver.h"
 
 namespace ferry::xds {
 
@@ -65,5 +73,44 @@ absl::StatusOr<Bootstrap> parse_bootstrap(std::string_view json);
 // larger than kMaxBootstrapBytes).
 absl::StatusOr<Bootstrap> load_bootstrap();
 inline constexpr std::size_t kMaxBootstrapBytes = 1 << 20;
+
+// How the xDS client behaves; the defaults are gRPC's.
+struct XdsClientOptions {
+  // gRFC A27's resource-does-not-exist timer: a resource asked for and in no response by then is
+  // taken not to exist (a channel waiting for it fails its calls with UNAVAILABLE).
+  std::chrono::milliseconds resource_does_not_exist_timeout = std::chrono::seconds(15);
+  // Between attempts to reach the control plane; reset once a stream got a response.
+  BackoffOptions backoff{};
+};
+
+// A resolver for an "xds:///listener" target (ChannelOptions::resolver), through the shared xDS
+// client of this bootstrap and options in the process (one ADS stream for every channel that
+// uses them). The resolver yields the endpoints of the cluster that the listener's route names,
+// those of the lowest priority that has any, and asks its channel to spread calls over them with
+// round_robin; it tells the channel at once when they change. INVALID_ARGUMENT for a target that
+// is not xds:///name (an authority, xds://a/name, is gRFC A47's federation: not supported).
+absl::StatusOr<std::shared_ptr<Resolver>> make_resolver(std::string_view target,
+                                                        const Bootstrap& bootstrap,
+                                                        const XdsClientOptions& options = {});
+
+// Registers the "xds" scheme (ferry/resolver.h's register_resolver_scheme): a Channel made with
+// an xds:/// target afterwards reads the process's bootstrap (load_bootstrap()) and resolves
+// through make_resolver; a bad or missing bootstrap fails that channel's calls with UNAVAILABLE
+// saying why. Idempotent; from any thread.
+void register_resolver();
+
+// One resource in an xDS client's cache (gRFC A40's client status, for status pages and tests).
+struct ResourceStatus {
+  enum class State { kRequested, kAcked, kNacked, kDoesNotExist };
+  std::string type_url;
+  std::string name;
+  std::string version;  // of the version in use (empty: none yet)
+  State state = State::kRequested;
+  std::string error;  // kNacked: why the newest version was refused (the cached one is kept)
+};
+
+// The cache of the shared client of this bootstrap and options, if one is alive; else empty.
+std::vector<ResourceStatus> client_status(const Bootstrap& bootstrap,
+                                          const XdsClientOptions& options = {});
 
 }  // namespace ferry::xds

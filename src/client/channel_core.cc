@@ -46,13 +46,24 @@ ChannelCore::ChannelCore(asio::io_context::executor_type executor, std::string t
   if (options_.resolver != nullptr) {
     // A user's resolver: the target only names the service (the default :authority).
     resolver_ = options_.resolver;
-    if (options_.authority.empty()) options_.authority = target_string_;
+    if (options_.authority.empty()) {
+      // "scheme:///name" (xds:///name given its resolver): the name; else the whole target.
+      const std::size_t path = target_string_.find(":///");
+      options_.authority =
+          path != std::string::npos ? target_string_.substr(path + 4) : target_string_;
+    }
     if (settings->tls_host.empty()) settings->tls_host = options_.authority;
   }
   settings->options = options_;
   settings->target = canonical_target_;
   settings_ = std::move(settings);
   has_method_configs_ = !options_.method_configs.empty() || !options_.method_config.empty();
+  if (resolver_ != nullptr) {
+    // A resolver may call for a policy (xDS clusters: round_robin).
+    const std::string_view policy = resolver_->load_balancing_policy();
+    if (policy == "round_robin") options_.load_balancing = LoadBalancingPolicy::kRoundRobin;
+    if (policy == "pick_first") options_.load_balancing = LoadBalancingPolicy::kPickFirst;
+  }
   policy_ = options_.load_balancing == LoadBalancingPolicy::kRoundRobin ? make_round_robin(*this)
                                                                         : make_pick_first(*this);
 }
@@ -112,9 +123,31 @@ void ChannelCore::request_resolution() {
     return;
   }
   resolving_ = true;
+  if (!watching_resolver_) {
+    // A resolver told of changes says so through this (ferry/resolver.h), from its thread.
+    watching_resolver_ = true;
+    resolver_->watch([weak = weak_from_this(), executor = executor_] {
+      asio::post(executor, [weak] {
+        if (auto self = weak.lock()) self->on_resolver_changed();
+      });
+    });
+  }
   const auto not_before = resolved_once_ ? last_resolution_ + options_.min_resolve_interval
                                          : std::chrono::steady_clock::time_point{};
   asio::co_spawn(executor_, resolve(shared_from_this(), not_before), asio::detached);
+}
+
+void ChannelCore::on_resolver_changed() {
+  if (closed_ || resolver_ == nullptr) return;
+  if (resolving_) {
+    // After this resolution, or now if it is waiting out a back-off or the interval.
+    resolve_again_ = true;
+    resolve_now_ = true;
+    resolve_timer_.cancel();
+    return;
+  }
+  resolving_ = true;
+  asio::co_spawn(executor_, resolve(shared_from_this(), {}), asio::detached);
 }
 
 asio::awaitable<void> ChannelCore::resolve(std::shared_ptr<ChannelCore> /*keeps it alive*/,
@@ -146,7 +179,9 @@ asio::awaitable<void> ChannelCore::resolve(std::shared_ptr<ChannelCore> /*keeps 
       apply_addresses(*std::move(addresses));
       schedule_refresh();
       if (!resolve_again_) break;
-      not_before = last_resolution_ + options_.min_resolve_interval;
+      not_before = std::exchange(resolve_now_, false)
+                       ? std::chrono::steady_clock::time_point{}
+                       : last_resolution_ + options_.min_resolve_interval;
       continue;
     }
     // Failed: with no address yet, the channel is in TRANSIENT_FAILURE; retry with back-off.
@@ -155,7 +190,8 @@ asio::awaitable<void> ChannelCore::resolve(std::shared_ptr<ChannelCore> /*keeps 
       set_state(ConnectivityState::kTransientFailure);
       changed_.notify_all();
     }
-    not_before = last_resolution_ + resolve_backoff_.next();
+    not_before = std::exchange(resolve_now_, false) ? std::chrono::steady_clock::time_point{}
+                                                    : last_resolution_ + resolve_backoff_.next();
   }
   resolving_ = false;
 }
@@ -348,6 +384,7 @@ void ChannelCore::close() {
   subchannels_.clear();
   resolve_timer_.cancel();
   refresh_timer_.cancel();
+  if (watching_resolver_) resolver_->watch(nullptr);
   changed_.notify_all();
 }
 

@@ -129,6 +129,8 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   asio::awaitable<void> wait_for_change(std::chrono::steady_clock::time_point deadline);
   // Resolves now, or as soon as min_resolve_interval allows; one resolution at a time.
   void request_resolution();
+  // The resolver has news (Resolver::watch): resolves at once.
+  void on_resolver_changed();
   asio::awaitable<void> resolve(std::shared_ptr<ChannelCore> self,
                                 std::chrono::steady_clock::time_point not_before);
   void apply_addresses(std::vector<Address> addresses);
@@ -150,7 +152,9 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   absl::Status error_;  // why the channel is in TRANSIENT_FAILURE
   bool resolved_once_ = false;
   bool resolving_ = false;
-  bool resolve_again_ = false;  // a request came during a resolution
+  bool resolve_again_ = false;      // a request came during a resolution
+  bool resolve_now_ = false;        // ... from the resolver itself: without waiting
+  bool watching_resolver_ = false;  // resolver_->watch() was called
   std::chrono::steady_clock::time_point last_resolution_{};
   Backoff resolve_backoff_;           // between failed resolutions
   asio::steady_timer resolve_timer_;  // the wait before the next resolution

@@ -2,6 +2,8 @@
 #include "client/target_resolver.h"
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "asio/redirect_error.hpp"
@@ -71,6 +73,22 @@ std::shared_ptr<Resolver> make_static_resolver(std::vector<Address> addresses) {
   return std::make_shared<StaticResolver>(std::move(addresses));
 }
 
+namespace {
+
+std::mutex schemes_mutex;
+// Never destroyed: channels may be made while static destructors run.
+std::map<std::string, ResolverFactory, std::less<>>& registered_schemes() {
+  static auto* schemes = new std::map<std::string, ResolverFactory, std::less<>>;
+  return *schemes;
+}
+
+}  // namespace
+
+void register_resolver_scheme(std::string_view scheme, ResolverFactory factory) {
+  std::lock_guard lock(schemes_mutex);
+  registered_schemes()[std::string(scheme)] = std::move(factory);
+}
+
 namespace detail {
 namespace {
 
@@ -113,6 +131,32 @@ absl::StatusOr<ResolvedTarget> literal_list(std::string_view target, std::string
 }  // namespace
 
 absl::StatusOr<ResolvedTarget> resolver_for_target(std::string_view target) {
+  if (const std::size_t colon = target.find(':'); colon != std::string_view::npos) {
+    ResolverFactory factory;
+    {
+      std::lock_guard lock(schemes_mutex);
+      const auto& schemes = registered_schemes();
+      if (auto it = schemes.find(target.substr(0, colon)); it != schemes.end())
+        factory = it->second;
+    }
+    if (factory) {
+      absl::StatusOr<std::shared_ptr<Resolver>> resolver = factory(target);
+      if (!resolver.ok()) return bad(target, to_std(resolver.status().message()));
+      if (*resolver == nullptr) return bad(target, "its scheme's factory made no resolver");
+      // scheme:[//authority]/path: the default :authority is the path.
+      std::string_view path = target.substr(colon + 1);
+      if (path.substr(0, 2) == "//") {
+        const std::size_t slash = path.find('/', 2);
+        path = slash == std::string_view::npos ? std::string_view() : path.substr(slash);
+      }
+      while (!path.empty() && path.front() == '/') path.remove_prefix(1);
+      ResolvedTarget out;
+      out.resolver = *std::move(resolver);
+      out.authority = std::string(path);
+      out.tls_host = out.authority;
+      return out;
+    }
+  }
   for (std::string_view scheme : {std::string_view("ipv4:"), std::string_view("ipv6:")}) {
     if (target.substr(0, scheme.size()) == scheme) return literal_list(target, scheme);
   }

@@ -23,6 +23,11 @@
 //	ROUTE: {"prefix": "/" | "path": "/s/M" | "regex": "...", "cluster": "c"
 //	        | "weighted": [{"cluster": "c", "weight": 3}, ...]}
 //
+// A NACK is not answered with the snapshot it refused: go-control-plane's snapshot cache compares
+// the request's version_info (a NACK carries the last version the client accepted) with the
+// snapshot's and resends at once when they differ, for ever. As a control plane should, this one
+// waits for a new snapshot instead: the NACK's version is taken to be the refused one.
+//
 // Runs until stdin closes.
 package main
 
@@ -239,6 +244,7 @@ type stats struct {
 	mu           sync.Mutex
 	streams      int
 	newest       int64
+	sent         map[int64]map[string][2]string // stream -> type -> {nonce, version} last sent
 	nacks        int
 	lastNack     string
 	acked        map[string]string
@@ -251,7 +257,8 @@ func main() {
 
 	ctx := context.Background()
 	cache := cachev3.NewSnapshotCache(true, anyNode{}, nil)
-	st := &stats{acked: map[string]string{}, firstVersion: map[string]string{}}
+	st := &stats{acked: map[string]string{}, firstVersion: map[string]string{},
+		sent: map[int64]map[string][2]string{}}
 	callbacks := serverv3.CallbackFuncs{
 		StreamOpenFunc: func(_ context.Context, id int64, _ string) error {
 			st.mu.Lock()
@@ -272,11 +279,28 @@ func main() {
 			if req.ErrorDetail != nil {
 				st.nacks++
 				st.lastNack = req.TypeUrl + " " + strings.ReplaceAll(req.ErrorDetail.Message, "\n", " ")
+				if last, ok := st.sent[id][req.TypeUrl]; ok && last[0] == req.ResponseNonce {
+					req.VersionInfo = last[1]
+				}
 			} else if req.ResponseNonce != "" {
 				st.acked[req.TypeUrl] = req.VersionInfo
 			}
 			return nil
 		},
+	}
+	callbacks.StreamResponseFunc = func(_ context.Context, id int64, _ *discovery.DiscoveryRequest,
+		resp *discovery.DiscoveryResponse) {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if st.sent[id] == nil {
+			st.sent[id] = map[string][2]string{}
+		}
+		st.sent[id][resp.TypeUrl] = [2]string{resp.Nonce, resp.VersionInfo}
+	}
+	callbacks.StreamClosedFunc = func(id int64, _ *core.Node) {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		delete(st.sent, id)
 	}
 	xds := serverv3.NewServer(ctx, cache, callbacks)
 

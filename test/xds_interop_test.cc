@@ -1,0 +1,343 @@
+// xds:/// channels against a real control plane: go-control-plane's snapshot cache served over
+// ADS (test/peers/xds_control_plane_go, installed by scripts/install_peers.sh), in front of ferry
+// Echo servers as the endpoints. The test sets the control plane's snapshots as it goes and asks
+// it what it saw (streams, ACKed versions, NACKs). Skipped when the peer is not installed.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ferry/channel.h"
+#include "ferry/server.h"
+#include "ferry/xds.h"
+#include "support/echo_service.h"
+
+namespace ferry::xds_interop_test {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::EchoRequest;
+using testing::EchoResponse;
+
+std::string peer_path() { return std::string(FERRY_PEERS_DIR) + "/bin/xds_control_plane_go"; }
+
+// The control plane: one command a line on its stdin, one answer line on its stdout.
+class ControlPlane {
+ public:
+  ControlPlane() {
+    int in[2], out[2];
+    if (pipe(in) != 0 || pipe(out) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(in[0], 0);
+      dup2(out[1], 1);
+      close(in[1]);
+      close(out[0]);
+      std::string path = peer_path();
+      char* argv[] = {path.data(), nullptr};
+      execv(argv[0], argv);
+      _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    to_ = fdopen(in[1], "w");
+    from_ = fdopen(out[0], "r");
+    const std::string first = read_line();
+    if (first.rfind("port ", 0) == 0) port_ = std::atoi(first.c_str() + 5);
+  }
+  ~ControlPlane() {
+    if (to_ != nullptr) std::fclose(to_);  // the peer ends when its stdin does
+    if (from_ != nullptr) std::fclose(from_);
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  int port() const { return port_; }
+
+  std::string command(const std::string& line) {
+    if (to_ == nullptr) return "no peer";
+    std::fprintf(to_, "%s\n", line.c_str());
+    std::fflush(to_);
+    return read_line();
+  }
+  // Polls `what` until its answer is want (or 10 s pass); returns the last answer.
+  std::string await(const std::string& what, const std::string& want) {
+    std::string answer;
+    for (int i = 0; i < 200; ++i) {
+      answer = command(what);
+      if (answer == want) break;
+      std::this_thread::sleep_for(50ms);
+    }
+    return answer;
+  }
+
+ private:
+  std::string read_line() {
+    char buf[8192];
+    if (from_ == nullptr || std::fgets(buf, sizeof(buf), from_) == nullptr) return "";
+    std::string line = buf;
+    if (!line.empty() && line.back() == '\n') line.pop_back();
+    return line;
+  }
+  pid_t pid_ = -1;
+  FILE* to_ = nullptr;
+  FILE* from_ = nullptr;
+  int port_ = 0;
+};
+
+// An endpoint: a ferry Echo server that counts the calls it served.
+class Backend {
+ public:
+  Backend() : service_(&probe_) {
+    server_.add_service(service_);
+    absl::StatusOr<int> port = server_.start("127.0.0.1", 0);
+    port_ = port.ok() ? *port : 0;
+  }
+  ~Backend() { server_.shutdown(100ms); }
+  std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
+  int calls() const { return probe_.started.load(); }
+
+ private:
+  testing::EchoProbe probe_;
+  testing::EchoService service_;
+  Server server_;
+  int port_ = 0;
+};
+
+// A snapshot: listener "svc" (RDS "route-svc", or inline routes) -> cluster "c" -> endpoints.
+std::string snapshot(const std::vector<const Backend*>& backends, bool rds = true,
+                     const std::string& cluster_extra = "") {
+  std::vector<std::string> addresses;
+  for (const Backend* b : backends) addresses.push_back("\"" + b->address() + "\"");
+  const std::string routes = R"([{"prefix": "/", "cluster": "c"}])";
+  const std::string listener = rds ? R"({"name": "svc", "rds": "route-svc"})"
+                                   : absl::StrCat(R"({"name": "svc", "routes": )", routes, "}");
+  return absl::StrCat(
+      R"({"listeners": [)", listener, R"(], "routes": [{"name": "route-svc", "routes": )", routes,
+      R"(}], "clusters": [{"name": "c")", cluster_extra,
+      R"(}], "endpoints": [{"name": "c", "localities": [{"priority": 0, "weight": 1, "addresses": [)",
+      absl::StrJoin(addresses, ", "), "]}]}]}");
+}
+
+xds::Bootstrap bootstrap_for(int port) {
+  absl::StatusOr<xds::Bootstrap> b = xds::parse_bootstrap(absl::StrCat(
+      R"({"xds_servers": [{"server_uri": "127.0.0.1:)", port,
+      R"(", "channel_creds": [{"type": "insecure"}]}], "node": {"id": "ferry-xds-test"}})"));
+  EXPECT_TRUE(b.ok()) << b.status();
+  return *b;
+}
+
+xds::XdsClientOptions fast_options() {
+  xds::XdsClientOptions options;
+  options.resource_does_not_exist_timeout = 2s;
+  options.backoff.initial = 100ms;
+  options.backoff.max = 500ms;
+  return options;
+}
+
+std::unique_ptr<Channel> xds_channel(int control_plane_port) {
+  absl::StatusOr<std::shared_ptr<Resolver>> resolver =
+      xds::make_resolver("xds:///svc", bootstrap_for(control_plane_port), fast_options());
+  EXPECT_TRUE(resolver.ok()) << resolver.status();
+  ChannelOptions options;
+  options.resolver = *resolver;
+  return std::make_unique<Channel>("xds:///svc", options);
+}
+
+absl::Status echo(Channel& channel, bool wait_for_ready = true) {
+  testing::Echo::BlockingStub stub(channel);
+  EchoRequest request;
+  request.set_payload("hi");
+  EchoResponse response;
+  ClientContext ctx;
+  ctx.set_timeout(10s);
+  ctx.set_wait_for_ready(wait_for_ready);
+  return stub.Echo(ctx, request, response);
+}
+
+bool peer_missing() { return access(peer_path().c_str(), X_OK) != 0; }
+
+TEST(XdsControlPlane, ResolvesThroughLdsRdsCdsEdsAndCallsEveryEndpoint) {
+  if (peer_missing()) GTEST_SKIP() << "xds_control_plane_go not installed: " << peer_path();
+  ControlPlane cp;
+  ASSERT_GT(cp.port(), 0);
+  Backend a, b;
+  ASSERT_EQ(cp.command("snapshot 1 " + snapshot({&a, &b})), "ok");
+  auto channel = xds_channel(cp.port());
+  for (int i = 0; i < 20; ++i) {
+    absl::Status status = echo(*channel);
+    ASSERT_TRUE(status.ok()) << i << " " << status;
+  }
+  // round_robin over the cluster's endpoints: both served.
+  EXPECT_GE(a.calls(), 5);
+  EXPECT_GE(b.calls(), 5);
+  // Every resource of the chain was ACKed with the snapshot's version.
+  for (const char* type : {"lds", "rds", "cds", "eds"}) {
+    EXPECT_EQ(cp.await(absl::StrCat("acked ", type), "1"), "1") << type;
+  }
+  EXPECT_EQ(cp.command("nacks"), "0");
+  std::vector<xds::ResourceStatus> status =
+      xds::client_status(bootstrap_for(cp.port()), fast_options());
+  EXPECT_EQ(status.size(), 4u);
+  for (const auto& s : status) {
+    EXPECT_EQ(s.state, xds::ResourceStatus::State::kAcked) << s.type_url << " " << s.name;
+    EXPECT_EQ(s.version, "1");
+  }
+}
+
+TEST(XdsControlPlane, InlineRoutesAndTheRegisteredSchemeWithTheEnvironmentsBootstrap) {
+  if (peer_missing()) GTEST_SKIP() << "xds_control_plane_go not installed: " << peer_path();
+  ControlPlane cp;
+  ASSERT_GT(cp.port(), 0);
+  Backend a;
+  ASSERT_EQ(cp.command("snapshot 7 " + snapshot({&a}, /*rds=*/false)), "ok");
+  xds::register_resolver();
+  const std::string config =
+      absl::StrCat(R"({"xds_servers": [{"server_uri": "127.0.0.1:)", cp.port(),
+                   R"(", "channel_creds": [{"type": "insecure"}]}], "node": {"id": "env"}})");
+  unsetenv("GRPC_XDS_BOOTSTRAP");
+  setenv("GRPC_XDS_BOOTSTRAP_CONFIG", config.c_str(), 1);
+  {
+    Channel channel("xds:///svc");
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(echo(channel).ok());
+  }
+  EXPECT_EQ(a.calls(), 3);
+  // No route configuration was asked for: the listener carried its routes.
+  EXPECT_EQ(cp.command("acked rds"), "-");
+  unsetenv("GRPC_XDS_BOOTSTRAP_CONFIG");
+  // Without a bootstrap a channel fails its calls, saying why.
+  Channel broken("xds:///svc");
+  absl::Status status = echo(broken, /*wait_for_ready=*/false);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_NE(status.message().find("GRPC_XDS_BOOTSTRAP"), std::string::npos) << status;
+}
+
+TEST(XdsControlPlane, AnEndpointUpdateMovesTheCalls) {
+  if (peer_missing()) GTEST_SKIP() << "xds_control_plane_go not installed: " << peer_path();
+  ControlPlane cp;
+  Backend a, b;
+  ASSERT_EQ(cp.command("snapshot 1 " + snapshot({&a})), "ok");
+  auto channel = xds_channel(cp.port());
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(echo(*channel).ok());
+  EXPECT_EQ(a.calls(), 5);
+  ASSERT_EQ(cp.command("snapshot 2 " + snapshot({&b})), "ok");
+  // The new endpoints reach the channel without a call failing; then every call goes to b.
+  for (int i = 0; i < 200 && b.calls() == 0; ++i) {
+    ASSERT_TRUE(echo(*channel).ok()) << i;
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_GT(b.calls(), 0);
+  const int a_before = a.calls();
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(echo(*channel).ok());
+  EXPECT_EQ(a.calls(), a_before);
+  EXPECT_EQ(cp.await("acked eds", "2"), "2");
+}
+
+TEST(XdsControlPlane, AnInvalidResourceIsNackedAndTheLastGoodOneStaysInUse) {
+  if (peer_missing()) GTEST_SKIP() << "xds_control_plane_go not installed: " << peer_path();
+  ControlPlane cp;
+  Backend a;
+  ASSERT_EQ(cp.command("snapshot 1 " + snapshot({&a})), "ok");
+  auto channel = xds_channel(cp.port());
+  ASSERT_TRUE(echo(*channel).ok());
+  ASSERT_EQ(cp.await("acked cds", "1"), "1");
+  // Version 2's cluster is STATIC: gRFC A27 accepts EDS clusters only.
+  ASSERT_EQ(cp.command("snapshot 2 " + snapshot({&a}, true, R"(, "type": "STATIC")")), "ok");
+  EXPECT_EQ(cp.await("nacks", "1"), "1");
+  const std::string nack = cp.command("last_nack");
+  EXPECT_NE(nack.find("envoy.config.cluster.v3.Cluster"), std::string::npos) << nack;
+  EXPECT_NE(nack.find("is not EDS"), std::string::npos) << nack;
+  EXPECT_EQ(cp.command("acked cds"), "1");  // the NACK carried the last good version
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(echo(*channel).ok()) << i;
+  bool saw_nacked_cluster = false;
+  for (const auto& s : xds::client_status(bootstrap_for(cp.port()), fast_options())) {
+    if (s.name == "c" && s.type_url == "type.googleapis.com/envoy.config.cluster.v3.Cluster") {
+      saw_nacked_cluster = s.state == xds::ResourceStatus::State::kNacked && s.version == "1" &&
+                           s.error.find("is not EDS") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(saw_nacked_cluster);
+  // A listener without an api_listener: NACKed too, calls go on.
+  ASSERT_EQ(cp.command(R"(snapshot 3 {"listeners": [{"name": "svc", "no_api_listener": true}]})"),
+            "ok");
+  EXPECT_EQ(cp.await("nacks", "2"), "2");
+  EXPECT_NE(cp.command("last_nack").find("no api_listener"), std::string::npos);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(echo(*channel).ok()) << i;
+  EXPECT_EQ(a.calls(), 11);
+  // A good version after the bad ones is taken again.
+  Backend b;
+  ASSERT_EQ(cp.command("snapshot 4 " + snapshot({&b})), "ok");
+  EXPECT_EQ(cp.await("acked lds", "4"), "4");
+  for (int i = 0; i < 200 && b.calls() == 0; ++i) {
+    ASSERT_TRUE(echo(*channel).ok()) << i;
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_GT(b.calls(), 0);
+}
+
+TEST(XdsControlPlane, ARestartedControlPlaneKeepsCallsWorkingAndIsAskedAgainWithTheVersions) {
+  if (peer_missing()) GTEST_SKIP() << "xds_control_plane_go not installed: " << peer_path();
+  ControlPlane cp;
+  Backend a, b;
+  ASSERT_EQ(cp.command("snapshot 1 " + snapshot({&a})), "ok");
+  auto channel = xds_channel(cp.port());
+  ASSERT_TRUE(echo(*channel).ok());
+  ASSERT_EQ(cp.await("acked eds", "1"), "1");
+  EXPECT_EQ(cp.command("streams"), "1");
+  ASSERT_EQ(cp.command("stop"), "ok");
+  // No control plane: the cached configuration keeps serving (gRFC A57).
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(echo(*channel).ok()) << i;
+    std::this_thread::sleep_for(30ms);
+  }
+  ASSERT_EQ(cp.command("start"), "ok");
+  EXPECT_EQ(cp.await("streams", "2"), "2");
+  // The new stream asked with the versions the client has.
+  EXPECT_EQ(cp.await("first_version lds", "1"), "1");
+  EXPECT_EQ(cp.await("first_version eds", "1"), "1");
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(echo(*channel).ok()) << i;
+  // And it is followed: new endpoints move the calls.
+  ASSERT_EQ(cp.command("snapshot 2 " + snapshot({&b})), "ok");
+  for (int i = 0; i < 200 && b.calls() == 0; ++i) {
+    ASSERT_TRUE(echo(*channel).ok()) << i;
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_GT(b.calls(), 0);
+}
+
+TEST(XdsControlPlane, AListenerTheControlPlaneLacksFailsCallsAfterTheDoesNotExistTimer) {
+  if (peer_missing()) GTEST_SKIP() << "xds_control_plane_go not installed: " << peer_path();
+  ControlPlane cp;
+  Backend a;
+  ASSERT_EQ(cp.command("snapshot 1 " + snapshot({&a})), "ok");
+  absl::StatusOr<std::shared_ptr<Resolver>> resolver =
+      xds::make_resolver("xds:///nowhere", bootstrap_for(cp.port()), fast_options());
+  ASSERT_TRUE(resolver.ok());
+  ChannelOptions options;
+  options.resolver = *resolver;
+  Channel channel("xds:///nowhere", options);
+  const auto start = std::chrono::steady_clock::now();
+  testing::Echo::BlockingStub stub(channel);
+  EchoRequest request;
+  EchoResponse response;
+  ClientContext ctx;
+  ctx.set_timeout(10s);
+  absl::Status status = stub.Echo(ctx, request, response);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_NE(status.message().find("'nowhere' does not exist"), std::string::npos) << status;
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 1500ms);
+}
+
+}  // namespace
+}  // namespace ferry::xds_interop_test
