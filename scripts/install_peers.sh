@@ -15,6 +15,7 @@
 #                        and the OpenTelemetry Go SDK (test/trace_interop_test.cc) }
 #   PREFIX/bin/xds_control_plane_go  test/peers/xds_control_plane_go: go-control-plane's }
 #                        snapshot cache served over ADS (test/xds_interop_test.cc)    }
+#   PREFIX/bin/xds_client_go  test/peers/xds_client_go: grpc-go's xDS client (same test)  }
 #   PREFIX/bin/http1_smuggling_go_server  test/http1_smuggling's Go net/http server   go build
 #   PREFIX/bin/ghz                                 go install (its own go.mod's versions)
 #   PREFIX/bin/otelcol_ferry  the OpenTelemetry Collector with the OTLP receiver and the file
@@ -301,7 +302,8 @@ fi
 # the module cache: PREFIX/go/pkg/mod/connectrpc.com/conformance@V), h2spec (the HTTP/2
 # conformance tester), grpc-go's side of the rich error details test (test/peers/
 # rich_status_go), of the authorization agreement test (test/peers/authz_go) and the xDS control
-# plane of the xDS tests (test/peers/xds_control_plane_go, go-control-plane). go.mod and
+# plane of the xDS tests (test/peers/xds_control_plane_go, go-control-plane) and grpc-go's xDS
+# client beside ferry's there (test/peers/xds_client_go). go.mod and
 # go.sum pin every version, read only (-mod=readonly): a build that would need another version
 # fails. toxiproxy's command is `server`, like grpc-go's interop server: built apart under its
 # own name. A stamp holding the module's and its own peers' sources' hash rebuilds them all
@@ -310,7 +312,8 @@ go_module="$repo/test/peers"
 go_module_stamp() {
   cat "$go_module/go.mod" "$go_module/go.sum" "$go_module/rich_status_go/main.go" \
     "$go_module/authz_go/main.go" "$go_module/trace_go/main.go" \
-    "$go_module/xds_control_plane_go/main.go" | sha256sum | cut -c1-16
+    "$go_module/xds_control_plane_go/main.go" "$go_module/xds_client_go/main.go" |
+    sha256sum | cut -c1-16
 }
 go_module_check() {
   go_has server google.golang.org/grpc "$GRPC_GO_VERSION" &&
@@ -325,6 +328,7 @@ go_module_check() {
     go_has authz_peer_go google.golang.org/grpc "$GRPC_GO_VERSION" &&
     go_has trace_peer_go go.opentelemetry.io/otel/sdk "$OTEL_GO_VERSION" &&
     go_has xds_control_plane_go github.com/envoyproxy/go-control-plane "$GO_CONTROL_PLANE_VERSION" &&
+    go_has xds_client_go google.golang.org/grpc "$GRPC_GO_VERSION" &&
     [ "$(cat "$GOBIN/.go_module.stamp" 2>/dev/null)" = "$(go_module_stamp)" ]
 }
 go_module_install() {
@@ -337,10 +341,10 @@ go_module_install() {
     go build -mod=readonly -o "$GOBIN/rich_status_peer_go" ./rich_status_go &&
     go build -mod=readonly -o "$GOBIN/authz_peer_go" ./authz_go &&
     go build -mod=readonly -o "$GOBIN/trace_peer_go" ./trace_go &&
-    go build -mod=readonly -o "$GOBIN/xds_control_plane_go" ./xds_control_plane_go &&
+    go build -mod=readonly -o "$GOBIN/" ./xds_control_plane_go ./xds_client_go &&
     go_module_stamp >"$GOBIN/.go_module.stamp"
 }
-step "grpc-go interop $GRPC_GO_VERSION, grpcurl $GRPCURL_VERSION, grpc-health-probe $GRPC_HEALTH_PROBE_VERSION, toxiproxy $TOXIPROXY_VERSION, connectconformance $CONNECT_CONFORMANCE_VERSION, h2spec $H2SPEC_VERSION, rich_status_peer_go, authz_peer_go, trace_peer_go (OpenTelemetry Go SDK $OTEL_GO_VERSION), xds_control_plane_go (go-control-plane $GO_CONTROL_PLANE_VERSION) (test/peers/go.mod)" \
+step "grpc-go interop $GRPC_GO_VERSION, grpcurl $GRPCURL_VERSION, grpc-health-probe $GRPC_HEALTH_PROBE_VERSION, toxiproxy $TOXIPROXY_VERSION, connectconformance $CONNECT_CONFORMANCE_VERSION, h2spec $H2SPEC_VERSION, rich_status_peer_go, authz_peer_go, trace_peer_go (OpenTelemetry Go SDK $OTEL_GO_VERSION), xds_control_plane_go (go-control-plane $GO_CONTROL_PLANE_VERSION), xds_client_go (test/peers/go.mod)" \
   "$prefix/logs/go_module.log" go_module_check go_module_install
 cd "$prefix" || exit 1
 

@@ -30,11 +30,13 @@ using testing::EchoRequest;
 using testing::EchoResponse;
 
 std::string peer_path() { return std::string(FERRY_PEERS_DIR) + "/bin/xds_control_plane_go"; }
+std::string grpc_go_path() { return std::string(FERRY_PEERS_DIR) + "/bin/xds_client_go"; }
 
-// The control plane: one command a line on its stdin, one answer line on its stdout.
-class ControlPlane {
+// A peer program: one command a line on its stdin, one answer line on its stdout.
+class PeerProcess {
  public:
-  ControlPlane() {
+  // env: "NAME=value" entries added to the peer's environment.
+  PeerProcess(std::vector<std::string> argv_strings, std::vector<std::string> env = {}) {
     int in[2], out[2];
     if (pipe(in) != 0 || pipe(out) != 0) return;
     pid_ = fork();
@@ -43,19 +45,19 @@ class ControlPlane {
       dup2(out[1], 1);
       close(in[1]);
       close(out[0]);
-      std::string path = peer_path();
-      char* argv[] = {path.data(), nullptr};
-      execv(argv[0], argv);
+      for (std::string& e : env) putenv(e.data());
+      std::vector<char*> argv;
+      for (std::string& a : argv_strings) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
       _exit(127);
     }
     close(in[0]);
     close(out[1]);
     to_ = fdopen(in[1], "w");
     from_ = fdopen(out[0], "r");
-    const std::string first = read_line();
-    if (first.rfind("port ", 0) == 0) port_ = std::atoi(first.c_str() + 5);
   }
-  ~ControlPlane() {
+  ~PeerProcess() {
     if (to_ != nullptr) std::fclose(to_);  // the peer ends when its stdin does
     if (from_ != nullptr) std::fclose(from_);
     if (pid_ > 0) {
@@ -63,8 +65,6 @@ class ControlPlane {
       waitpid(pid_, nullptr, 0);
     }
   }
-  int port() const { return port_; }
-
   std::string command(const std::string& line) {
     if (to_ == nullptr) return "no peer";
     std::fprintf(to_, "%s\n", line.c_str());
@@ -82,7 +82,7 @@ class ControlPlane {
     return answer;
   }
 
- private:
+ protected:
   std::string read_line() {
     char buf[8192];
     if (from_ == nullptr || std::fgets(buf, sizeof(buf), from_) == nullptr) return "";
@@ -93,6 +93,18 @@ class ControlPlane {
   pid_t pid_ = -1;
   FILE* to_ = nullptr;
   FILE* from_ = nullptr;
+};
+
+// The control plane (xds_control_plane_go); its first line is its port.
+class ControlPlane : public PeerProcess {
+ public:
+  ControlPlane() : PeerProcess({peer_path()}) {
+    const std::string first = read_line();
+    if (first.rfind("port ", 0) == 0) port_ = std::atoi(first.c_str() + 5);
+  }
+  int port() const { return port_; }
+
+ private:
   int port_ = 0;
 };
 
@@ -337,6 +349,86 @@ TEST(XdsControlPlane, AListenerTheControlPlaneLacksFailsCallsAfterTheDoesNotExis
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
   EXPECT_NE(status.message().find("'nowhere' does not exist"), std::string::npos) << status;
   EXPECT_GE(std::chrono::steady_clock::now() - start, 1500ms);
+}
+
+// The same scenarios through grpc-go's xDS client (xds_client_go), with the same bootstrap,
+// control plane and endpoints: the outcomes must match ferry's above.
+class GrpcGoXdsClient : public PeerProcess {
+ public:
+  explicit GrpcGoXdsClient(int control_plane_port)
+      : PeerProcess({grpc_go_path(), "xds:///svc"},
+                    {absl::StrCat(
+                        R"(GRPC_XDS_BOOTSTRAP_CONFIG={"xds_servers": [{"server_uri": "127.0.0.1:)",
+                        control_plane_port,
+                        R"(", "channel_creds": [{"type": "insecure"}], "server_features": )"
+                        R"(["xds_v3"]}], "node": {"id": "grpc-go"}})")}) {}
+  std::string call(int n) { return command(absl::StrCat("call ", n)); }
+};
+
+bool grpc_go_missing() { return peer_missing() || access(grpc_go_path().c_str(), X_OK) != 0; }
+
+TEST(XdsGrpcGo, ResolvesCallsEveryEndpointAndFollowsAnEndpointUpdate) {
+  if (grpc_go_missing()) GTEST_SKIP() << "xds peers not installed in " << FERRY_PEERS_DIR;
+  ControlPlane cp;
+  Backend a, b, c;
+  ASSERT_EQ(cp.command("snapshot 1 " + snapshot({&a, &b})), "ok");
+  GrpcGoXdsClient client(cp.port());
+  ASSERT_EQ(client.call(20), "ok");
+  EXPECT_GE(a.calls(), 5);
+  EXPECT_GE(b.calls(), 5);
+  for (const char* type : {"lds", "rds", "cds", "eds"}) {
+    EXPECT_EQ(cp.await(absl::StrCat("acked ", type), "1"), "1") << type;
+  }
+  ASSERT_EQ(cp.command("snapshot 2 " + snapshot({&c})), "ok");
+  for (int i = 0; i < 200 && c.calls() == 0; ++i) {
+    ASSERT_EQ(client.call(1), "ok") << i;
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_GT(c.calls(), 0);
+  const int ab = a.calls() + b.calls();
+  ASSERT_EQ(client.call(10), "ok");
+  EXPECT_EQ(a.calls() + b.calls(), ab);
+}
+
+TEST(XdsGrpcGo, AnInvalidClusterIsNackedAndTheLastGoodOneStaysInUse) {
+  if (grpc_go_missing()) GTEST_SKIP() << "xds peers not installed in " << FERRY_PEERS_DIR;
+  ControlPlane cp;
+  Backend a;
+  ASSERT_EQ(cp.command("snapshot 1 " + snapshot({&a})), "ok");
+  GrpcGoXdsClient client(cp.port());
+  ASSERT_EQ(client.call(1), "ok");
+  ASSERT_EQ(cp.await("acked cds", "1"), "1");
+  ASSERT_EQ(cp.command("snapshot 2 " + snapshot({&a}, true, R"(, "type": "STATIC")")), "ok");
+  EXPECT_EQ(cp.await("nacks", "1"), "1");
+  EXPECT_NE(cp.command("last_nack").find("envoy.config.cluster.v3.Cluster"), std::string::npos);
+  EXPECT_EQ(cp.command("acked cds"), "1");
+  ASSERT_EQ(client.call(5), "ok");
+  EXPECT_EQ(a.calls(), 6);
+}
+
+TEST(XdsGrpcGo, ARestartedControlPlaneKeepsCallsWorkingAndIsAskedAgainWithTheVersions) {
+  if (grpc_go_missing()) GTEST_SKIP() << "xds peers not installed in " << FERRY_PEERS_DIR;
+  ControlPlane cp;
+  Backend a, b;
+  ASSERT_EQ(cp.command("snapshot 1 " + snapshot({&a})), "ok");
+  GrpcGoXdsClient client(cp.port());
+  ASSERT_EQ(client.call(1), "ok");
+  ASSERT_EQ(cp.await("acked eds", "1"), "1");
+  ASSERT_EQ(cp.command("stop"), "ok");
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_EQ(client.call(1), "ok") << i;
+    std::this_thread::sleep_for(30ms);
+  }
+  ASSERT_EQ(cp.command("start"), "ok");
+  EXPECT_EQ(cp.await("streams", "2"), "2");
+  EXPECT_EQ(cp.await("first_version lds", "1"), "1");
+  ASSERT_EQ(client.call(5), "ok");
+  ASSERT_EQ(cp.command("snapshot 2 " + snapshot({&b})), "ok");
+  for (int i = 0; i < 200 && b.calls() == 0; ++i) {
+    ASSERT_EQ(client.call(1), "ok") << i;
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_GT(b.calls(), 0);
 }
 
 }  // namespace

@@ -87,7 +87,8 @@ struct XdsClientOptions {
 // client of this bootstrap and options in the process (one ADS stream for every channel that
 // uses them). The resolver yields the endpoints of the cluster that the listener's route names,
 // those of the lowest priority that has any, and asks its channel to spread calls over them with
-// round_robin; it tells the channel at once when they change. INVALID_ARGUMENT for a target that
+// round_robin; it tells the channel at once when they change (so give each channel a resolver of
+// its own: it tells one channel). INVALID_ARGUMENT for a target that
 // is not xds:///name (an authority, xds://a/name, is gRFC A47's federation: not supported).
 absl::StatusOr<std::shared_ptr<Resolver>> make_resolver(std::string_view target,
                                                         const Bootstrap& bootstrap,

@@ -1,0 +1,65 @@
+// xds_client_go: grpc-go's xDS client (google.golang.org/grpc/xds, grpc.NewClient("xds:///...")),
+// driven through the same scenarios as ferry's xds:/// channel in test/xds_interop_test.cc: the
+// same bootstrap (GRPC_XDS_BOOTSTRAP_CONFIG in its environment), the same control plane
+// (xds_control_plane_go), the same ferry Echo servers as endpoints. The target is its argument.
+// Commands on stdin, one answer line each on stdout:
+//
+//	call N   N unary calls of /ferry.testing.Echo/Echo, each wait-for-ready with a 10 s deadline
+//	         -> "ok" | "error CODE MESSAGE" (the first failure)
+//
+// Requests and responses are sent as google.protobuf.Empty: an empty EchoRequest, and the
+// EchoResponse's fields kept as unknown ones. Runs until stdin closes.
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	_ "google.golang.org/grpc/xds" // the xds:/// resolver and its balancers
+	"google.golang.org/protobuf/types/known/emptypb"
+)
+
+func main() {
+	if len(os.Args) != 2 {
+		log.Fatalf("usage: %s xds:///listener", os.Args[0])
+	}
+	conn, err := grpc.NewClient(os.Args[1], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		log.Fatalf("NewClient: %v", err)
+	}
+	defer conn.Close()
+	out := bufio.NewWriter(os.Stdout)
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		cmd, arg, _ := strings.Cut(in.Text(), " ")
+		if cmd != "call" {
+			fmt.Fprintf(out, "error unknown command %q\n", cmd)
+			out.Flush()
+			continue
+		}
+		n, _ := strconv.Atoi(arg)
+		answer := "ok"
+		for i := 0; i < n; i++ {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err := conn.Invoke(ctx, "/ferry.testing.Echo/Echo", &emptypb.Empty{}, &emptypb.Empty{},
+				grpc.WaitForReady(true))
+			cancel()
+			if err != nil {
+				s := status.Convert(err)
+				answer = fmt.Sprintf("error %s %s", s.Code(), strings.ReplaceAll(s.Message(), "\n", " "))
+				break
+			}
+		}
+		fmt.Fprintln(out, answer)
+		out.Flush()
+	}
+}
