@@ -141,8 +141,8 @@ absl::StatusOr<ResolvedTarget> resolver_for_target(std::string_view target) {
     }
     if (factory) {
       absl::StatusOr<std::shared_ptr<Resolver>> resolver = factory(target);
-      if (!resolver.ok()) return bad(target, to_std(resolver.status().message()));
-      if (*resolver == nullptr) return bad(target, "its scheme's factory made no resolver");
+      if (!resolver.ok()) return bad_target(target, to_std(resolver.status().message()));
+      if (*resolver == nullptr) return bad_target(target, "its scheme's factory made no resolver");
       // scheme:[//authority]/path: the default :authority is the path.
       std::string_view path = target.substr(colon + 1);
       if (path.substr(0, 2) == "//") {
