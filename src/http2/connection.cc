@@ -25,6 +25,9 @@ Stream* stream_of(nghttp2_session* session, std::int32_t id) {
 
 }  // namespace
 
+// Unused in this build (connection_ferry.cc defines the real one).
+struct Connection::FerryEngine {};
+
 Connection::Connection(std::unique_ptr<ByteStream> stream, Role role,
                        const ConnectionLimits& settings, ConnectionObserver* observer)
     : executor_(stream->executor()),

@@ -140,6 +140,11 @@ class Connection final : public std::enable_shared_from_this<Connection>,
 
  private:
   struct Callbacks;  // the nghttp2 callbacks (session_callbacks.cc), with access to the members
+  // ferry's own engine (http2/session), used instead of nghttp2's session when the library is
+  // configured with FERRY_HTTP2_ENGINE=ferry (connection_ferry.cc is then built instead of
+  // connection.cc): the session, its host, the read block's unparsed rest. The layout of this
+  // class is the same in both builds, so that nothing that includes it depends on the choice.
+  struct FerryEngine;
 
   void start_read();
   // Runs the wake-ups a read raised, flushing between them once their answers pass
@@ -174,6 +179,7 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   Role role_;
   ConnectionObserver* observer_;
   nghttp2_session* session_ = nullptr;
+  std::unique_ptr<FerryEngine> ferry_;  // FERRY_HTTP2_ENGINE=ferry only
 
   detail::Block* read_block_ = nullptr;  // the block mem_recv is parsing (for zero-copy DATA)
   SliceChain pending_;                   // frames produced by nghttp2, not yet written

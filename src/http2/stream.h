@@ -24,6 +24,9 @@ namespace ferry::http2 {
 
 class Connection;
 class Stream;
+namespace session {
+class Session;
+}  // namespace session
 
 // What carries a call's stream: an HTTP/2 connection (http2/connection.h), or an HTTP/1.1
 // connection, one request at a time (http1/connection.h). The calls layer speaks only this;
@@ -98,6 +101,7 @@ class Stream {
 
  private:
   friend class Connection;
+  friend class session::Session;
   friend class http1::Connection;
   friend class http1::ClientConnection;
   friend class http1::ClientPool;
@@ -109,6 +113,25 @@ class Stream {
   std::size_t queued_counted_ = 0;  // bytes of `outbound` counted in the connection's queued_
   Stream* prev_ = nullptr;          // the connection's list of open streams
   Stream* next_ = nullptr;
+
+  // ferry's own HTTP/2 engine (http2/session/session.h): the stream's protocol state, kept in
+  // the call's object so that the engine needs no stream allocation of its own.
+  struct SessionState {
+    std::int64_t send_window = 0;      // what the peer lets this end send (may go negative)
+    std::int64_t recv_window = 0;      // what this end lets the peer send, not yet used
+    std::uint32_t recv_unacked = 0;    // consumed by the application, not yet WINDOW_UPDATEd
+    std::int64_t content_length = -1;  // the peer's content-length, -1 without one
+    std::uint64_t data_received = 0;   // DATA payload bytes received
+    Stream* send_next = nullptr;       // the session's queue of streams with output
+    bool in_send_queue = false;
+    bool sending = false;           // HEADERS sent: the outbound queue is the body
+    bool local_closed = false;      // END_STREAM (or RST_STREAM) written
+    bool remote_closed = false;     // the peer's END_STREAM received
+    bool closing = false;           // to be closed at the next output pass
+    bool headers_received = false;  // the first HEADERS block (request or response) arrived
+    ErrorCode close_code = ErrorCode::kNoError;
+  };
+  SessionState session_;
 };
 
 }  // namespace ferry::http2
