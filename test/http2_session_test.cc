@@ -798,6 +798,36 @@ TEST_F(Http2Session, ClientChecksTheResponse) {
   EXPECT_TRUE(session_->failed());
 }
 
+TEST_F(Http2Session, ClientHoldsStreamsBeyondTheServersLimit) {
+  make(Role::kClient);
+  const HeaderField req[] = {HeaderField::literal(":method", "POST"),
+                             HeaderField::literal(":scheme", "http"),
+                             HeaderField::literal(":path", "/a.B/C")};
+  feed(settings({{frame::SettingId::kMaxConcurrentStreams, 1}}));
+  drain();
+  TestStream a, b, c;
+  ASSERT_EQ(session_->submit_request(&a, req), 1);
+  ASSERT_EQ(session_->submit_request(&b, req), 3);
+  ASSERT_EQ(session_->submit_request(&c, req), 5);
+  std::vector<Out> frames = drain();
+  EXPECT_EQ(count(frames, EventType::kHeaders), 1u);  // stream 1 only
+  EXPECT_TRUE(session_->want_read());
+  // A held stream reset before its HEADERS left closes without a frame.
+  session_->reset(&b, ErrorCode::kCancel);
+  frames = drain();
+  EXPECT_TRUE(b.closed);
+  EXPECT_EQ(count(frames, EventType::kRstStream), 0u);
+  // Stream 1 ends: stream 5's HEADERS go.
+  feed(headers(1, {{":status", "200"}}, false) + headers(1, {{"grpc-status", "0"}}, true));
+  session_->reset(&a, ErrorCode::kNoError);  // (its request side, never ended)
+  frames = drain();
+  ASSERT_TRUE(a.closed);
+  const Out* opened = find(frames, EventType::kHeaders);
+  ASSERT_NE(opened, nullptr);
+  EXPECT_EQ(opened->stream_id, 5u);
+  EXPECT_FALSE(session_->failed());
+}
+
 // --- floods: bounded memory and CPU ------------------------------------------------------------
 
 TEST_F(Http2Session, PingFloodWithoutReadingIsCalmedDown) {

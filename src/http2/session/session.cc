@@ -271,6 +271,17 @@ void Session::close(Stream* stream, ErrorCode code) {
     }
     st.in_send_queue = false;
   }
+  if (role_ == Role::kClient && !st.sending) {
+    // Its HEADERS were still held.
+    for (auto it = pending_opens_.begin(); it != pending_opens_.end(); ++it) {
+      if (it->stream == stream) {
+        pending_opens_.erase(it);
+        break;
+      }
+    }
+  } else if (role_ == Role::kClient && local_open_ > 0) {
+    --local_open_;
+  }
   erase(stream);
   // What the peer sent on it and the application did not take stays charged to the connection
   // window until the application consumes it (it does, from on_closed: consume_connection).
@@ -291,6 +302,8 @@ void Session::forget_streams() {
   streams_.clear();
   recent_ = nullptr;
   send_head_ = send_tail_ = nullptr;
+  pending_opens_.clear();
+  local_open_ = 0;
 }
 
 bool Session::want_read() const {
@@ -784,19 +797,49 @@ std::int32_t Session::submit_request(Stream* stream, std::span<const HeaderField
   if (!accepts_new_streams()) return -1;
   const std::uint32_t id = ids_.open_local();
   if (id == 0) return -1;
-  FieldList fields;
-  for (const HeaderField& h : headers) fields.push_back(to_field(h));
-  write_headers(id, fields, /*end_stream=*/false);
   stream->id_ = static_cast<std::int32_t>(id);
   StreamState& st = state(stream);
   st = StreamState{};
   st.send_window = peer_initial_window_;
   st.recv_window = settings_acked_ ? local_initial_window_
                                    : std::max<std::uint32_t>(local_initial_window_, kDefaultWindow);
-  st.sending = true;
   insert(stream);
-  if (!stream->outbound.empty() || stream->outbound_end) enqueue(stream);
+  if (local_open_ < peer_max_concurrent_ && pending_opens_.empty()) {
+    FieldList fields;
+    for (const HeaderField& h : headers) fields.push_back(to_field(h));
+    open_now(stream, fields);
+    return static_cast<std::int32_t>(id);
+  }
+  // RFC 9113 §5.1.2: the server allows no more streams now: the HEADERS wait (in id order) for
+  // one of this end's streams to close.
+  PendingOpen pending{stream, {}};  // (st.sending stays false until the HEADERS go)
+  pending.fields.reserve(headers.size());
+  for (const HeaderField& h : headers) {
+    pending.fields.push_back({std::string(h.name), std::string(h.value), h.no_index});
+  }
+  pending_opens_.push_back(std::move(pending));
   return static_cast<std::int32_t>(id);
+}
+
+void Session::open_now(Stream* stream, std::span<const hpack::Field> fields) {
+  StreamState& st = state(stream);
+  write_headers(static_cast<std::uint32_t>(stream->id_), fields, /*end_stream=*/false);
+  st.sending = true;
+  ++local_open_;
+  if (!stream->outbound.empty() || stream->outbound_end) enqueue(stream);
+}
+
+void Session::open_pending() {
+  while (!pending_opens_.empty() && local_open_ < peer_max_concurrent_ && !terminated_) {
+    PendingOpen pending = std::move(pending_opens_.front());
+    pending_opens_.erase(pending_opens_.begin());
+    FieldList fields;
+    for (const PendingField& f : pending.fields) {
+      fields.push_back(
+          {f.name, f.value, f.no_index ? hpack::Indexing::kNever : hpack::Indexing::kAuto});
+    }
+    open_now(pending.stream, fields);
+  }
 }
 
 bool Session::submit_response(Stream* stream, std::span<const HeaderField> headers,
@@ -838,7 +881,9 @@ void Session::reset(Stream* stream, ErrorCode error) {
   if (find(static_cast<std::uint32_t>(stream->id_)) != stream) return;
   StreamState& st = state(stream);
   if (st.closing) return;
-  write_rst(static_cast<std::uint32_t>(stream->id_), error);
+  // A stream whose HEADERS are still held was never on the wire: it closes without a frame.
+  if (role_ == Role::kServer || st.sending)
+    write_rst(static_cast<std::uint32_t>(stream->id_), error);
   stream->reset_sent_ = true;
   st.local_closed = true;
   close_later(stream, error);
@@ -877,25 +922,30 @@ void Session::ping() {
 }
 
 void Session::produce(std::size_t budget) {
-  while (send_head_ != nullptr && out_.size() < budget) {
-    Stream* stream = send_head_;
-    StreamState& st = state(stream);
-    send_head_ = st.send_next;
-    if (send_head_ == nullptr) send_tail_ = nullptr;
-    st.in_send_queue = false;
-    st.send_next = nullptr;
-    if (st.closing) {
-      close(stream, st.close_code);
-      continue;
+  // Twice at most: streams closed in the first pass may let held HEADERS go in the second.
+  for (int pass = 0; pass < 2; ++pass) {
+    if (!pending_opens_.empty()) open_pending();
+    while (send_head_ != nullptr && out_.size() < budget) {
+      Stream* stream = send_head_;
+      StreamState& st = state(stream);
+      send_head_ = st.send_next;
+      if (send_head_ == nullptr) send_tail_ = nullptr;
+      st.in_send_queue = false;
+      st.send_next = nullptr;
+      if (st.closing) {
+        close(stream, st.close_code);
+        continue;
+      }
+      if (!produce_stream(stream, budget)) {
+        // The connection window is used up: the stream waits at the head for a WINDOW_UPDATE.
+        st.in_send_queue = true;
+        st.send_next = send_head_;
+        send_head_ = stream;
+        if (send_tail_ == nullptr) send_tail_ = stream;
+        break;
+      }
     }
-    if (!produce_stream(stream, budget)) {
-      // The connection window is used up: the stream waits at the head for a WINDOW_UPDATE.
-      st.in_send_queue = true;
-      st.send_next = send_head_;
-      send_head_ = stream;
-      if (send_tail_ == nullptr) send_tail_ = stream;
-      break;
-    }
+    if (pending_opens_.empty() || local_open_ >= peer_max_concurrent_) break;
   }
 }
 

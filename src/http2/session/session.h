@@ -29,6 +29,7 @@
 #include <chrono>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -139,7 +140,10 @@ class Session {
   // with no stream left).
   bool want_read() const;
   // Whether produce() has something to frame now.
-  bool want_write() const { return send_head_ != nullptr && conn_send_window_ > 0; }
+  bool want_write() const {
+    return (send_head_ != nullptr && conn_send_window_ > 0) ||
+           (!pending_opens_.empty() && local_open_ < peer_max_concurrent_);
+  }
   bool accepts_new_streams() const;
   std::size_t open_streams() const { return streams_.size(); }
   std::int64_t peer_connection_window() const { return conn_send_window_; }
@@ -193,6 +197,10 @@ class Session {
   // Frames what the stream may send; returns false when the connection window stopped it.
   bool produce_stream(Stream* stream, std::size_t budget);
   void add_connection_unacked(std::size_t n);
+  // Client: sends the HEADERS of the streams held by the server's SETTINGS_MAX_CONCURRENT_STREAMS
+  // while it allows more.
+  void open_pending();
+  void open_now(Stream* stream, std::span<const hpack::Field> fields);
 
   Role role_;
   SessionHost& host_;
@@ -234,6 +242,19 @@ class Session {
   bool data_sent_ = false;
   ErrorCode error_code_ = ErrorCode::kNoError;
   std::string_view error_reason_;
+  // Client: streams whose HEADERS wait for the server's stream limit, first to last, with a
+  // copy of their fields (the rare path: only past the limit).
+  struct PendingField {
+    std::string name;
+    std::string value;
+    bool no_index = false;
+  };
+  struct PendingOpen {
+    Stream* stream;
+    std::vector<PendingField> fields;
+  };
+  std::vector<PendingOpen> pending_opens_;
+  std::uint32_t local_open_ = 0;  // streams this end opened whose HEADERS went out, still open
   // A header block that does not fit the output's contiguous room is encoded here first.
   std::vector<std::uint8_t> scratch_;
 };
