@@ -417,6 +417,14 @@ TEST_F(Http2Session, DataOnAClosedStreamIsStreamClosed) {
   feed(data(3, "late", false));
   frames = drain();
   EXPECT_TRUE(has_rst(frames, 3, ErrorCode::kStreamClosed));
+  // After this end's own RST_STREAM, what was in flight is ignored (§5.1 "closed").
+  feed(headers(5, request(), false));
+  session_->reset(host.stream(2), ErrorCode::kCancel);
+  EXPECT_TRUE(has_rst(drain(), 5, ErrorCode::kCancel));
+  feed(data(5, "in flight", false) + headers(5, {{"x", "y"}}, true));
+  frames = drain();
+  EXPECT_TRUE(frames.empty());
+  EXPECT_FALSE(session_->failed());
 }
 
 TEST_F(Http2Session, DataOnAnIdleStreamIsAConnectionError) {

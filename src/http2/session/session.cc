@@ -469,8 +469,14 @@ void Session::on_data(const FrameEvent& event, detail::Block* block, ReadParts* 
     }
     // The bytes are nobody's: returned to the connection window at once.
     add_connection_unacked(size);
-    // RFC 9113 §5.1 "closed": STREAM_CLOSED (streams this end reset ignore what was in flight).
-    if (stream == nullptr) stream_error(event.stream_id, ErrorCode::kStreamClosed);
+    // RFC 9113 §5.1 "closed": frames in flight on a stream this end reset are ignored; DATA on
+    // one the client ended or reset itself is a stream error STREAM_CLOSED (h2spec 5.1 #8,
+    // #11). A client ignores DATA on its closed streams.
+    if (stream == nullptr && role_ == Role::kServer &&
+        ledger_.judge(static_cast<std::int32_t>(event.stream_id)) !=
+            PeerStreamLedger::Verdict::kIgnore) {
+      stream_error(event.stream_id, ErrorCode::kStreamClosed);
+    }
     return;
   }
   StreamState& st = state(stream);
