@@ -452,6 +452,29 @@ TEST_F(Http2Session, HalfClosedRemoteRefusesDataAndHeaders) {
   EXPECT_FALSE(session_->failed());
 }
 
+TEST_F(Http2Session, AStreamAnsweredAtOnceIsJudgedByItsStateUntilItCloses) {
+  // The server answers before the client's next frame is parsed (a 405 to a request that is
+  // not gRPC, say): frames that follow in the same read get the answer the stream's state asks
+  // for, not silence (h2spec 5.1 #5, 8.1.2.6 #1).
+  start();
+  const HeaderField only[] = {HeaderField::literal(":status", "405")};
+  feed(headers(1, request(), true));
+  ASSERT_TRUE(session_->submit_response(host.stream(0), only, /*with_data=*/false));
+  feed(data(1, "x", false));
+  EXPECT_TRUE(has_rst(drain(), 1, ErrorCode::kStreamClosed));
+  Fields f = request();
+  f.push_back({"content-length", "4"});
+  feed(headers(3, f, false));
+  ASSERT_TRUE(session_->submit_response(host.stream(1), only, /*with_data=*/false));
+  feed(data(3, "abc", true));
+  EXPECT_TRUE(has_rst(drain(), 3, ErrorCode::kProtocolError));
+  feed(headers(5, request(), false));
+  ASSERT_TRUE(session_->submit_response(host.stream(2), only, /*with_data=*/false));
+  feed(window_update(5, 0x7fffffffu));
+  EXPECT_TRUE(has_rst(drain(), 5, ErrorCode::kFlowControlError));
+  EXPECT_FALSE(session_->failed());
+}
+
 TEST_F(Http2Session, HeadersOnClosedAndReusedStreams) {
   start();
   feed(headers(1, request(), true));

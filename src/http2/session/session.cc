@@ -461,9 +461,9 @@ void Session::on_data(const FrameEvent& event, detail::Block* block, ReadParts* 
     return;
   }
   Stream* stream = find(event.stream_id);
-  if (stream == nullptr || state(stream).closing) {
-    if (stream == nullptr && ids_.on_frame_without_stream(EventType::kData, event.stream_id) ==
-                                 streams::StreamIds::Verdict::kProtocolError) {
+  if (stream == nullptr) {
+    if (ids_.on_frame_without_stream(EventType::kData, event.stream_id) ==
+        streams::StreamIds::Verdict::kProtocolError) {
       fail(ErrorCode::kProtocolError, "DATA on an idle stream");  // RFC 9113 §5.1 "idle"
       return;
     }
@@ -472,9 +472,8 @@ void Session::on_data(const FrameEvent& event, detail::Block* block, ReadParts* 
     // RFC 9113 §5.1 "closed": frames in flight on a stream this end reset are ignored; DATA on
     // one the client ended or reset itself is a stream error STREAM_CLOSED (h2spec 5.1 #8,
     // #11). A client ignores DATA on its closed streams.
-    if (stream == nullptr && role_ == Role::kServer &&
-        ledger_.judge(static_cast<std::int32_t>(event.stream_id)) !=
-            PeerStreamLedger::Verdict::kIgnore) {
+    if (role_ == Role::kServer && ledger_.judge(static_cast<std::int32_t>(event.stream_id)) !=
+                                      PeerStreamLedger::Verdict::kIgnore) {
       stream_error(event.stream_id, ErrorCode::kStreamClosed);
     }
     return;
@@ -507,6 +506,16 @@ void Session::on_data(const FrameEvent& event, detail::Block* block, ReadParts* 
     const std::uint32_t pad = size - static_cast<std::uint32_t>(payload);
     st.recv_window += pad;
     add_connection_unacked(pad);
+  }
+  if (st.closing) {
+    // This end closes the stream (its answer or reset is written, the close comes at the next
+    // output pass): the frame was judged as the stream's state asks, its bytes go back.
+    add_connection_unacked(payload);
+    if (event.end_stream) {
+      st.remote_closed = true;
+      if (role_ == Role::kServer) ledger_.on_remote_end(stream->id_);
+    }
+    return;
   }
   if (payload > 0) {
     const std::uint8_t* data = event.payload.data();
@@ -637,7 +646,6 @@ void Session::on_headers(const FrameEvent& event, ReadParts* parts) {
   Stream* stream = find(id);
   if (stream != nullptr) {
     StreamState& st = state(stream);
-    if (st.closing) return;  // reset by this end: what was in flight is ignored
     if (st.remote_closed) {
       // §5.1 "half-closed (remote)": STREAM_CLOSED.
       stream_error(id, ErrorCode::kStreamClosed);
@@ -664,6 +672,12 @@ void Session::on_headers(const FrameEvent& event, ReadParts* parts) {
     if (event.end_stream && st.content_length >= 0 &&
         st.data_received != static_cast<std::uint64_t>(st.content_length)) {
       stream_error(id, ErrorCode::kProtocolError);
+      return;
+    }
+    if (st.closing) {
+      // Judged as the stream's state asks (trailers checked), not delivered: it is closing.
+      st.remote_closed = true;  // (trailers end the stream)
+      if (role_ == Role::kServer) ledger_.on_remote_end(stream->id_);
       return;
     }
     deliver(stream, event.end_stream, parts);
@@ -750,7 +764,8 @@ void Session::on_rst_stream(const FrameEvent& event) {
     return;
   }
   if (role_ == Role::kServer) ledger_.on_peer_reset(static_cast<std::int32_t>(event.stream_id));
-  if (state(stream).closing) return;
+  // (A stream this end was closing closes now, with the peer's code: later frames on it are
+  // judged as on a stream the peer reset.)
   close(stream, event.error_code);
 }
 
@@ -774,13 +789,12 @@ void Session::on_window_update(const FrameEvent& event) {
     return;
   }
   StreamState& st = state(stream);
-  if (st.closing) return;
   st.send_window += event.increment;
   if (st.send_window > kMaxWindow) {
-    stream_error(event.stream_id, ErrorCode::kFlowControlError);
+    stream_error(event.stream_id, ErrorCode::kFlowControlError);  // §6.9.1, h2spec 6.9.1 #3
     return;
   }
-  if (st.sending && !st.local_closed && st.send_window > 0) enqueue(stream);
+  if (st.sending && !st.local_closed && !st.closing && st.send_window > 0) enqueue(stream);
 }
 
 void Session::on_goaway(const FrameEvent& event) {
