@@ -591,7 +591,7 @@ TEST_F(Http2Session, OversizedHeaderListResetsTheStreamAndKeepsTheTable) {
   limits.max_header_list_size = 400;
   start();
   Fields big = request();
-  big.push_back({"x-big", std::string(500, 'a')});
+  big.push_back({"x-big", std::string(1000, 'a')});  // over twice the advertised list size
   feed(headers(1, big, true));
   EXPECT_TRUE(has_rst(drain(), 1, ErrorCode::kProtocolError));
   // The HPACK table stayed in step: the next request decodes.

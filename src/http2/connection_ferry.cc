@@ -366,7 +366,11 @@ void Connection::on_read(const asio::error_code& ec, std::size_t n) {
   if (ferry_->session.failed()) {
     // A protocol error (or a flood): the session has written GOAWAY; send it, then close. The
     // calls are told it was this side's doing, and why.
-    if (local_close_reason_.empty()) local_close_reason_ = ferry_->session.error_reason();
+    // (Named by its code, as nghttp2's build names them; the reason went to the peer as the
+    // GOAWAY's debug data.)
+    if (local_close_reason_.empty()) {
+      local_close_reason_ = error_code_name(ferry_->session.error_code());
+    }
     flush();
     close_if_done();
     if (!writing_now_) close();

@@ -96,8 +96,12 @@ Session::Session(Role role, const ConnectionLimits& limits, SessionHost& host, S
       host_(host),
       out_(out),
       parser_(role),
-      decoder_(hpack::DecoderLimits{.max_table_size = 4096,
-                                    .max_header_list_size = limits.max_header_list_size}),
+      // The decoded list is bounded at twice what this end advertises: the HPACK bomb's bound.
+      // Below that the layer above judges the list (its own status for a block over the limit).
+      decoder_(hpack::DecoderLimits{
+          .max_table_size = 4096,
+          .max_header_list_size = static_cast<std::uint32_t>(std::min<std::uint64_t>(
+              std::uint64_t{limits.max_header_list_size} * 2, 0xffffffffu))}),
       ids_(role),
       defences_(Clock::now(), defences),
       local_initial_window_(std::min<std::uint32_t>(limits.stream_window, frame::kMaxWindowSize)),
