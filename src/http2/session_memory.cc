@@ -20,10 +20,10 @@ constexpr std::size_t kIdleBytesPerClass = 256 * 1024;
 constexpr std::uint32_t kUnpooled = 0xFF;
 
 // Every block starts with this header; callers get the bytes after it (16-byte aligned).
-struct alignas(16) Header {
+struct alignas(16) BlockHeader {
   std::uint32_t size_class;
   std::uint32_t unused;
-  Header* next_free;
+  BlockHeader* next_free;
 };
 
 // The smallest class that holds size (<= kLargest): 32 B -> 0, 33..64 -> 1, and so on.
@@ -35,7 +35,7 @@ int class_of(std::size_t size) {
 std::size_t capacity_of(int c) { return kSmallest << c; }
 
 struct FreeLists {
-  Header* head[kClasses] = {};
+  BlockHeader* head[kClasses] = {};
   std::size_t count[kClasses] = {};
 
   void free_all() {
@@ -67,20 +67,20 @@ FreeLists* lists() {
 
 void* allocate(std::size_t size, void*) {
   if (size > kLargest) {
-    auto* h = static_cast<Header*>(std::malloc(sizeof(Header) + size));
+    auto* h = static_cast<BlockHeader*>(std::malloc(sizeof(BlockHeader) + size));
     if (h == nullptr) return nullptr;
     h->size_class = kUnpooled;
     return h + 1;
   }
   const int c = class_of(size);
   FreeLists* l = lists();
-  Header* h;
+  BlockHeader* h;
   if (l != nullptr && l->head[c] != nullptr) {
     h = l->head[c];
     l->head[c] = h->next_free;
     --l->count[c];
   } else {
-    h = static_cast<Header*>(std::malloc(sizeof(Header) + capacity_of(c)));
+    h = static_cast<BlockHeader*>(std::malloc(sizeof(BlockHeader) + capacity_of(c)));
     if (h == nullptr) return nullptr;
     h->size_class = static_cast<std::uint32_t>(c);
   }
@@ -89,7 +89,7 @@ void* allocate(std::size_t size, void*) {
 
 void deallocate(void* p, void*) {
   if (p == nullptr) return;
-  Header* h = static_cast<Header*>(p) - 1;
+  BlockHeader* h = static_cast<BlockHeader*>(p) - 1;
   const std::uint32_t c = h->size_class;
   FreeLists* l = c == kUnpooled ? nullptr : lists();
   if (l == nullptr || l->count[c] * capacity_of(static_cast<int>(c)) >= kIdleBytesPerClass) {
@@ -114,11 +114,11 @@ void* reallocate(void* p, std::size_t size, void* user) {
     deallocate(p, user);
     return nullptr;
   }
-  Header* h = static_cast<Header*>(p) - 1;
+  BlockHeader* h = static_cast<BlockHeader*>(p) - 1;
   if (h->size_class != kUnpooled && size <= capacity_of(static_cast<int>(h->size_class))) return p;
   if (h->size_class == kUnpooled) {
     // Unpooled blocks stay unpooled when they grow; the header moves with them.
-    auto* grown = static_cast<Header*>(std::realloc(h, sizeof(Header) + size));
+    auto* grown = static_cast<BlockHeader*>(std::realloc(h, sizeof(BlockHeader) + size));
     return grown == nullptr ? nullptr : grown + 1;
   }
   void* q = allocate(size, user);
