@@ -5,12 +5,13 @@
 #include "common/strings.h"
 
 namespace ferry::detail {
-namespace {
 
-absl::Status bad(std::string_view target, std::string_view why) {
+absl::Status bad_target(std::string_view target, std::string_view why) {
   return absl::InvalidArgumentError(
       absl::StrCat("bad target '", to_absl(target), "': ", to_absl(why)));
 }
+
+namespace {
 
 bool consume_prefix(std::string_view& s, std::string_view prefix) {
   if (s.substr(0, prefix.size()) != prefix) return false;
@@ -39,8 +40,9 @@ absl::StatusOr<std::string> percent_decode_target(std::string_view target, std::
     const int high = i + 2 < part.size() ? hex_value(part[i + 1]) : -1;
     const int low = high >= 0 ? hex_value(part[i + 2]) : -1;
     if (low < 0) {
-      return bad(target, absl::StrCat("a malformed percent-escape '", to_absl(part.substr(i, 3)),
-                                      "' (RFC 3986: '%' and two hex digits; write '%' as %25)"));
+      return bad_target(target,
+                        absl::StrCat("a malformed percent-escape '", to_absl(part.substr(i, 3)),
+                                     "' (RFC 3986: '%' and two hex digits; write '%' as %25)"));
     }
     out += static_cast<char>(high * 16 + low);
     i += 2;
@@ -76,7 +78,8 @@ absl::StatusOr<Target> parse_target(std::string_view target) {
     // channel CONNECTING for ever).
     absl::StatusOr<std::string> name = percent_decode_target(target, rest);
     if (!name.ok()) return name.status();
-    if (name->size() > 106) return bad(target, "the abstract name is too long (over 106 bytes)");
+    if (name->size() > 106)
+      return bad_target(target, "the abstract name is too long (over 106 bytes)");
     Target out;
     out.unix_path = std::string(1, '\0') + *name;
     out.authority = "localhost";
@@ -85,13 +88,13 @@ absl::StatusOr<Target> parse_target(std::string_view target) {
   if (consume_prefix(rest, "unix:")) {
     // unix:path (relative or absolute) or unix://absolute_path (no authority).
     if (consume_prefix(rest, "//") && (rest.empty() || rest.front() != '/')) {
-      return bad(target, "unix:// needs an absolute path (unix:///path)");
+      return bad_target(target, "unix:// needs an absolute path (unix:///path)");
     }
     absl::StatusOr<std::string> path = percent_decode_target(target, rest);
     if (!path.ok()) return path.status();
-    if (path->empty()) return bad(target, "no path");
-    if (path->size() > 107) return bad(target, "the path is too long for a Unix socket");
-    if (path->find('\0') != std::string::npos) return bad(target, "NUL in the path");
+    if (path->empty()) return bad_target(target, "no path");
+    if (path->size() > 107) return bad_target(target, "the path is too long for a Unix socket");
+    if (path->find('\0') != std::string::npos) return bad_target(target, "NUL in the path");
     Target out;
     out.unix_path = *std::move(path);
     out.authority = "localhost";
@@ -103,11 +106,12 @@ absl::StatusOr<Target> parse_target(std::string_view target) {
     // dns:[//authority/]host[:port]: an empty authority means the system's DNS servers.
     if (consume_prefix(rest, "//")) {
       const std::size_t slash = rest.find('/');
-      if (slash == std::string_view::npos) return bad(target, "dns://authority needs a '/host'");
+      if (slash == std::string_view::npos)
+        return bad_target(target, "dns://authority needs a '/host'");
       dns_authority = rest.substr(0, slash);
       rest.remove_prefix(slash + 1);
       if (!dns_authority.empty() && !valid_dns_server(dns_authority)) {
-        return bad(target, "the DNS server authority is not host[:port]");
+        return bad_target(target, "the DNS server authority is not host[:port]");
       }
     } else {
       // dns:/host:port: RFC 3986 reads "/host:port" as the path, and gRPC (C++ and Go alike)
@@ -120,7 +124,7 @@ absl::StatusOr<Target> parse_target(std::string_view target) {
   absl::StatusOr<std::string> decoded = percent_decode_target(target, rest);
   if (!decoded.ok()) return decoded.status();
   rest = *decoded;
-  if (rest.empty()) return bad(target, "no host");
+  if (rest.empty()) return bad_target(target, "no host");
 
   Target out;
   out.dns_authority = std::string(dns_authority);
@@ -129,30 +133,30 @@ absl::StatusOr<Target> parse_target(std::string_view target) {
   std::string_view port;
   if (rest.front() == '[') {
     const std::size_t close = rest.find(']');
-    if (close == std::string_view::npos) return bad(target, "unterminated '['");
+    if (close == std::string_view::npos) return bad_target(target, "unterminated '['");
     host = rest.substr(1, close - 1);
     std::string_view after = rest.substr(close + 1);
     if (!after.empty()) {
-      if (after.front() != ':') return bad(target, "junk after ']'");
+      if (after.front() != ':') return bad_target(target, "junk after ']'");
       port = after.substr(1);
     }
   } else if (const std::size_t colon = rest.rfind(':'); colon != std::string_view::npos) {
     if (rest.find(':') != colon) {
-      return bad(target, "an IPv6 address needs brackets: [addr]:port");
+      return bad_target(target, "an IPv6 address needs brackets: [addr]:port");
     }
     host = rest.substr(0, colon);
     port = rest.substr(colon + 1);
   }
-  if (host.empty()) return bad(target, "no host");
+  if (host.empty()) return bad_target(target, "no host");
   if (port.empty()) {
-    if (rest.back() == ':') return bad(target, "empty port");
+    if (rest.back() == ':') return bad_target(target, "empty port");
     port = "443";
   }
   for (char c : port) {
-    if (c < '0' || c > '9') return bad(target, "the port is not a number");
+    if (c < '0' || c > '9') return bad_target(target, "the port is not a number");
   }
   if (port.size() > 5 || std::stoul(std::string(port)) > 65535) {
-    return bad(target, "the port is out of range");
+    return bad_target(target, "the port is out of range");
   }
   out.host = std::string(host);
   out.port = std::string(port);

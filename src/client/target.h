@@ -31,6 +31,9 @@ struct Target {
   std::string dns_authority;
 };
 
+// INVALID_ARGUMENT "bad target '<target>': <why>", the words of every target error.
+absl::Status bad_target(std::string_view target, std::string_view why);
+
 // part (of target) percent-decoded; INVALID_ARGUMENT naming a malformed escape.
 absl::StatusOr<std::string> percent_decode_target(std::string_view target, std::string_view part);
 

@@ -92,11 +92,6 @@ void register_resolver_scheme(std::string_view scheme, ResolverFactory factory) 
 namespace detail {
 namespace {
 
-absl::Status bad_target(std::string_view target, std::string_view why) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("bad target '", to_absl(target), "': ", to_absl(why)));
-}
-
 // ipv4:a:p,b:p / ipv6:[a]:p,[b]:p: each element must be a literal of the scheme's family.
 absl::StatusOr<ResolvedTarget> literal_list(std::string_view target, std::string_view scheme) {
   std::string_view rest = target.substr(scheme.size());
