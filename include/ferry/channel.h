@@ -137,7 +137,7 @@ struct ChannelOptions : MessageLimits, ConnectionLimits {
 
 namespace detail {
 class ChannelLoop;
-struct ChannelCore;
+class ChannelCore;
 }  // namespace detail
 
 class Channel {
