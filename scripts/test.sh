@@ -14,7 +14,7 @@
 #   and the four feature examples, whose calls the googletest programs make there too (any report
 #   aborts its test, so it fails); builds the library and the multi-threaded tests (label
 #   threads) under ThreadSanitizer and runs them; then runs each libFuzzer target for a bounded time
-#   (scripts/fuzz.sh; FERRY_FUZZ_SECONDS per target, default 12 here). The builds that the next
+#   (scripts/fuzz.sh; FERRY_FUZZ_SECONDS per target, default 8 here). The builds that the next
 #   phase needs run at the lowest priority beside the current one. Prints each phase's time.
 # Exits non-zero on any failure.
 set -euo pipefail
