@@ -886,12 +886,23 @@ TEST(Resolved, NewAddressesTakeNewCallsAndCallsInFlightFinish) {
   EXPECT_LE(Clock::now() - switched, options.resolve_period + 1000ms)
       << "the new addresses took " << ms(Clock::now() - switched) << " ms to get a call";
   const int old_calls = calls_to(old_backends);
+  // Round robin picks among the connections that are ready; under load the second new server's
+  // may still be connecting, so call until both have served (bounded), then spread 20 calls.
+  const Clock::time_point first_new = Clock::now();
+  while ((new_backends[0].ledger().started == 0 || new_backends[1].ledger().started == 0) &&
+         Clock::now() - first_new < 5s) {
+    EXPECT_TRUE(run_on(channel, echo(channel, absl::StrCat("warm-", n++), 0, 5s)).status.ok());
+  }
+  ASSERT_GT(new_backends[0].ledger().started, 0) << "the first new server never got a call";
+  ASSERT_GT(new_backends[1].ledger().started, 0) << "the second new server never got a call";
+  const int before[2] = {new_backends[0].ledger().started.load(),
+                         new_backends[1].ledger().started.load()};
   for (int i = 0; i < 20; ++i) {
     EXPECT_TRUE(run_on(channel, echo(channel, absl::StrCat("new-", i), 0, 5s)).status.ok());
   }
   EXPECT_EQ(calls_to(old_backends), old_calls) << "calls still go to the old addresses";
-  EXPECT_GT(new_backends[0].ledger().started, 0);
-  EXPECT_GT(new_backends[1].ledger().started, 0);
+  EXPECT_GE(new_backends[0].ledger().started - before[0], 5);
+  EXPECT_GE(new_backends[1].ledger().started - before[1], 5);
   for (auto& call : in_flight) {
     ASSERT_EQ(call.wait_for(10s), std::future_status::ready);
     const Outcome o = call.get();
