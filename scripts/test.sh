@@ -63,9 +63,13 @@ print_times() {
 # which g++ depends on): a third of the default linker's time per program. The googletest files
 # of a tier as one program of unity batches (FERRY_TEST_UNITY, test/CMakeLists.txt): 134 s of a
 # core instead of 313 for their objects, measured on this kind of machine, and 2 links, not 64.
+# The library's own sources in unity batches too (FERRY_UNITY_LIBRARY): the library with its
+# components and their generated code took 349 CPU-s instead of 481 (GCC -O3, one pair of cold
+# builds on this kind of machine); scripts/main.sh turns it off again for the benchmarks.
 configure_release() {
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFERRY_BUILD_BENCHMARKS=OFF \
-    -DFERRY_TEST_CXX_FLAGS=-O0 -DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=gold -DFERRY_TEST_UNITY=ON "$@"
+    -DFERRY_TEST_CXX_FLAGS=-O0 -DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=gold -DFERRY_TEST_UNITY=ON \
+    -DFERRY_UNITY_LIBRARY=ON "$@"
 }
 
 if [ "$quick" -eq 1 ]; then
