@@ -97,5 +97,11 @@ function(ferry_generate)
   else()
     target_link_libraries(${FG_TARGET} PUBLIC ferry::ferry protobuf::libprotobuf)
   endif()
+  # Every target given generated code, once, in the order of the calls (ferry's own build reads
+  # it to give its tests' generated code a precompiled header).
+  get_property(targets GLOBAL PROPERTY FERRY_GENERATE_TARGETS)
+  if(NOT FG_TARGET IN_LIST targets)
+    set_property(GLOBAL APPEND PROPERTY FERRY_GENERATE_TARGETS ${FG_TARGET})
+  endif()
 endfunction()
 cmake_policy(POP)
