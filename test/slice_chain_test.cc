@@ -335,6 +335,7 @@ TEST(SliceChain, ConcurrentCopiesOfOneSliceKeepEveryReference) {
     auto copy_both = [&] {
       ready.fetch_add(1);
       while (ready.load() < 2) {
+        std::this_thread::yield();  // the other thread may not have a core yet (tests run 2 a core)
       }
       std::vector<Slice> copies;
       copies.reserve(2 * kCopies);
