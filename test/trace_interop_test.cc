@@ -7,6 +7,7 @@
 // with grpc-trace-bin.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -103,10 +104,10 @@ class Collector {
   }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
 
-  // The spans of trace_id (hex) the Collector wrote, once there are `count`, waiting up to 15 s.
+  // The spans of trace_id (hex) the Collector wrote, once there are `count`, waiting up to 30 s.
   std::vector<WrittenSpan> trace(const std::string& trace_id, std::size_t count) {
     std::vector<WrittenSpan> spans;
-    const auto until = Clock::now() + std::chrono::seconds(15);
+    const auto until = Clock::now() + std::chrono::seconds(30);
     while (Clock::now() < until) {
       spans.clear();
       std::ifstream in(output_);
@@ -238,7 +239,10 @@ TEST_P(TraceInterop, FerryClientThroughGrpcGoToFerryServer) {
   ASSERT_TRUE(status.ok()) << status;
   EXPECT_EQ(response.payload().body().size(), 3u);  // from the ferry server, through grpc-go
   const std::string trace_id = hex_of(ctx.trace_context().trace_id);
-  go.stop(SIGTERM);  // grpc-go's spans flushed as it stops
+  // grpc-go's spans are flushed as it stops (within 20 s): exit status 0 says they were.
+  const int exit_status = go.stop(SIGTERM, std::chrono::seconds(30));
+  EXPECT_TRUE(WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == 0)
+      << "trace_peer_go serve ended with wait status " << exit_status;
   processor_->force_flush();
 
   const std::vector<WrittenSpan> spans = collector_.trace(trace_id, 6);
