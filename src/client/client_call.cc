@@ -579,7 +579,19 @@ void ClientCall::abort_call(absl::Status status) {
   if (connection_ != nullptr) connection_->reset(this, http2::ErrorCode::kCancel);
 }
 
-void ClientCall::cancel(absl::Status why) { abort_call(std::move(why)); }
+void ClientCall::cancel(absl::Status why) {
+  // The server's whole answer may be here already, unread, when the application cancels: the
+  // cancel still wins until the application has read all of it (the messages left are dropped
+  // and finish() says why), as grpc-go's and connect-go's clients have it. Once the status is
+  // final (every message read, or a failure), the call has ended and a cancel changes nothing.
+  if (done_ && !status_final()) {
+    status_ = why;
+    abort(std::move(why));
+    tell_observer();
+    return;
+  }
+  abort_call(std::move(why));
+}
 
 void ClientCall::detach_context() {
   if (first_observer_ != nullptr) first_observer_->detach_context();
