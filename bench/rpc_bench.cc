@@ -11,7 +11,8 @@
 // tracing on both ends (ferry/tracing.h) sampling nothing and sampling every call ("telemetry" as
 // the fifth argument: only the small-call figures without telemetry, with ferry::metrics, with
 // tracing sampling 0 and sampling every call, and, with FERRY_BENCH_OTLP=http://host:port, every
-// call's spans exported over OTLP to that Collector, interleaved); then
+// call's spans exported over OTLP to that Collector, interleaved; FERRY_BENCH_ROWS=none,metrics
+// keeps the rows whose names begin with those words, e.g. to profile one under callgrind); then
 // a channel with round_robin over two servers beside one connection (client calls/s and CPU per
 // call, 64 in flight) and the picker's own cost. Prints tables of medians. Servers run on core 0
 // and the client on core 1 (ServerCores below).
@@ -621,6 +622,30 @@ int telemetry_table(int repetitions, int latency_calls, int throughput_calls) {
     rows.push_back({"tracing, all sampled, exported over OTLP to the Collector",
                     ServerExtras::kTracingExported,
                     {}});
+  }
+  // FERRY_BENCH_ROWS: a comma-separated list of the rows' first words ("none", "metrics",
+  // "tracing, sampling 0" as "sampling", "all sampled" as "sampled", "exported"), to run alone.
+  if (const char* only = std::getenv("FERRY_BENCH_ROWS"); only != nullptr && *only != '\0') {
+    const std::string wanted = std::string(",") + only + ",";
+    auto word = [](const Row& row) -> std::string {
+      switch (row.extras) {
+        case ServerExtras::kTracingUnsampled:
+          return "sampling";
+        case ServerExtras::kTracingSampled:
+          return "sampled";
+        case ServerExtras::kTracingExported:
+          return "exported";
+        default:
+          return std::string(row.name).substr(0, std::string(row.name).find(' '));
+      }
+    };
+    std::erase_if(rows, [&](const Row& row) {
+      return wanted.find("," + word(row) + ",") == std::string::npos;
+    });
+    if (rows.empty()) {
+      std::fprintf(stderr, "rpc_bench: FERRY_BENCH_ROWS=%s names no row\n", only);
+      return 1;
+    }
   }
   for (int i = 0; i < repetitions; ++i) {
     for (Row& row : rows) {
