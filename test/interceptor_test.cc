@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -541,6 +542,188 @@ TEST(Interceptors, ServerInterceptorThatThrowsFailsTheCall) {
   CallResult result = make_call(loop, RpcKind::kUnary, ctx);
   EXPECT_EQ(result.status.code(), absl::StatusCode::kUnknown) << result.status;
   EXPECT_EQ(loop.probe().started.load(), 0);
+}
+
+// start_now (ferry/server_interceptor.h): a decision made without a coroutine replaces
+// on_start, which never runs; its rejection stops the chain as on_start's would; an interceptor
+// whose start_now says nothing (std::nullopt) has its on_start awaited, in order with the others.
+class StartNowServerInterceptor : public ServerInterceptor {
+ public:
+  StartNowServerInterceptor(std::string name, Log* log, bool decides)
+      : name_(std::move(name)), log_(log), decides_(decides) {}
+  std::optional<absl::Status> start_now(ServerContext& ctx, const CallInfo&) override {
+    log_->add(name_ + ".start_now");
+    if (!decides_) return std::nullopt;
+    if (ctx.client_metadata().get("authorization") != "Bearer secret") {
+      return absl::UnauthenticatedError("missing or wrong token");
+    }
+    return absl::OkStatus();
+  }
+  asio::awaitable<absl::Status> on_start(ServerContext&, const CallInfo&) override {
+    log_->add(name_ + ".on_start");
+    co_return absl::OkStatus();
+  }
+  void on_finish(ServerContext&, const CallInfo&, const CallOutcome& outcome) override {
+    log_->add(absl::StrCat(name_, ".finish ", static_cast<int>(outcome.status.code())));
+  }
+
+ private:
+  std::string name_;
+  Log* log_;
+  bool decides_;
+};
+
+TEST(Interceptors, ServerStartNowDecidesInsteadOfOnStart) {
+  Log log;
+  ServerOptions options;
+  options.interceptors = {std::make_shared<StartNowServerInterceptor>("now", &log, true),
+                          std::make_shared<StartNowServerInterceptor>("later", &log, false),
+                          std::make_shared<RecordingServerInterceptor>("co", &log)};
+  Loopback loop(options);
+  {
+    ClientContext ctx;
+    ctx.add_metadata("authorization", "Bearer secret");
+    CallResult result = make_call(loop, RpcKind::kUnary, ctx);
+    EXPECT_TRUE(result.status.ok()) << result.status;
+    ASSERT_TRUE(loop.wait_until([&] { return log.lines().size() == 7; }));
+    EXPECT_EQ(log.lines(),
+              (std::vector<std::string>{"now.start_now", "later.start_now", "later.on_start",
+                                        "co.start /ferry.testing.Echo/Echo kind=0 peer=ok",
+                                        "co.finish", "later.finish 0", "now.finish 0"}));
+  }
+  {
+    ClientContext ctx;  // no token: start_now rejects, the rest of the chain and the handler
+    CallResult result = make_call(loop, RpcKind::kUnary, ctx);  // never run
+    EXPECT_EQ(result.status.code(), absl::StatusCode::kUnauthenticated) << result.status;
+    ASSERT_TRUE(loop.wait_until([&] { return log.lines().size() == 9; }));
+    const std::vector<std::string> lines = log.lines();
+    EXPECT_EQ(std::vector<std::string>(lines.begin() + 7, lines.end()),
+              (std::vector<std::string>{"now.start_now", "now.finish 16"}));
+    EXPECT_EQ(loop.probe().started.load(), 1);
+  }
+}
+
+class StartNowClientInterceptor : public ClientInterceptor {
+ public:
+  StartNowClientInterceptor(std::string name, Log* log, bool decides)
+      : name_(std::move(name)), log_(log), decides_(decides) {}
+  std::optional<absl::Status> start_now(ClientContext& ctx, const CallInfo&) override {
+    log_->add(name_ + ".start_now");
+    if (!decides_) return std::nullopt;
+    if (!ctx.metadata().get("x-allowed")) return absl::PermissionDeniedError("not allowed");
+    return absl::OkStatus();
+  }
+  asio::awaitable<absl::Status> on_start(ClientContext&, const CallInfo&) override {
+    log_->add(name_ + ".on_start");
+    co_return absl::OkStatus();
+  }
+  void on_finish(ClientContext&, const CallInfo&, const CallOutcome& outcome) override {
+    log_->add(absl::StrCat(name_, ".finish ", static_cast<int>(outcome.status.code())));
+  }
+
+ private:
+  std::string name_;
+  Log* log_;
+  bool decides_;
+};
+
+TEST(Interceptors, ClientStartNowDecidesInsteadOfOnStart) {
+  for (RpcKind kind : {RpcKind::kUnary, RpcKind::kServerStreaming}) {
+    Log log;
+    ChannelOptions options;
+    options.interceptors = {std::make_shared<StartNowClientInterceptor>("now", &log, true),
+                            std::make_shared<StartNowClientInterceptor>("later", &log, false),
+                            std::make_shared<StartNowClientInterceptor>("last", &log, true)};
+    Loopback loop({}, options);
+    {
+      ClientContext ctx;
+      ctx.add_metadata("x-allowed", "1");
+      CallResult result = make_call(loop, kind, ctx);
+      EXPECT_TRUE(result.status.ok()) << result.status;
+      EXPECT_EQ(log.lines(),
+                (std::vector<std::string>{"now.start_now", "later.start_now", "later.on_start",
+                                          "last.start_now", "last.finish 0", "later.finish 0",
+                                          "now.finish 0"}))
+          << static_cast<int>(kind);
+    }
+    {
+      ClientContext ctx;  // start_now rejects: nothing is sent
+      CallResult result = make_call(loop, kind, ctx);
+      EXPECT_EQ(result.status.code(), absl::StatusCode::kPermissionDenied) << result.status;
+      const std::vector<std::string> lines = log.lines();
+      ASSERT_EQ(lines.size(), 9u);
+      EXPECT_EQ(lines[7], "now.start_now");
+      EXPECT_EQ(lines[8], "now.finish 7");
+      EXPECT_EQ(loop.probe().started.load(), 1) << static_cast<int>(kind);
+    }
+  }
+}
+
+// uses_duration: a chain none of whose interceptors reads durations reads no clock for them
+// (duration and retry_delay are 0); one that does makes every interceptor see the call's.
+class DurationServerInterceptor : public ServerInterceptor {
+ public:
+  DurationServerInterceptor(std::string name, Log* log, bool uses)
+      : name_(std::move(name)), log_(log), uses_(uses) {}
+  bool uses_duration() const override { return uses_; }
+  void on_finish(ServerContext&, const CallInfo&, const CallOutcome& outcome) override {
+    log_->set_outcome(name_, outcome);
+    log_->add(name_ + ".finish");
+  }
+
+ private:
+  std::string name_;
+  Log* log_;
+  bool uses_;
+};
+
+class DurationClientInterceptor : public ClientInterceptor {
+ public:
+  DurationClientInterceptor(std::string name, Log* log, bool uses)
+      : name_(std::move(name)), log_(log), uses_(uses) {}
+  bool uses_duration() const override { return uses_; }
+  void on_attempt_end(ClientContext&, const CallInfo&, const CallOutcome& attempt) override {
+    log_->set_outcome(name_ + ".attempt", attempt);
+  }
+  void on_finish(ClientContext&, const CallInfo&, const CallOutcome& outcome) override {
+    log_->set_outcome(name_, outcome);
+    log_->add(name_ + ".finish");
+  }
+
+ private:
+  std::string name_;
+  Log* log_;
+  bool uses_;
+};
+
+TEST(Interceptors, DurationsAreTimedOnlyWhenAnInterceptorReadsThem) {
+  for (bool any_uses : {false, true}) {
+    Log log;
+    ServerOptions server_options;
+    server_options.interceptors = {std::make_shared<DurationServerInterceptor>("s", &log, false)};
+    ChannelOptions channel_options;
+    channel_options.interceptors = {std::make_shared<DurationClientInterceptor>("c", &log, false)};
+    if (any_uses) {
+      server_options.interceptors.push_back(
+          std::make_shared<DurationServerInterceptor>("s2", &log, true));
+      channel_options.interceptors.push_back(
+          std::make_shared<DurationClientInterceptor>("c2", &log, true));
+    }
+    Loopback loop(server_options, channel_options);
+    ClientContext ctx;
+    CallResult result = make_call(loop, RpcKind::kUnary, ctx);
+    ASSERT_TRUE(result.status.ok()) << result.status;
+    const std::size_t lines = any_uses ? 4 : 2;
+    ASSERT_TRUE(loop.wait_until([&] { return log.lines().size() == lines; }));
+    for (const std::string name : {"s", "c", "c.attempt"}) {
+      if (any_uses) {
+        EXPECT_GT(log.outcome(name).duration.count(), 0) << name;
+      } else {
+        EXPECT_EQ(log.outcome(name).duration.count(), 0) << name;
+      }
+      EXPECT_EQ(log.outcome(name).messages_sent, 1u) << name;  // the rest is reported as ever
+    }
+  }
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -172,6 +173,9 @@ class AuthorizationInterceptor : public ServerInterceptor {
   ~AuthorizationInterceptor() override;
 
   asio::awaitable<absl::Status> on_start(ServerContext& ctx, const CallInfo& call) override;
+  // on_start's decision without a coroutine (what the server's chain calls).
+  std::optional<absl::Status> start_now(ServerContext& ctx, const CallInfo& call) override;
+  bool uses_duration() const override { return false; }
 
   // The policy in force. Any thread.
   std::shared_ptr<const AuthorizationPolicy> policy() const;

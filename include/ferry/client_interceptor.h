@@ -4,6 +4,8 @@
 // may see.
 #pragma once
 
+#include <optional>
+
 #include "absl/status/status.h"
 #include "asio/awaitable.hpp"
 #include "ferry/call_info.h"
@@ -41,6 +43,22 @@ class ClientInterceptor {
     (void)call;
     return ready_status();
   }
+
+  // Optional, for an interceptor whose on_start never waits (one that records or reads the
+  // call, as ferry::metrics and ferry::tracing do): on_start's decision, made here without a
+  // coroutine. The chain calls it first and runs on_start only when it returns std::nullopt
+  // (the default), so an interceptor that overrides it must return on_start's status for every
+  // call it answers. Saves the coroutine and its await on every call.
+  virtual std::optional<absl::Status> start_now(ClientContext& ctx, const CallInfo& call) {
+    (void)ctx;
+    (void)call;
+    return std::nullopt;
+  }
+
+  // Whether on_attempt_end and on_finish read CallOutcome's duration and retry_delay. When no
+  // interceptor of the channel does, its calls read no clock for them (both are 0). Asked once,
+  // as the channel is made. Default: true.
+  virtual bool uses_duration() const { return true; }
 
   // Once the call's status is final, which is the status the application gets: for a stream,
   // when the server's status arrives or the call is cancelled, whether or not the application

@@ -3,6 +3,8 @@
 // chain runs; this part of it is what the server layer may see.
 #pragma once
 
+#include <optional>
+
 #include "absl/status/status.h"
 #include "asio/awaitable.hpp"
 #include "ferry/call_info.h"
@@ -27,6 +29,22 @@ class ServerInterceptor {
     (void)call;
     return ready_status();
   }
+
+  // Optional, for an interceptor whose on_start never waits (one that records or reads the
+  // call, as ferry::metrics and ferry::tracing do): on_start's decision, made here without a
+  // coroutine. The chain calls it first and runs on_start only when it returns std::nullopt
+  // (the default), so an interceptor that overrides it must return on_start's status for every
+  // call it answers. Saves the coroutine and its await on every call.
+  virtual std::optional<absl::Status> start_now(ServerContext& ctx, const CallInfo& call) {
+    (void)ctx;
+    (void)call;
+    return std::nullopt;
+  }
+
+  // Whether on_finish reads CallOutcome::duration. When no interceptor of the server's chain
+  // does, the chain reads no clock for a call and duration is 0. Asked once, as the server
+  // starts. Default: true.
+  virtual bool uses_duration() const { return true; }
 
   // Once the handler returned (or the call was rejected): before ferry sends the status, so it
   // may still add trailing metadata. Must not block. Default: nothing.

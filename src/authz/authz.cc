@@ -272,6 +272,11 @@ absl::StatusOr<std::shared_ptr<AuthorizationInterceptor>> AuthorizationIntercept
 
 asio::awaitable<absl::Status> AuthorizationInterceptor::on_start(ServerContext& ctx,
                                                                  const CallInfo& call) {
+  return ready_status(*start_now(ctx, call));
+}
+
+std::optional<absl::Status> AuthorizationInterceptor::start_now(ServerContext& ctx,
+                                                                const CallInfo& call) {
   std::shared_ptr<const AuthorizationPolicy> policy = this->policy();
   const AuthorizationDecision decision =
       policy->evaluate(call.method, ctx.client_metadata(), ctx.peer_identity());
@@ -282,10 +287,10 @@ asio::awaitable<absl::Status> AuthorizationInterceptor::on_start(ServerContext& 
   ctx.set_authorization(result, std::move(policy));
   if (decision.allowed) {
     allowed_.fetch_add(1, std::memory_order_relaxed);
-    return ready_status();
+    return absl::OkStatus();
   }
   denied_.fetch_add(1, std::memory_order_relaxed);
-  return ready_status(absl::PermissionDeniedError(kDenied));
+  return absl::PermissionDeniedError(kDenied);
 }
 
 }  // namespace ferry

@@ -16,6 +16,7 @@
 #include "client/target.h"
 #include "client/target_resolver.h"
 #include "common/strings.h"
+#include "ferry/client_interceptor.h"
 
 namespace ferry::detail {
 
@@ -30,6 +31,9 @@ ChannelCore::ChannelCore(asio::io_context::executor_type executor, std::string t
       refresh_timer_(executor),
       throttle_(options_.retry_throttling),
       changed_(executor) {
+  for (const auto& interceptor : options_.interceptors) {
+    interceptors_use_duration_ = interceptors_use_duration_ || interceptor->uses_duration();
+  }
   absl::StatusOr<ResolvedTarget> resolved = resolver_for_target(target_string_);
   auto settings = std::make_shared<SubchannelSettings>();
   if (resolved.ok()) {

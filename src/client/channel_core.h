@@ -70,6 +70,9 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   const std::vector<std::shared_ptr<ClientInterceptor>>& interceptors() const {
     return options_.interceptors;
   }
+  // Whether any of them reads durations (ClientInterceptor::uses_duration): when none does,
+  // the chain reads no clock for a call.
+  bool interceptors_use_duration() const { return interceptors_use_duration_; }
   // The target as gRFC A66 labels a channel's metrics (grpc.target; client/target.h).
   const std::string& canonical_target() const { return canonical_target_; }
 
@@ -142,6 +145,7 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   std::string target_string_;
   std::string canonical_target_;
   ChannelOptions options_;
+  bool interceptors_use_duration_ = false;
   absl::Status target_error_;  // the target does not parse: every call fails with it
   std::shared_ptr<Resolver> resolver_;
   std::shared_ptr<const SubchannelSettings> settings_;

@@ -5,6 +5,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -30,22 +31,48 @@ absl::Status thrown() {
   }
 }
 
-// Runs the on_start hooks in order until one rejects; *entered counts those that ran. The
-// chain's coroutines take recycled frames (call/recycled_frame.h): the call's own keep asio's.
+// The on_start decisions made without a coroutine (ClientInterceptor::start_now), in order from
+// *entered: true once they all ran or one rejected (status), false at an interceptor whose
+// on_start must run (*entered still at it). *entered counts those that ran.
+bool start_hooks_now(const ChannelCore& core, ClientContext& context, const CallInfo& info,
+                     std::size_t* entered, absl::Status& status) {
+  const auto& interceptors = core.interceptors();
+  while (*entered < interceptors.size() && status.ok()) {
+    std::optional<absl::Status> now;
+    try {
+      now = interceptors[*entered]->start_now(context, info);
+    } catch (...) {
+      ++*entered;
+      status = thrown();
+      return true;
+    }
+    if (!now.has_value()) return false;
+    ++*entered;
+    status = *std::move(now);
+  }
+  return true;
+}
+
+// The rest of the on_start hooks, from an interceptor whose on_start must run (*entered), until
+// one rejects. The chain's coroutines take recycled frames (call/recycled_frame.h): the call's
+// own keep asio's.
 asio::awaitable<absl::Status> start_hooks(RecycledFrame, const ChannelCore& core,
                                           ClientContext& context, const CallInfo& info,
                                           std::size_t* entered) {
   const auto& interceptors = core.interceptors();
   absl::Status status;
-  while (*entered < interceptors.size() && status.ok()) {
+  while (true) {
     try {
       status = co_await interceptors[(*entered)++]->on_start(context, info);
     } catch (...) {
       status = thrown();
     }
+    if (start_hooks_now(core, context, info, entered, status)) co_return status;
   }
-  co_return status;
 }
+
+// A clock reading when the channel's interceptors read durations, else none (the epoch).
+Clock::time_point now_if(bool timed) { return timed ? Clock::now() : Clock::time_point(); }
 
 // The on_finish hooks of the entered interceptors, last first.
 void finish_hooks(const ChannelCore& core, ClientContext& context, const CallInfo& info,
@@ -87,12 +114,13 @@ class InterceptedCall final : public ClientCallObserver {
         owned_method_(own_method ? method : std::string_view()),
         method_(own_method ? std::string_view(owned_method_) : method),
         kind_(kind),
+        timed_(core_->interceptors_use_duration()),
         started_(started),
         entered_(entered) {}
 
   void attempt_started(bool transparent) override {
     std::lock_guard<std::mutex> lock(context_mutex_);
-    attempt_started_ = Clock::now();
+    attempt_started_ = now_if(timed_);
     if (attempts_ > 0) {
       // A retry (gRFC A96): counted by kind, and the time since the last attempt ended is delay.
       ++(transparent ? transparent_retries_ : retries_);
@@ -119,7 +147,7 @@ class InterceptedCall final : public ClientCallObserver {
   void on_call_done(ClientCall& call) override {
     std::lock_guard<std::mutex> lock(context_mutex_);
     end_attempt(call);  // the last attempt, unless a retry that never started reported it
-    CallOutcome outcome = outcome_of(call, Clock::now() - started_);
+    CallOutcome outcome = outcome_of(call, now_if(timed_) - started_);
     outcome.retries = retries_;
     outcome.transparent_retries = transparent_retries_;
     outcome.retry_delay = retry_delay_;
@@ -148,7 +176,7 @@ class InterceptedCall final : public ClientCallObserver {
     attempt.publish_to(*context_);
     if (!attempt_open_) return;
     attempt_open_ = false;
-    attempt_ended_ = Clock::now();
+    attempt_ended_ = now_if(timed_);
     const CallOutcome outcome = outcome_of(attempt, attempt_ended_ - attempt_started_);
     const CallInfo info{method_, kind_, core_->canonical_target()};
     const auto& interceptors = core_->interceptors();
@@ -173,7 +201,8 @@ class InterceptedCall final : public ClientCallObserver {
   std::string owned_method_;
   std::string_view method_;  // owned_method_, or the unary caller's
   RpcKind kind_;
-  Clock::time_point started_;
+  const bool timed_;           // an interceptor reads durations: the clock is read for them
+  Clock::time_point started_;  // the epoch when !timed_, as the attempts' times
   Clock::time_point attempt_started_;
   Clock::time_point attempt_ended_;
   bool attempt_open_ = false;
@@ -188,17 +217,19 @@ asio::awaitable<absl::Status> unary_with_hooks(RecycledFrame, std::shared_ptr<Ch
                                                std::string_view method, ClientContext& context,
                                                const google::protobuf::MessageLite& request,
                                                google::protobuf::MessageLite& response) {
-  const auto started = Clock::now();
+  const auto started = now_if(core->interceptors_use_duration());
   std::size_t entered = 0;
-  absl::Status status =
-      co_await start_hooks(RecycledFrame{}, *core, context,
-                           CallInfo{method, RpcKind::kUnary, core->canonical_target()}, &entered);
+  absl::Status status;
+  const CallInfo info{method, RpcKind::kUnary, core->canonical_target()};
+  if (!start_hooks_now(*core, context, info, &entered, status)) {
+    status = co_await start_hooks(RecycledFrame{}, *core, context, info, &entered);
+  }
   InterceptedCall hooks(core, &context, method, /*own_method=*/false, RpcKind::kUnary, started,
                         entered);
   if (!status.ok()) {
     CallOutcome rejected;
     rejected.status = status;
-    rejected.duration = Clock::now() - started;
+    rejected.duration = now_if(core->interceptors_use_duration()) - started;
     hooks.finish(rejected);
     co_return status;
   }
@@ -209,11 +240,13 @@ asio::awaitable<absl::Status> unary_with_hooks(RecycledFrame, std::shared_ptr<Ch
 asio::awaitable<StreamHooks> stream_hooks(RecycledFrame, std::shared_ptr<ChannelCore> core,
                                           std::string_view method, ClientContext& context,
                                           RpcKind kind) {
-  const auto started = Clock::now();
+  const auto started = now_if(core->interceptors_use_duration());
   std::size_t entered = 0;
   StreamHooks hooks;
-  hooks.status = co_await start_hooks(RecycledFrame{}, *core, context,
-                                      CallInfo{method, kind, core->canonical_target()}, &entered);
+  const CallInfo info{method, kind, core->canonical_target()};
+  if (!start_hooks_now(*core, context, info, &entered, hooks.status)) {
+    hooks.status = co_await start_hooks(RecycledFrame{}, *core, context, info, &entered);
+  }
   hooks.observer = std::make_unique<InterceptedCall>(core, &context, method, /*own_method=*/true,
                                                      kind, started, entered);
   co_return hooks;

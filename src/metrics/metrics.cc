@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -228,9 +229,13 @@ class ServerMetrics final : public ServerInterceptor {
  public:
   explicit ServerMetrics(prometheus::Registry& registry) : families_(registry) {}
 
-  asio::awaitable<absl::Status> on_start(ServerContext&, const CallInfo& call) override {
+  asio::awaitable<absl::Status> on_start(ServerContext& ctx, const CallInfo& call) override {
+    return ready_status(*start_now(ctx, call));
+  }
+  // What the server's chain calls: no coroutine.
+  std::optional<absl::Status> start_now(ServerContext&, const CallInfo& call) override {
     series(call).started.Increment();
-    return ready_status();  // not a coroutine of its own: no frame from asio's small cache
+    return absl::OkStatus();
   }
 
   void on_finish(ServerContext& ctx, const CallInfo& call, const CallOutcome& outcome) override {
@@ -401,6 +406,11 @@ class ClientMetrics final : public ClientInterceptor {
         families_.open_connections.Add(labels).Decrement();
         break;
     }
+  }
+
+  // Nothing to decide before the call (the default on_start's OK), without its coroutine.
+  std::optional<absl::Status> start_now(ClientContext&, const CallInfo&) override {
+    return absl::OkStatus();
   }
 
   // The attempt metrics count attempts (a retried call makes several), the call metrics calls.

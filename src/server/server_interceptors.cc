@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <exception>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "server/server_call.h"
@@ -33,13 +34,22 @@ asio::awaitable<absl::Status> ServerInterceptorChain::run(RecycledFrame,
                                                           ServerContext& ctx, RpcKind kind,
                                                           const MethodHandler& handler) {
   const auto& interceptors = chain.interceptors_;
-  const auto started = std::chrono::steady_clock::now();
+  using Clock = std::chrono::steady_clock;
+  // No clock for a chain that reads no duration (ServerInterceptor::uses_duration).
+  const Clock::time_point started = chain.timed_ ? Clock::now() : Clock::time_point();
   const CallInfo info{ctx.method(), kind};
   absl::Status status;
   std::size_t entered = 0;  // interceptors whose on_start ran: their on_finish runs
   while (entered < interceptors.size() && status.ok()) {
+    ServerInterceptor& interceptor = *interceptors[entered++];
     try {
-      status = co_await interceptors[entered++]->on_start(ctx, info);
+      // A decision made at once (start_now) costs no coroutine; else on_start's.
+      std::optional<absl::Status> now = interceptor.start_now(ctx, info);
+      if (now.has_value()) {
+        status = *std::move(now);
+      } else {
+        status = co_await interceptor.on_start(ctx, info);
+      }
     } catch (...) {
       status = thrown("interceptor on_start");
     }
@@ -57,7 +67,7 @@ asio::awaitable<absl::Status> ServerInterceptorChain::run(RecycledFrame,
   // (ServerContext::finish, deadline, cancellation, bad message), that status, whatever the
   // handler returned afterwards.
   outcome.status = call.final_status(status);
-  outcome.duration = std::chrono::steady_clock::now() - started;
+  if (chain.timed_) outcome.duration = Clock::now() - started;
   outcome.messages_sent = call.messages_sent();
   outcome.messages_received = call.messages_received();
   outcome.bytes_sent = call.message_bytes_sent();

@@ -17,7 +17,9 @@ namespace ferry::detail {
 class ServerInterceptorChain {
  public:
   explicit ServerInterceptorChain(std::vector<std::shared_ptr<ServerInterceptor>> interceptors)
-      : interceptors_(std::move(interceptors)) {}
+      : interceptors_(std::move(interceptors)) {
+    for (const auto& interceptor : interceptors_) timed_ = timed_ || interceptor->uses_duration();
+  }
 
   // handler with the chain around it. The chain must outlive the returned handler.
   MethodHandler wrap(MethodHandler handler, RpcKind kind) const;
@@ -31,6 +33,7 @@ class ServerInterceptorChain {
                                            const MethodHandler& handler);
 
   std::vector<std::shared_ptr<ServerInterceptor>> interceptors_;
+  bool timed_ = false;  // an interceptor reads CallOutcome::duration: the chain times calls
 };
 
 }  // namespace ferry::detail

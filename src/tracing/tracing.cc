@@ -258,6 +258,10 @@ class ServerTracing final : public ServerInterceptor {
   explicit ServerTracing(TracingOptions options) : options_(std::move(options)) {}
 
   asio::awaitable<absl::Status> on_start(ServerContext& ctx, const CallInfo& call) override {
+    return ready_status(*start_now(ctx, call));
+  }
+  // What the server's chain calls: no coroutine.
+  std::optional<absl::Status> start_now(ServerContext& ctx, const CallInfo& call) override {
     // A malformed or missing context is no context: a new trace (W3C §3.2.2), never an error.
     const TraceContext parent = extract_trace_context(ctx.client_metadata(), options_.propagation);
     TraceContext span = child_of(parent, options_);
@@ -267,8 +271,10 @@ class ServerTracing final : public ServerInterceptor {
                           /*parent_remote=*/true)));
     }
     ctx.set_trace_context(span);
-    return ready_status();
+    return absl::OkStatus();
   }
+  // Spans take their times from the system clock: the chain need not time the call.
+  bool uses_duration() const override { return false; }
 
   void on_finish(ServerContext& ctx, const CallInfo&, const CallOutcome& outcome) override {
     auto* span = dynamic_cast<RecvSpan*>(ctx.call_tracer());
@@ -407,6 +413,10 @@ class ClientTracing final : public ClientInterceptor {
         propagating_(std::make_shared<PropagatingTracer>(options_.propagation)) {}
 
   asio::awaitable<absl::Status> on_start(ClientContext& ctx, const CallInfo& call) override {
+    return ready_status(*start_now(ctx, call));
+  }
+  // What the channel's chain calls: no coroutine.
+  std::optional<absl::Status> start_now(ClientContext& ctx, const CallInfo& call) override {
     const TraceContext& parent = ctx.trace_parent();
     TraceContext span = child_of(parent, options_);
     if (span.sampled() && options_.processor != nullptr) {
@@ -419,8 +429,9 @@ class ClientTracing final : public ClientInterceptor {
       ctx.set_call_tracer(propagating_);
     }
     ctx.set_trace_context(span);
-    return ready_status();
+    return absl::OkStatus();
   }
+  bool uses_duration() const override { return false; }
 
   void on_attempt_start(ClientContext& ctx, const CallInfo& call) override {
     if (ClientSpans* spans = ours(ctx)) {
