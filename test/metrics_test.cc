@@ -215,6 +215,73 @@ TEST(Metrics, CountersAfterKnownCallsOnServerAndClient) {
   EXPECT_EQ(text.find("grpc_client_call_transparent_retries_count"), std::string::npos) << text;
 }
 
+// Each thread finds a call's series by the last (interceptor, target, method) it saw before it
+// hashes them: calls of two methods interleaved, over two channels (two targets) through one
+// interceptor, and through two interceptors (two registries), on the one client thread: each
+// lands in its own series.
+TEST(Metrics, InterleavedMethodsTargetsAndInterceptorsKeepTheirOwnSeries) {
+  MetricsSetup metrics;
+  ASSERT_GT(metrics.port, 0);
+  auto other_registry = std::make_shared<prometheus::Registry>();
+  Loopback loop(metrics.server_options, metrics.channel_options);
+  ChannelOptions other_options;  // the first channel's interceptor, and one of its own
+  other_options.interceptors = {metrics.channel_options.interceptors.front(),
+                                make_client_metrics(*other_registry)};
+  Channel other(loop.io(), "ipv4:" + loop.target(), other_options);  // a second target
+  testing::Echo::Stub other_stub(other);
+  constexpr int kRounds = 5;
+  loop.run([&]() -> asio::awaitable<void> {
+    EchoRequest request;
+    EchoResponse response;
+    EchoRequest expand;
+    expand.set_response_count(2);
+    for (int i = 0; i < kRounds; ++i) {
+      ClientContext echo_ctx;
+      EXPECT_TRUE((co_await loop.stub().Echo(echo_ctx, request, response)).ok());
+      ClientContext expand_ctx;
+      ClientReader<EchoResponse> reader = co_await loop.stub().Expand(expand_ctx, expand);
+      while (co_await reader.read(response)) {
+      }
+      EXPECT_TRUE((co_await reader.finish()).ok());
+      ClientContext other_ctx;
+      EXPECT_TRUE((co_await other_stub.Echo(other_ctx, request, response)).ok());
+    }
+  });
+  const std::string text = scrape(metrics.port);
+  const std::string echo = "grpc_method=\"ferry.testing.Echo/Echo\"";
+  const std::string expand = "grpc_method=\"ferry.testing.Echo/Expand\"";
+  const std::string target = "grpc_target=\"dns:///" + loop.target() + "\"";
+  // The server saw both channels' calls; each client interceptor only its own channel's.
+  EXPECT_TRUE(has_line(text, "grpc_server_call_started_total{" + echo + "} 10")) << text;
+  EXPECT_TRUE(has_line(text, "grpc_server_call_started_total{" + expand + "} 5")) << text;
+  EXPECT_TRUE(has_line(text, "grpc_server_call_sent_messages_total{" + expand + "} 10")) << text;
+  EXPECT_TRUE(has_line(text, "grpc_client_attempt_started_total{" + echo + "," + target + "} 5"))
+      << text;
+  EXPECT_TRUE(has_line(text, "grpc_client_attempt_started_total{" + expand + "," + target + "} 5"))
+      << text;
+  EXPECT_TRUE(
+      has_line(text, "grpc_client_call_rcvd_messages_total{" + expand + "," + target + "} 10"))
+      << text;
+  const std::string other_target = "grpc_target=\"ipv4:" + loop.target() + "\"";
+  EXPECT_TRUE(
+      has_line(text, "grpc_client_attempt_started_total{" + echo + "," + other_target + "} 5"))
+      << text;
+  EXPECT_EQ(text.find("grpc_client_attempt_started_total{" + expand + "," + other_target),
+            std::string::npos)
+      << text;
+  prometheus::Exposer other_exposer{"127.0.0.1:0"};
+  other_exposer.RegisterCollectable(other_registry);
+  ASSERT_FALSE(other_exposer.GetListeningPorts().empty());
+  const std::string other_text = scrape(other_exposer.GetListeningPorts().front());
+  EXPECT_TRUE(has_line(other_text,
+                       "grpc_client_attempt_started_total{" + echo + "," + other_target + "} 5"))
+      << other_text;
+  EXPECT_TRUE(has_line(other_text, "grpc_client_call_duration_seconds_count{" + echo +
+                                       ",grpc_status=\"OK\"," + other_target + "} 5"))
+      << other_text;
+  EXPECT_EQ(other_text.find("Expand"), std::string::npos) << other_text;
+}
+
 // An authorization policy after the metrics interceptor: its decisions are counted by policy,
 // rule and decision, the denied calls included; the reload callback counts reloads by result.
 TEST(Metrics, AuthorizationDecisionsAndReloads) {

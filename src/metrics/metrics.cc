@@ -127,6 +127,7 @@ class ThreadSeries {
   // make(method, target) builds the Series of a (target, method) this thread has not seen.
   template <class Make>
   Series& find(std::string_view target, std::string_view method, const Make& make) {
+    if (Series* hit = last_hit(target, method)) return *hit;
     auto& by_target = entry().series;
     auto t = by_target.find(absl::string_view(target.data(), target.size()));
     if (t == by_target.end()) t = by_target.try_emplace(std::string(target)).first;
@@ -135,19 +136,51 @@ class ThreadSeries {
       m = t->second.try_emplace(std::string(method), std::make_unique<Series>(make(method, target)))
               .first;
     }
+    remember(target, method, m->second.get());
     return *m->second;
   }
 
   // The Series this thread has for (target, method), or null.
   Series* cached(std::string_view target, std::string_view method) {
+    if (Series* hit = last_hit(target, method)) return hit;
     auto& by_target = entry().series;
     auto t = by_target.find(absl::string_view(target.data(), target.size()));
     if (t == by_target.end()) return nullptr;
     auto m = t->second.find(absl::string_view(method.data(), method.size()));
-    return m == t->second.end() ? nullptr : m->second.get();
+    if (m == t->second.end()) return nullptr;
+    remember(target, method, m->second.get());
+    return m->second.get();
   }
 
  private:
+  // The thread's last (interceptor, target, method) found and its Series: the hooks of one call
+  // (and the calls of a connection's usual method) find theirs by comparing two short strings,
+  // without hashing them or looking the interceptor up. The Series stays valid while its
+  // interceptor lives; an id is never reused, so a dead interceptor's entry is never matched.
+  struct LastHit {
+    std::uint64_t owner = ~std::uint64_t{0};
+    std::string target;
+    std::string method;
+    Series* series = nullptr;
+  };
+  static LastHit& last() {
+    thread_local LastHit hit;
+    return hit;
+  }
+  Series* last_hit(std::string_view target, std::string_view method) const {
+    const LastHit& hit = last();
+    if (hit.owner != id_ || hit.method != method || hit.target != target) return nullptr;
+    return hit.series;
+  }
+  // Reuses the strings' capacity: allocates only for a name longer than any before it.
+  void remember(std::string_view target, std::string_view method, Series* series) const {
+    LastHit& hit = last();
+    hit.owner = id_;
+    hit.target.assign(target.data(), target.size());
+    hit.method.assign(method.data(), method.size());
+    hit.series = series;
+  }
+
   using ByMethod = absl::flat_hash_map<std::string, std::unique_ptr<Series>>;
   struct Entry {
     std::weak_ptr<const bool> owner;  // expires with the interceptor
