@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -103,7 +105,8 @@ class Allocations : public ::testing::Test {
   }
 
   template <class Count>
-  void expect_none_per_call(Count count) {
+  // margin: allocations allowed beyond the calls' own (a pool's new high-water mark).
+  void expect_none_per_call(Count count, std::int64_t margin = 32) {
     auto run = [&](int n) {
       const std::int64_t before = count();
       unary_calls(n, 64);
@@ -117,14 +120,14 @@ class Allocations : public ::testing::Test {
     // calls themselves cost. A per-call allocation would add 7200 to every one of them.
     std::int64_t least = INT64_MAX;
     std::string seen;
-    for (int attempt = 0; attempt < 3 && least > 32; ++attempt) {
+    for (int attempt = 0; attempt < 3 && least > margin; ++attempt) {
       const std::int64_t once = run(kCalls);
       const std::int64_t twice = run(2 * kCalls);
       least = std::min(least, twice - once);
       seen += " " + std::to_string(once) + " then " + std::to_string(twice) + ";";
     }
-    EXPECT_LE(least, 32) << "allocations for " << kCalls * 9 / 8
-                         << " then twice as many calls:" << seen;
+    EXPECT_LE(least, margin) << "allocations for " << kCalls * 9 / 8
+                             << " then twice as many calls:" << seen;
   }
 
   Service service_;
@@ -277,6 +280,52 @@ TEST_F(AllocationsWithTracing, NonePerUnaryCallOnceWarm) {
 
 TEST_F(AllocationsWithTracing, NonePerUnaryCallOnTheClientOnceWarm) {
   expect_none_per_call([] { return static_cast<std::int64_t>(bench::thread_allocation_count()); });
+}
+
+// ferry::tracing on both sides sampling every call, its spans handed to an exporter that
+// drops them: each call records three spans (Sent, Attempt, Recv) with their message events, in
+// records the processor had exported and kept (and tracers from a per-thread pool), so a warm
+// call allocates nothing for them on the server's thread or the client's (9.5 allocations per
+// call on the server's before). The records in circulation grow to what the exporter's thread
+// lags behind at most, which a loaded machine keeps raising now and then: up to one allocation
+// per 10 calls is allowed for that, where a per-call allocation would make 7200.
+class DroppingExporter final : public SpanExporter {
+ public:
+  void export_spans(std::vector<SpanData>&) override {}
+};
+
+struct SampledProcessor {
+  std::shared_ptr<BatchSpanProcessor> processor = std::make_shared<BatchSpanProcessor>(
+      std::make_shared<DroppingExporter>(),
+      BatchSpanProcessorOptions{.schedule_delay = std::chrono::milliseconds(5)});
+};
+
+class AllocationsWithSampledTracing : private SampledProcessor, public Allocations {
+ protected:
+  AllocationsWithSampledTracing() : Allocations(server_options(), channel_options()) {}
+  ~AllocationsWithSampledTracing() override { EXPECT_EQ(processor->dropped(), 0u); }
+
+  ServerOptions server_options() {
+    ServerOptions options = one_thread();
+    options.interceptors.push_back(make_server_tracing({.processor = processor}));
+    return options;
+  }
+  ChannelOptions channel_options() {
+    ChannelOptions options = like_a_real_client();
+    options.interceptors.push_back(make_client_tracing({.processor = processor}));
+    return options;
+  }
+};
+
+constexpr std::int64_t kSampledMargin = 720;
+
+TEST_F(AllocationsWithSampledTracing, NonePerUnaryCallOnceWarm) {
+  expect_none_per_call([this] { return server_allocations(); }, kSampledMargin);
+}
+
+TEST_F(AllocationsWithSampledTracing, NonePerUnaryCallOnTheClientOnceWarm) {
+  expect_none_per_call([] { return static_cast<std::int64_t>(bench::thread_allocation_count()); },
+                       kSampledMargin);
 }
 
 TEST_F(Allocations, NonePerStreamedMessageOnceWarm) {

@@ -23,7 +23,6 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -40,6 +39,11 @@ namespace ferry {
 
 class ServerInterceptor;
 class ClientInterceptor;
+class BatchSpanProcessor;
+
+namespace detail {
+struct SpanRecords;  // the tracing interceptors' access to a processor's spare span records
+}  // namespace detail
 
 // ---- propagation formats -----------------------------------------------------------------------
 
@@ -158,6 +162,9 @@ struct BatchSpanProcessorOptions {
 
 // A bounded queue of ended spans and a thread that exports them (OpenTelemetry's
 // BatchSpanProcessor). on_end never blocks on the exporter: its lock guards only the queue.
+// The records of exported spans (their strings' and vectors' storage) are kept, a bounded
+// number, for the tracing interceptors to record new spans into: a sampled call's spans then
+// cost no heap allocation on the call's thread once warm.
 class BatchSpanProcessor {
  public:
   explicit BatchSpanProcessor(std::shared_ptr<SpanExporter> exporter,
@@ -179,14 +186,30 @@ class BatchSpanProcessor {
   std::uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
 
  private:
+  friend struct detail::SpanRecords;
+
   void run();
+  // A record the exporter is done with (contents stale, storage kept), one of a span of the same
+  // kind when there is one (so its events and attributes fit), or a new one. Any thread.
+  SpanData take_spare(SpanKind kind);
+  // Keeps batch's records (those small enough) as spares, up to the bound; with mutex_ held.
+  void keep_spares_locked(std::vector<SpanData>& batch);
 
   std::shared_ptr<SpanExporter> exporter_;
   BatchSpanProcessorOptions options_;
   std::mutex mutex_;
   std::condition_variable wake_;      // the thread: a full batch, a flush, shutdown
   std::condition_variable exported_;  // force_flush: its spans are out
-  std::deque<SpanData> queue_;
+  // Ended spans waiting; the thread takes them all at once (its vector's storage swapped in,
+  // so queueing allocates nothing once warm), then hands them to the exporter a batch at a
+  // time: backlog_ counts those taken and not yet handed over, which count against
+  // max_queue_size as the queued ones do.
+  std::vector<SpanData> queue_;
+  std::size_t backlog_ = 0;
+  // Exported spans' records, for take_spare, by SpanKind (Attempt, Recv and Sent spans record
+  // different events and attributes); spare_count_ in all.
+  std::array<std::vector<SpanData>, 3> spares_;
+  std::size_t spare_count_ = 0;
   std::uint64_t queued_total_ = 0;    // spans ever queued
   std::uint64_t exported_total_ = 0;  // of those, handed to the exporter (or dropped at the end)
   std::uint64_t flush_upto_ = 0;      // force_flush wants spans up to this one out

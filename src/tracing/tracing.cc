@@ -4,6 +4,7 @@
 // client call's tracer is the interceptor's shared non-recording one.
 #include "ferry/tracing.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -93,15 +94,17 @@ std::int64_t now_unix_ns() {
 
 // ---- names and status -----------------------------------------------------------------------
 
-// gRFC A72: "<prefix>.<service>.<method>" from "/<service>/<method>".
-std::string span_name(std::string_view prefix, std::string_view method) {
+// gRFC A72: "<prefix>.<service>.<method>" from "/<service>/<method>", into name (its storage
+// reused).
+void write_span_name(std::string& name, std::string_view prefix, std::string_view method) {
   if (!method.empty() && method.front() == '/') method.remove_prefix(1);
-  std::string name;
-  name.reserve(prefix.size() + 1 + method.size());
-  name.append(prefix.data(), prefix.size());
+  name.assign(prefix.data(), prefix.size());
   name += '.';
-  for (char c : method) name += c == '/' ? '.' : c;
-  return name;
+  const std::size_t at = name.size();
+  name.append(method.data(), method.size());
+  for (std::size_t i = at; i < name.size(); ++i) {
+    if (name[i] == '/') name[i] = '.';
+  }
 }
 
 // gRFC A72: OK is status OK; any other code is ERROR, described by its code's name and the
@@ -112,29 +115,115 @@ void set_status(SpanData& span, const absl::Status& status) {
     return;
   }
   span.status = SpanStatusCode::kError;
-  span.status_message = absl::StatusCodeToString(status.code());
+  span.status_message.assign(absl::StatusCodeToString(status.code()));
   if (!status.message().empty()) {
     span.status_message += ", ";
     span.status_message.append(status.message().data(), status.message().size());
   }
 }
 
+// A span being recorded into a record the processor had exported (BatchSpanProcessor's spares):
+// its strings and vectors are written in place, their elements reused, so that a sampled call
+// allocates nothing for its spans once warm. The first `events` of data.events and the first
+// `attributes` of data.attributes are this span's; the rest are the earlier span's, to be
+// overwritten or cut off as the span ends.
+struct SpanRecord {
+  SpanData data;
+  std::size_t events = 0;
+  std::size_t attributes = 0;
+
+  // The ended span: the earlier span's leftover elements cut off.
+  SpanData take() {
+    data.events.resize(events);
+    data.attributes.resize(attributes);
+    return std::move(data);
+  }
+};
+
+// The next element of v, of which `used` are written: a leftover one, else a new one.
+template <class T>
+T& next_element(std::vector<T>& v, std::size_t& used) {
+  if (used == v.size()) v.emplace_back();
+  return v[used++];
+}
+
+template <class Value>
+void set_attribute(std::vector<SpanAttribute>& attributes, std::size_t& used, std::string_view key,
+                   Value value) {
+  SpanAttribute& attribute = next_element(attributes, used);
+  attribute.key.assign(key.data(), key.size());
+  attribute.value.template emplace<Value>(value);
+}
+
 // gRFC A72's message events: one event per message, with its sequence number on the span
 // (counted from 0 in each direction), its size, and its compressed size when it was compressed
 // (grpc-go's form: one event carrying both sizes).
-void add_message_event(SpanData& span, const char* name, std::int64_t sequence, std::size_t size,
+void add_message_event(SpanRecord& span, const char* name, std::int64_t sequence, std::size_t size,
                        std::size_t compressed_size) {
-  SpanEvent event;
-  event.name = name;
+  SpanEvent& event = next_element(span.data.events, span.events);
+  event.name.assign(name);
   event.time_unix_ns = now_unix_ns();
-  event.attributes.push_back({"sequence-number", sequence});
-  event.attributes.push_back({"message-size", static_cast<std::int64_t>(size)});
+  std::size_t attributes = 0;
+  set_attribute(event.attributes, attributes, "sequence-number", sequence);
+  set_attribute(event.attributes, attributes, "message-size", static_cast<std::int64_t>(size));
   if (compressed_size != 0) {
-    event.attributes.push_back(
-        {"message-size-compressed", static_cast<std::int64_t>(compressed_size)});
+    set_attribute(event.attributes, attributes, "message-size-compressed",
+                  static_cast<std::int64_t>(compressed_size));
   }
-  span.events.push_back(std::move(event));
+  event.attributes.resize(attributes);
 }
+
+// Blocks for the spans' shared tracers (RecvSpan, ClientSpans: one per sampled call), recycled
+// per thread: std::allocate_shared with it costs no allocation once warm. A block freed on
+// another thread joins that thread's list; a list keeps kMaxBlocks at most.
+template <class T>
+class RecyclingAllocator {
+ public:
+  using value_type = T;
+  RecyclingAllocator() = default;
+  template <class U>
+  RecyclingAllocator(const RecyclingAllocator<U>&) {}  // NOLINT(google-explicit-constructor)
+
+  T* allocate(std::size_t n) {
+    if (n == 1) {
+      std::vector<void*>& list = free_list();
+      if (!list.empty()) {
+        void* block = list.back();
+        list.pop_back();
+        return static_cast<T*>(block);
+      }
+    }
+    return static_cast<T*>(::operator new(n * sizeof(T)));
+  }
+  void deallocate(T* block, std::size_t n) noexcept {
+    if (n == 1) {
+      std::vector<void*>& list = free_list();
+      if (list.size() < kMaxBlocks) {
+        list.push_back(block);
+        return;
+      }
+    }
+    ::operator delete(block);
+  }
+  template <class U>
+  bool operator==(const RecyclingAllocator<U>&) const {
+    return true;
+  }
+
+ private:
+  static constexpr std::size_t kMaxBlocks = 256;
+  struct FreeList {
+    FreeList() { blocks.reserve(kMaxBlocks); }
+    ~FreeList() {
+      for (void* block : blocks) ::operator delete(block);
+    }
+    std::vector<void*> blocks;
+  };
+  static std::vector<void*>& free_list() {
+    thread_local FreeList list;
+    return list.blocks;
+  }
+};
 
 // ---- propagation -----------------------------------------------------------------------------
 
@@ -205,21 +294,36 @@ TraceContext child_of(const TraceContext& parent, const TracingOptions& options)
   return span;
 }
 
-SpanData open_span(std::string name, SpanKind kind, const TraceContext& span,
-                   const TraceContext& parent, bool parent_remote) {
-  SpanData data;
+}  // namespace
+
+// The tracing interceptors' access to a processor's spare records (ferry/tracing.h).
+struct detail::SpanRecords {
+  static SpanData take(BatchSpanProcessor& processor, SpanKind kind) {
+    return processor.take_spare(kind);
+  }
+};
+
+namespace {
+
+// A span of `prefix` for method, recorded into a spare record of processor's.
+SpanRecord open_span(BatchSpanProcessor& processor, std::string_view prefix,
+                     std::string_view method, SpanKind kind, const TraceContext& span,
+                     const TraceContext& parent, bool parent_remote) {
+  SpanRecord record{detail::SpanRecords::take(processor, kind)};
+  SpanData& data = record.data;
   data.trace_id = span.trace_id;
   data.span_id = span.span_id;
-  if (parent.valid()) {
-    data.parent_span_id = parent.span_id;
-    data.parent_is_remote = parent_remote;
-  }
+  data.parent_span_id = parent.valid() ? parent.span_id : std::array<std::uint8_t, 8>{};
+  data.parent_is_remote = parent.valid() && parent_remote;
   data.flags = span.flags;
-  data.tracestate = span.tracestate;
-  data.name = std::move(name);
+  data.tracestate.assign(span.tracestate);
+  write_span_name(data.name, prefix, method);
   data.kind = kind;
   data.start_unix_ns = now_unix_ns();
-  return data;
+  data.end_unix_ns = 0;
+  data.status = SpanStatusCode::kUnset;
+  data.status_message.clear();
+  return record;
 }
 
 // ---- the server ------------------------------------------------------------------------------
@@ -227,7 +331,7 @@ SpanData open_span(std::string name, SpanKind kind, const TraceContext& span,
 // A sampled server call's Recv span, told of its messages by the call's thread.
 class RecvSpan final : public CallTracer {
  public:
-  RecvSpan(const void* owner, SpanData data) : owner_(owner), data_(std::move(data)) {}
+  RecvSpan(const void* owner, SpanRecord record) : owner_(owner), data_(std::move(record)) {}
   bool records_messages() const override { return true; }
   void on_outbound_message(std::size_t size, std::size_t compressed_size) override {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -239,16 +343,16 @@ class RecvSpan final : public CallTracer {
   }
   SpanData end(const absl::Status& status) {
     std::lock_guard<std::mutex> lock(mutex_);
-    set_status(data_, status);
-    data_.end_unix_ns = now_unix_ns();
-    return std::move(data_);
+    set_status(data_.data, status);
+    data_.data.end_unix_ns = now_unix_ns();
+    return data_.take();
   }
   const void* owner() const { return owner_; }
 
  private:
   const void* const owner_;  // the interceptor that made it
   std::mutex mutex_;
-  SpanData data_;
+  SpanRecord data_;
   std::int64_t sent_ = 0;
   std::int64_t received_ = 0;
 };
@@ -266,9 +370,10 @@ class ServerTracing final : public ServerInterceptor {
     const TraceContext parent = extract_trace_context(ctx.client_metadata(), options_.propagation);
     TraceContext span = child_of(parent, options_);
     if (span.sampled() && options_.processor != nullptr) {
-      ctx.set_call_tracer(std::make_shared<RecvSpan>(
-          this, open_span(span_name("Recv", call.method), SpanKind::kServer, span, parent,
-                          /*parent_remote=*/true)));
+      ctx.set_call_tracer(std::allocate_shared<RecvSpan>(
+          RecyclingAllocator<RecvSpan>(), this,
+          open_span(*options_.processor, "Recv", call.method, SpanKind::kServer, span, parent,
+                    /*parent_remote=*/true)));
     }
     ctx.set_trace_context(span);
     return absl::OkStatus();
@@ -306,16 +411,16 @@ class PropagatingTracer final : public CallTracer {
   const TracePropagation propagation_;
 };
 
+constexpr std::string_view kSentPrefix = "Sent";
+
 // A sampled client call's spans: Sent for the call, Attempt for the attempt under way. The
 // attempt's headers are written as its stream is created, before its on_attempt_start hook:
 // the span id chosen for them is the one the attempt's span then takes.
 class ClientSpans final : public CallTracer {
  public:
-  ClientSpans(const void* owner, TracePropagation propagation, SpanData sent, std::string method)
-      : owner_(owner),
-        propagation_(propagation),
-        sent_(std::move(sent)),
-        method_(std::move(method)) {}
+  ClientSpans(const void* owner, BatchSpanProcessor& processor, TracePropagation propagation,
+              SpanRecord sent)
+      : owner_(owner), processor_(processor), propagation_(propagation), sent_(std::move(sent)) {}
 
   bool records_messages() const override { return true; }
 
@@ -326,7 +431,7 @@ class ClientSpans final : public CallTracer {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (attempt_ && !attempt_headers_) {
-        attempt.span_id = attempt_->span_id;  // the attempt started first (a Connect GET)
+        attempt.span_id = attempt_->data.span_id;  // the attempt started first (a Connect GET)
         attempt_headers_ = true;
       } else {
         pending_span_id_ = new_span_id();
@@ -350,20 +455,26 @@ class ClientSpans final : public CallTracer {
   void attempt_start(int previous_attempts, bool transparent) {
     std::lock_guard<std::mutex> lock(mutex_);
     TraceContext span;
-    span.trace_id = sent_.trace_id;
-    span.flags = sent_.flags;
+    span.trace_id = sent_.data.trace_id;
+    span.flags = sent_.data.flags;
     attempt_headers_ = pending_span_id_.has_value();
     span.span_id = pending_span_id_ ? *pending_span_id_ : new_span_id();
     pending_span_id_.reset();
     TraceContext parent;
-    parent.trace_id = sent_.trace_id;
-    parent.span_id = sent_.span_id;
-    attempt_ = open_span(span_name("Attempt", method_), SpanKind::kInternal, span, parent,
+    parent.trace_id = sent_.data.trace_id;
+    parent.span_id = sent_.data.span_id;
+    // The attempt's name is the call's with "Attempt" for "Sent" (no copy of the method kept).
+    const std::string_view sent_name = sent_.data.name;
+    attempt_ = open_span(processor_, "Attempt", {}, SpanKind::kInternal, span, parent,
                          /*parent_remote=*/false);
-    attempt_->tracestate = sent_.tracestate;
+    attempt_->data.name.assign("Attempt");
+    attempt_->data.name.append(sent_name.substr(std::min(sent_name.size(), kSentPrefix.size())));
+    attempt_->data.tracestate.assign(sent_.data.tracestate);
     // gRFC A72: set as the attempt's span is created.
-    attempt_->attributes.push_back({"previous-rpc-attempts", std::int64_t{previous_attempts}});
-    attempt_->attributes.push_back({"transparent-retry", transparent});
+    set_attribute(attempt_->data.attributes, attempt_->attributes, "previous-rpc-attempts",
+                  std::int64_t{previous_attempts});
+    set_attribute(attempt_->data.attributes, attempt_->attributes, "transparent-retry",
+                  transparent);
     sent_messages_ = 0;
     received_messages_ = 0;
   }
@@ -377,9 +488,9 @@ class ClientSpans final : public CallTracer {
   std::pair<std::optional<SpanData>, SpanData> finish(const absl::Status& status) {
     std::lock_guard<std::mutex> lock(mutex_);
     std::optional<SpanData> attempt = end_attempt_locked(status);
-    set_status(sent_, status);
-    sent_.end_unix_ns = now_unix_ns();
-    return {std::move(attempt), std::move(sent_)};
+    set_status(sent_.data, status);
+    sent_.data.end_unix_ns = now_unix_ns();
+    return {std::move(attempt), sent_.take()};
   }
 
   const void* owner() const { return owner_; }
@@ -387,19 +498,19 @@ class ClientSpans final : public CallTracer {
  private:
   std::optional<SpanData> end_attempt_locked(const absl::Status& status) {
     if (!attempt_) return std::nullopt;
-    set_status(*attempt_, status);
-    attempt_->end_unix_ns = now_unix_ns();
-    std::optional<SpanData> ended = std::move(attempt_);
+    set_status(attempt_->data, status);
+    attempt_->data.end_unix_ns = now_unix_ns();
+    std::optional<SpanData> ended = attempt_->take();
     attempt_.reset();
     return ended;
   }
 
   const void* const owner_;
+  BatchSpanProcessor& processor_;  // where its records come from (TracingOptions::processor)
   const TracePropagation propagation_;
   std::mutex mutex_;  // the call's thread (messages, headers) and the hooks' may differ
-  SpanData sent_;
-  std::string method_;
-  std::optional<SpanData> attempt_;
+  SpanRecord sent_;   // named kSentPrefix + ".<service>.<method>"
+  std::optional<SpanRecord> attempt_;
   bool attempt_headers_ = false;  // attempt_'s id went out in its headers
   std::optional<std::array<std::uint8_t, 8>> pending_span_id_;  // headers written, not started
   std::int64_t sent_messages_ = 0;
@@ -420,11 +531,10 @@ class ClientTracing final : public ClientInterceptor {
     const TraceContext& parent = ctx.trace_parent();
     TraceContext span = child_of(parent, options_);
     if (span.sampled() && options_.processor != nullptr) {
-      ctx.set_call_tracer(std::make_shared<ClientSpans>(
-          this, options_.propagation,
-          open_span(span_name("Sent", call.method), SpanKind::kClient, span, parent,
-                    /*parent_remote=*/false),
-          std::string(call.method)));
+      ctx.set_call_tracer(std::allocate_shared<ClientSpans>(
+          RecyclingAllocator<ClientSpans>(), this, *options_.processor, options_.propagation,
+          open_span(*options_.processor, kSentPrefix, call.method, SpanKind::kClient, span, parent,
+                    /*parent_remote=*/false)));
     } else {
       ctx.set_call_tracer(propagating_);
     }
