@@ -297,7 +297,10 @@ class DroppingExporter final : public SpanExporter {
 struct SampledProcessor {
   std::shared_ptr<BatchSpanProcessor> processor = std::make_shared<BatchSpanProcessor>(
       std::make_shared<DroppingExporter>(),
-      BatchSpanProcessorOptions{.schedule_delay = std::chrono::milliseconds(5)});
+      // A queue that a loaded machine's late exporter thread does not fill (a dropped span's
+      // record is freed, and a new one made in its place).
+      BatchSpanProcessorOptions{.max_queue_size = 1 << 16,
+                                .schedule_delay = std::chrono::milliseconds(5)});
 };
 
 class AllocationsWithSampledTracing : private SampledProcessor, public Allocations {
