@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -20,6 +21,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include "absl/strings/escaping.h"
@@ -298,6 +300,46 @@ TEST(OtlpTraceExport, SendsA72SpansWithResourceAndScope) {
   EXPECT_EQ(stats.spans_exported, 6u);
   EXPECT_EQ(stats.exports_failed, 0u);
   EXPECT_EQ(processor->dropped(), 0u);
+}
+
+// The exporter copies what it sends and leaves the batch as it was: the processor keeps the
+// records' storage for the calls' next spans (ferry/tracing.h), which a record whose strings had
+// been moved from would make allocate again.
+TEST(OtlpTraceExport, ExportLeavesTheBatchAsItWas) {
+  FakeCollector collector(FakeCollector::Mode::kAnswer);
+  CollectorServer server(collector);
+  auto exporter = OtlpSpanExporter::create(options_for(server.endpoint()));
+  ASSERT_TRUE(exporter.ok()) << exporter.status();
+  SpanData span;
+  span.trace_id[0] = 1;
+  span.span_id[0] = 2;
+  span.name = "Recv.ferry.testing.Echo.Echo";
+  span.kind = SpanKind::kServer;
+  span.tracestate = "vendorname=opaque-value-longer-than-sso";
+  span.attributes.push_back({"an-attribute-with-a-long-key", std::string(40, 'v')});
+  span.events.push_back({"Outbound message", 5, {{"message-size-compressed", std::int64_t{9}}}});
+  span.status = SpanStatusCode::kError;
+  span.status_message = "NOT_FOUND, no such thing at all";
+  std::vector<SpanData> batch = {span};
+  (*exporter)->export_spans(batch);
+  ASSERT_EQ(batch.size(), 1u);
+  EXPECT_EQ(batch[0].name, span.name);
+  EXPECT_EQ(batch[0].tracestate, span.tracestate);
+  EXPECT_EQ(batch[0].status_message, span.status_message);
+  ASSERT_EQ(batch[0].attributes.size(), 1u);
+  EXPECT_EQ(batch[0].attributes[0].key, span.attributes[0].key);
+  EXPECT_EQ(std::get<std::string>(batch[0].attributes[0].value), std::string(40, 'v'));
+  ASSERT_EQ(batch[0].events.size(), 1u);
+  EXPECT_EQ(batch[0].events[0].name, "Outbound message");
+  EXPECT_EQ(batch[0].events[0].attributes[0].key, "message-size-compressed");
+  const std::vector<pb::trace::v1::Span> sent = all_spans(collector.requests());
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].name(), span.name);
+  EXPECT_EQ(sent[0].trace_state(), span.tracestate);
+  EXPECT_EQ(sent[0].status().message(), span.status_message);
+  EXPECT_EQ(sent[0].attributes(0).value().string_value(), std::string(40, 'v'));
+  EXPECT_EQ(sent[0].events(0).name(), "Outbound message");
+  EXPECT_EQ((*exporter)->stats().spans_exported, 1u);
 }
 
 // The processor's shutdown exports what is still queued before it returns.

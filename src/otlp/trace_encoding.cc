@@ -25,21 +25,21 @@ bool all_zero(const std::array<std::uint8_t, N>& id) {
   return true;
 }
 
-void add_attributes(std::vector<SpanAttribute>& attributes,
+void add_attributes(const std::vector<SpanAttribute>& attributes,
                     google::protobuf::RepeatedPtrField<pb::common::v1::KeyValue>& out) {
   out.Reserve(static_cast<int>(attributes.size()));
-  for (SpanAttribute& attribute : attributes) {
+  for (const SpanAttribute& attribute : attributes) {
     pb::common::v1::KeyValue& kv = *out.Add();
-    kv.set_key(std::move(attribute.key));
+    kv.set_key(attribute.key);
     std::visit(
-        [&](auto& value) {
+        [&](const auto& value) {
           using T = std::decay_t<decltype(value)>;
           if constexpr (std::is_same_v<T, std::int64_t>) {
             kv.mutable_value()->set_int_value(value);
           } else if constexpr (std::is_same_v<T, bool>) {
             kv.mutable_value()->set_bool_value(value);
           } else {
-            kv.mutable_value()->set_string_value(std::move(value));
+            kv.mutable_value()->set_string_value(value);
           }
         },
         attribute.value);
@@ -48,7 +48,7 @@ void add_attributes(std::vector<SpanAttribute>& attributes,
 
 }  // namespace
 
-void encode_spans(std::vector<SpanData>& batch,
+void encode_spans(const std::vector<SpanData>& batch,
                   const std::vector<std::pair<std::string, std::string>>& resource,
                   pb::collector::trace::v1::ExportTraceServiceRequest& request) {
   pb::trace::v1::ResourceSpans& resource_spans = *request.add_resource_spans();
@@ -61,24 +61,24 @@ void encode_spans(std::vector<SpanData>& batch,
   scope.mutable_scope()->set_name("ferry");
   scope.mutable_scope()->set_version("0.1");
   scope.mutable_spans()->Reserve(static_cast<int>(batch.size()));
-  for (SpanData& data : batch) {
+  for (const SpanData& data : batch) {
     pb::trace::v1::Span& span = *scope.add_spans();
     span.set_trace_id(bytes_of(data.trace_id));
     span.set_span_id(bytes_of(data.span_id));
     if (!all_zero(data.parent_span_id)) span.set_parent_span_id(bytes_of(data.parent_span_id));
-    span.set_trace_state(std::move(data.tracestate));
+    span.set_trace_state(data.tracestate);
     span.set_flags(data.flags | kContextHasIsRemote |
                    (data.parent_is_remote ? kContextIsRemote : 0));
-    span.set_name(std::move(data.name));
+    span.set_name(data.name);
     span.set_kind(static_cast<pb::trace::v1::Span::SpanKind>(data.kind));
     span.set_start_time_unix_nano(static_cast<std::uint64_t>(data.start_unix_ns));
     span.set_end_time_unix_nano(static_cast<std::uint64_t>(data.end_unix_ns));
     add_attributes(data.attributes, *span.mutable_attributes());
     span.mutable_events()->Reserve(static_cast<int>(data.events.size()));
-    for (SpanEvent& event : data.events) {
+    for (const SpanEvent& event : data.events) {
       pb::trace::v1::Span::Event& out = *span.add_events();
       out.set_time_unix_nano(static_cast<std::uint64_t>(event.time_unix_ns));
-      out.set_name(std::move(event.name));
+      out.set_name(event.name);
       add_attributes(event.attributes, *out.mutable_attributes());
     }
     switch (data.status) {
@@ -89,7 +89,7 @@ void encode_spans(std::vector<SpanData>& batch,
         break;
       case SpanStatusCode::kError:
         span.mutable_status()->set_code(pb::trace::v1::Status::STATUS_CODE_ERROR);
-        span.mutable_status()->set_message(std::move(data.status_message));
+        span.mutable_status()->set_message(data.status_message);
         break;
     }
   }
