@@ -185,7 +185,7 @@ class RecyclingAllocator {
   RecyclingAllocator(const RecyclingAllocator<U>&) {}  // NOLINT(google-explicit-constructor)
 
   T* allocate(std::size_t n) {
-    if (n == 1) {
+    if (n == 1 && !list_gone()) {
       std::vector<void*>& list = free_list();
       if (!list.empty()) {
         void* block = list.back();
@@ -196,7 +196,7 @@ class RecyclingAllocator {
     return static_cast<T*>(::operator new(n * sizeof(T)));
   }
   void deallocate(T* block, std::size_t n) noexcept {
-    if (n == 1) {
+    if (n == 1 && !list_gone()) {
       std::vector<void*>& list = free_list();
       if (list.size() < kMaxBlocks) {
         list.push_back(block);
@@ -216,9 +216,15 @@ class RecyclingAllocator {
     FreeList() { blocks.reserve(kMaxBlocks); }
     ~FreeList() {
       for (void* block : blocks) ::operator delete(block);
+      list_gone() = true;  // a tracer another thread_local drops later is freed at once
     }
     std::vector<void*> blocks;
   };
+  // Trivially destructible, so valid all through the thread's exit.
+  static bool& list_gone() {
+    thread_local bool gone = false;
+    return gone;
+  }
   static std::vector<void*>& free_list() {
     thread_local FreeList list;
     return list.blocks;
