@@ -10,6 +10,7 @@
 #include <chrono>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,6 +24,7 @@
 #include "envoy/config/route/v3/route.pb.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
 #include "envoy/service/discovery/v3/ads.ferry.h"
+#include "ferry/blocking_stream.h"
 #include "ferry/channel.h"
 #include "ferry/server.h"
 #include "ferry/slice_chain.h"
@@ -216,15 +218,17 @@ xds::XdsClientOptions fast_options() {
 
 class Backend {
  public:
-  Backend() {
+  Backend() : service_(&probe_) {
     server_.add_service(service_);
     absl::StatusOr<int> port = server_.start("127.0.0.1", 0);
     port_ = port.ok() ? *port : 0;
   }
   ~Backend() { server_.shutdown(100ms); }
   int port() const { return port_; }
+  int calls() const { return probe_.started.load(); }
 
  private:
+  testing::EchoProbe probe_;
   testing::EchoService service_;
   Server server_;
   int port_ = 0;
@@ -447,6 +451,436 @@ TEST(XdsResourceValidation, VirtualHostsAreChosenByTheMostSpecificDomain) {
   EXPECT_EQ(xd::find_virtual_host(config, "other")->domains[0], "*");
   config.virtual_hosts.erase(config.virtual_hosts.begin());
   EXPECT_EQ(xd::find_virtual_host(config, "other"), nullptr);
+}
+
+// gRFC A28: route matching, one matcher kind at a time, on the decoded (validated) routes.
+envoy::config::route::v3::RouteConfiguration one_route(
+    const std::function<void(envoy::config::route::v3::Route&)>& edit) {
+  auto rc = route_config("r", "c");
+  edit(*rc.mutable_virtual_hosts(0)->mutable_routes(0));
+  return rc;
+}
+
+absl::StatusOr<xd::VirtualHost> decoded_host(
+    const envoy::config::route::v3::RouteConfiguration& rc) {
+  xd::DecodedResource decoded = decode(xd::ResourceType::kRouteConfig, rc);
+  if (!decoded.value.ok()) return decoded.value.status();
+  return std::get<xd::RouteConfig>(*decoded.value).virtual_hosts.at(0);
+}
+
+// Whether a call of path with metadata matches the one route of rc.
+bool matches(const envoy::config::route::v3::RouteConfiguration& rc, std::string_view path,
+             const Metadata& metadata = {}) {
+  absl::StatusOr<xd::VirtualHost> host = decoded_host(rc);
+  EXPECT_TRUE(host.ok()) << host.status();
+  if (!host.ok()) return false;
+  xd::RouteRandom random{1};
+  return xd::match_route(*host, path, metadata, random) == 0;
+}
+
+Metadata with(std::initializer_list<std::pair<std::string_view, std::string_view>> entries) {
+  Metadata m;
+  for (const auto& [k, v] : entries) m.add(k, v);
+  return m;
+}
+
+TEST(XdsRouteMatching, PathPrefixPathAndCaseSensitivity) {
+  auto prefix = one_route([](auto& r) { r.mutable_match()->set_prefix("/svc.A/"); });
+  EXPECT_TRUE(matches(prefix, "/svc.A/Get"));
+  EXPECT_FALSE(matches(prefix, "/svc.B/Get"));
+  EXPECT_FALSE(matches(prefix, "/SVC.a/Get"));  // case-sensitive by default
+  auto blind = prefix;
+  blind.mutable_virtual_hosts(0)
+      ->mutable_routes(0)
+      ->mutable_match()
+      ->mutable_case_sensitive()
+      ->set_value(false);
+  EXPECT_TRUE(matches(blind, "/SVC.a/Get"));
+  auto path = one_route([](auto& r) { r.mutable_match()->set_path("/svc.A/Get"); });
+  EXPECT_TRUE(matches(path, "/svc.A/Get"));
+  EXPECT_FALSE(matches(path, "/svc.A/GetMore"));
+  EXPECT_FALSE(matches(path, "/svc.a/get"));
+  path.mutable_virtual_hosts(0)
+      ->mutable_routes(0)
+      ->mutable_match()
+      ->mutable_case_sensitive()
+      ->set_value(false);
+  EXPECT_TRUE(matches(path, "/svc.a/get"));
+  // The first route that matches wins, even when a later one is more specific.
+  auto rc = route_config("r", "first");
+  auto* second = rc.mutable_virtual_hosts(0)->add_routes();
+  second->mutable_match()->set_path("/svc.A/Get");
+  second->mutable_route()->set_cluster("second");
+  absl::StatusOr<xd::VirtualHost> host = decoded_host(rc);
+  ASSERT_TRUE(host.ok());
+  xd::RouteRandom random{1};
+  EXPECT_EQ(xd::match_route(*host, "/svc.A/Get", {}, random), 0);
+  // No route matches: -1 (the channel fails the call with UNAVAILABLE).
+  EXPECT_EQ(xd::match_route(*decoded_host(path), "/other/Get", {}, random), -1);
+}
+
+TEST(XdsRouteMatching, HeaderMatchersOfEveryKind) {
+  using HM = envoy::config::route::v3::HeaderMatcher;
+  auto with_header = [](const std::function<void(HM&)>& edit) {
+    return one_route([&](auto& r) {
+      HM* h = r.mutable_match()->add_headers();
+      h->set_name("x-user");
+      edit(*h);
+    });
+  };
+  auto exact = with_header([](HM& h) { h.set_exact_match("alice"); });
+  EXPECT_TRUE(matches(exact, "/s/m", with({{"x-user", "alice"}})));
+  EXPECT_FALSE(matches(exact, "/s/m", with({{"x-user", "Alice"}})));
+  EXPECT_FALSE(matches(exact, "/s/m"));  // absent
+  // A header sent twice is matched as its values joined with ",".
+  EXPECT_FALSE(matches(exact, "/s/m", with({{"x-user", "alice"}, {"x-user", "bob"}})));
+  auto joined = with_header([](HM& h) { h.set_exact_match("alice,bob"); });
+  EXPECT_TRUE(matches(joined, "/s/m", with({{"x-user", "alice"}, {"x-user", "bob"}})));
+  auto prefix = with_header([](HM& h) { h.set_prefix_match("al"); });
+  EXPECT_TRUE(matches(prefix, "/s/m", with({{"x-user", "alice"}})));
+  EXPECT_FALSE(matches(prefix, "/s/m", with({{"x-user", "bob"}})));
+  auto suffix = with_header([](HM& h) { h.set_suffix_match("ice"); });
+  EXPECT_TRUE(matches(suffix, "/s/m", with({{"x-user", "alice"}})));
+  EXPECT_FALSE(matches(suffix, "/s/m", with({{"x-user", "alicE"}})));
+  auto contains = with_header([](HM& h) { h.set_contains_match("lic"); });
+  EXPECT_TRUE(matches(contains, "/s/m", with({{"x-user", "alice"}})));
+  EXPECT_FALSE(matches(contains, "/s/m", with({{"x-user", "bob"}})));
+  auto present = with_header([](HM& h) { h.set_present_match(true); });
+  EXPECT_TRUE(matches(present, "/s/m", with({{"x-user", ""}})));
+  EXPECT_FALSE(matches(present, "/s/m", with({{"x-other", "1"}})));
+  auto absent = with_header([](HM& h) { h.set_present_match(false); });
+  EXPECT_TRUE(matches(absent, "/s/m"));
+  EXPECT_FALSE(matches(absent, "/s/m", with({{"x-user", "a"}})));
+  auto range = with_header([](HM& h) {
+    h.mutable_range_match()->set_start(-5);
+    h.mutable_range_match()->set_end(10);
+  });
+  EXPECT_TRUE(matches(range, "/s/m", with({{"x-user", "-5"}})));
+  EXPECT_TRUE(matches(range, "/s/m", with({{"x-user", "9"}})));
+  EXPECT_FALSE(matches(range, "/s/m", with({{"x-user", "10"}})));  // [start, end)
+  EXPECT_FALSE(matches(range, "/s/m", with({{"x-user", "nine"}})));
+  EXPECT_FALSE(matches(range, "/s/m", with({{"x-user", "99999999999999999999999"}})));
+  // invert_match negates the matcher, an absent header included.
+  auto inverted = with_header([](HM& h) {
+    h.set_exact_match("alice");
+    h.set_invert_match(true);
+  });
+  EXPECT_FALSE(matches(inverted, "/s/m", with({{"x-user", "alice"}})));
+  EXPECT_TRUE(matches(inverted, "/s/m", with({{"x-user", "bob"}})));
+  EXPECT_TRUE(matches(inverted, "/s/m"));
+  // string_match, with ignore_case.
+  auto blind = with_header([](HM& h) {
+    h.mutable_string_match()->set_prefix("ALI");
+    h.mutable_string_match()->set_ignore_case(true);
+  });
+  EXPECT_TRUE(matches(blind, "/s/m", with({{"x-user", "alice"}})));
+  auto blind_contains = with_header([](HM& h) {
+    h.mutable_string_match()->set_contains("LIC");
+    h.mutable_string_match()->set_ignore_case(true);
+  });
+  EXPECT_TRUE(matches(blind_contains, "/s/m", with({{"x-user", "aLiCe"}})));
+  EXPECT_FALSE(matches(blind_contains, "/s/m", with({{"x-user", "alc"}})));
+  // Header names are matched whatever their case in the matcher.
+  auto upper = one_route([](auto& r) {
+    auto* h = r.mutable_match()->add_headers();
+    h->set_name("X-User");
+    h->set_exact_match("alice");
+  });
+  EXPECT_TRUE(matches(upper, "/s/m", with({{"x-user", "alice"}})));
+  // Several matchers: all must match.
+  auto both = exact;
+  auto* second = both.mutable_virtual_hosts(0)->mutable_routes(0)->mutable_match()->add_headers();
+  second->set_name("x-tier");
+  second->set_exact_match("gold");
+  EXPECT_TRUE(matches(both, "/s/m", with({{"x-user", "alice"}, {"x-tier", "gold"}})));
+  EXPECT_FALSE(matches(both, "/s/m", with({{"x-user", "alice"}, {"x-tier", "lead"}})));
+}
+
+TEST(XdsRouteMatching, BinHeadersAreSkippedAndContentTypeIsApplicationGrpc) {
+  using HM = envoy::config::route::v3::HeaderMatcher;
+  auto bin = one_route([](auto& r) {
+    HM* h = r.mutable_match()->add_headers();
+    h->set_name("x-token-bin");
+    h->set_present_match(true);
+  });
+  EXPECT_FALSE(matches(bin, "/s/m", with({{"x-token-bin", "AAEC"}})));  // as if absent
+  bin.mutable_virtual_hosts(0)
+      ->mutable_routes(0)
+      ->mutable_match()
+      ->mutable_headers(0)
+      ->set_present_match(false);
+  EXPECT_TRUE(matches(bin, "/s/m", with({{"x-token-bin", "AAEC"}})));
+  auto content_type = one_route([](auto& r) {
+    HM* h = r.mutable_match()->add_headers();
+    h->set_name("content-type");
+    h->set_exact_match("application/grpc");
+  });
+  EXPECT_TRUE(matches(content_type, "/s/m"));
+  content_type.mutable_virtual_hosts(0)
+      ->mutable_routes(0)
+      ->mutable_match()
+      ->mutable_headers(0)
+      ->set_exact_match("application/json");
+  EXPECT_FALSE(matches(content_type, "/s/m"));
+}
+
+TEST(XdsRouteMatching, RuntimeFractionAndWeightedClustersSplitByTheirShares) {
+  // runtime_fraction's default_value: 25% of the calls consider the route.
+  auto fraction = one_route([](auto& r) {
+    auto* v = r.mutable_match()->mutable_runtime_fraction()->mutable_default_value();
+    v->set_numerator(25);
+    v->set_denominator(envoy::type::v3::FractionalPercent::HUNDRED);
+  });
+  absl::StatusOr<xd::VirtualHost> host = decoded_host(fraction);
+  ASSERT_TRUE(host.ok());
+  EXPECT_EQ(host->routes[0].fraction_per_million, 250000u);
+  xd::RouteRandom random{42};
+  int matched = 0;
+  for (int i = 0; i < 1000; ++i) matched += xd::match_route(*host, "/s/m", {}, random) == 0;
+  EXPECT_GE(matched, 200);
+  EXPECT_LE(matched, 300);
+  // 0 never, and a numerator over its denominator is 100%.
+  fraction.mutable_virtual_hosts(0)
+      ->mutable_routes(0)
+      ->mutable_match()
+      ->mutable_runtime_fraction()
+      ->mutable_default_value()
+      ->set_numerator(0);
+  EXPECT_FALSE(matches(fraction, "/s/m"));
+  fraction.mutable_virtual_hosts(0)
+      ->mutable_routes(0)
+      ->mutable_match()
+      ->mutable_runtime_fraction()
+      ->mutable_default_value()
+      ->set_numerator(500);
+  host = decoded_host(fraction);
+  ASSERT_TRUE(host.ok());
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(xd::match_route(*host, "/s/m", {}, random), 0);
+  // weighted_clusters 70/20/10 (and a weight-0 cluster that takes nothing), 1000 picks.
+  auto weighted = one_route([](auto& r) {
+    auto* wc = r.mutable_route()->mutable_weighted_clusters();
+    for (auto [name, weight] :
+         {std::pair<const char*, int>{"a", 70}, {"b", 20}, {"zero", 0}, {"c", 10}}) {
+      auto* c = wc->add_clusters();
+      c->set_name(name);
+      c->mutable_weight()->set_value(weight);
+    }
+  });
+  host = decoded_host(weighted);
+  ASSERT_TRUE(host.ok()) << host.status();
+  const xd::Route& route = host->routes[0];
+  ASSERT_EQ(route.weighted_clusters.size(), 3u);
+  EXPECT_EQ(route.total_weight, 100u);
+  std::map<std::string, int> picks;
+  for (int i = 0; i < 1000; ++i)
+    ++picks[route.weighted_clusters[xd::pick_weighted(route, random)].first];
+  EXPECT_NEAR(picks["a"], 700, 50);
+  EXPECT_NEAR(picks["b"], 200, 40);
+  EXPECT_NEAR(picks["c"], 100, 30);
+  EXPECT_EQ(picks.count("zero"), 0u);
+}
+
+TEST(XdsRouteMatching, BadMatchersAndWeightsAreNackedAndLimitsBoundTheWork) {
+  auto nacked = [](const envoy::config::route::v3::RouteConfiguration& rc) -> std::string {
+    xd::DecodedResource decoded = decode(xd::ResourceType::kRouteConfig, rc);
+    return decoded.value.ok() ? "" : std::string(decoded.value.status().message());
+  };
+  // safe_regex: NACKed, path or header (ferry has no RE2, docs/xds.md).
+  EXPECT_NE(nacked(one_route([](auto& r) {
+              r.mutable_match()->mutable_safe_regex()->set_regex("^/s/.*$");
+            })).find("regular expressions are not supported"),
+            std::string::npos);
+  EXPECT_NE(nacked(one_route([](auto& r) {
+              auto* h = r.mutable_match()->add_headers();
+              h->set_name("x");
+              h->mutable_safe_regex_match()->set_regex("(a+)+$");
+            })).find("safe_regex_match"),
+            std::string::npos);
+  EXPECT_NE(nacked(one_route([](auto& r) {
+              auto* h = r.mutable_match()->add_headers();
+              h->set_name("x");
+              h->mutable_string_match()->mutable_safe_regex()->set_regex("a");
+            })).find("string_match.safe_regex"),
+            std::string::npos);
+  // A range whose start is past its end, a header matcher without a name or a kind.
+  EXPECT_NE(nacked(one_route([](auto& r) {
+              auto* h = r.mutable_match()->add_headers();
+              h->set_name("x");
+              h->mutable_range_match()->set_start(5);
+              h->mutable_range_match()->set_end(1);
+            })).find("start 5 > end 1"),
+            std::string::npos);
+  EXPECT_NE(nacked(one_route([](auto& r) {
+              r.mutable_match()->add_headers()->set_exact_match("a");
+            })).find("no name"),
+            std::string::npos);
+  EXPECT_NE(nacked(one_route([](auto& r) {
+              r.mutable_match()->add_headers()->set_name("x");
+            })).find("no supported header_match_specifier"),
+            std::string::npos);
+  // Weights: summing to 0, or past 2^32-1.
+  auto weights = [](std::vector<std::uint32_t> ws) {
+    return one_route([&](auto& r) {
+      auto* wc = r.mutable_route()->mutable_weighted_clusters();
+      for (std::size_t i = 0; i < ws.size(); ++i) {
+        auto* c = wc->add_clusters();
+        c->set_name(absl::StrCat("c", i));
+        c->mutable_weight()->set_value(ws[i]);
+      }
+    });
+  };
+  EXPECT_NE(nacked(weights({0, 0})).find("sum to 0"), std::string::npos);
+  EXPECT_NE(nacked(weights({4000000000u, 400000000u})).find("over 2^32-1"), std::string::npos);
+  EXPECT_EQ(nacked(weights({4000000000u, 294967295u})), "");  // exactly 2^32-1
+  // The bounds: routes per virtual host, header matchers per route, clusters per route and
+  // per virtual host (a hostile control plane's 10,000 routes are NACKed unread past them).
+  auto many_routes = route_config("r", "c");
+  for (std::size_t i = 1; i <= xd::kMaxRoutesPerVirtualHost; ++i) {
+    *many_routes.mutable_virtual_hosts(0)->add_routes() = many_routes.virtual_hosts(0).routes(0);
+  }
+  EXPECT_NE(nacked(many_routes).find("routes, over"), std::string::npos);
+  auto many_headers = one_route([](auto& r) {
+    for (std::size_t i = 0; i <= xd::kMaxHeaderMatchersPerRoute; ++i) {
+      auto* h = r.mutable_match()->add_headers();
+      h->set_name("x");
+      h->set_present_match(true);
+    }
+  });
+  EXPECT_NE(nacked(many_headers).find("header matchers, over"), std::string::npos);
+  EXPECT_NE(nacked(weights(std::vector<std::uint32_t>(xd::kMaxWeightedClustersPerRoute + 1, 1)))
+                .find("clusters, over"),
+            std::string::npos);
+  auto many_clusters = route_config("r", "c0");
+  for (std::size_t i = 1; i <= xd::kMaxClustersPerVirtualHost; ++i) {
+    auto* route = many_clusters.mutable_virtual_hosts(0)->add_routes();
+    route->mutable_match()->set_prefix(absl::StrCat("/", i));
+    route->mutable_route()->set_cluster(absl::StrCat("c", i));
+  }
+  EXPECT_NE(nacked(many_clusters).find("clusters, over"), std::string::npos);
+  // Not NACKed: a route with query_parameters or a cluster_header is ignored (A28), one with a
+  // non-forwarding action is kept (its calls fail).
+  auto ignored = route_config("r", "c");
+  ignored.mutable_virtual_hosts(0)
+      ->mutable_routes(0)
+      ->mutable_match()
+      ->add_query_parameters()
+      ->set_name("q");
+  auto* by_header = ignored.mutable_virtual_hosts(0)->add_routes();
+  by_header->mutable_match()->set_prefix("");
+  by_header->mutable_route()->set_cluster_header("x-cluster");
+  auto* non_forwarding = ignored.mutable_virtual_hosts(0)->add_routes();
+  non_forwarding->mutable_match()->set_prefix("");
+  non_forwarding->mutable_non_forwarding_action();
+  absl::StatusOr<xd::VirtualHost> host = decoded_host(ignored);
+  ASSERT_TRUE(host.ok()) << host.status();
+  ASSERT_EQ(host->routes.size(), 1u);
+  EXPECT_FALSE(host->routes[0].forwards());
+}
+
+// Per-call routing through a channel: two clusters, a route by header, a route by method, a
+// weighted split, a non-forwarding route and no match; then a RouteConfiguration with a bad
+// matcher is NACKed while the good one stays in use.
+TEST(XdsRouting, EachCallTakesItsRouteAndClusterAndABadUpdateIsNacked) {
+  Backend a, b;
+  std::mutex mutex;
+  int rds_version = 1;
+  auto routes = [&](int version) {
+    envoy::config::route::v3::RouteConfiguration rc;
+    rc.set_name("route");
+    auto* vh = rc.add_virtual_hosts();
+    vh->add_domains("*");
+    auto* by_header = vh->add_routes();
+    by_header->mutable_match()->set_prefix("");
+    auto* h = by_header->mutable_match()->add_headers();
+    h->set_name("x-cluster");
+    h->set_exact_match("b");
+    by_header->mutable_route()->set_cluster("cb");
+    auto* collect = vh->add_routes();
+    collect->mutable_match()->set_path("/ferry.testing.Echo/Collect");
+    collect->mutable_non_forwarding_action();
+    auto* split = vh->add_routes();
+    split->mutable_match()->set_prefix("/ferry.testing.Echo/");
+    auto* wc = split->mutable_route()->mutable_weighted_clusters();
+    for (const char* name : {"ca", "cb"}) {
+      auto* c = wc->add_clusters();
+      c->set_name(name);
+      c->mutable_weight()->set_value(50);
+    }
+    if (version >= 2) {  // bad: a regex
+      split->mutable_match()->mutable_safe_regex()->set_regex(".*");
+    }
+    return rc;
+  };
+  FakeControlPlane cp([&](const DiscoveryRequest& request, int) -> Reply {
+    if (request.type_url() == kLds && first_of_its_type(request)) {
+      return {{response(kLds, "1", "l1", {pack(listener("svc", "route"))})}, {}};
+    }
+    if (request.type_url() == kRds) {
+      std::lock_guard lock(mutex);
+      // Answers the first request, and the ACK of version 1 with version 2.
+      if (first_of_its_type(request) || (request.version_info() == "1" && rds_version == 1)) {
+        const int v = first_of_its_type(request) ? 1 : ++rds_version;
+        return {{response(kRds, std::to_string(v), absl::StrCat("r", v), {pack(routes(v))})}, {}};
+      }
+      return {};
+    }
+    if (!first_of_its_type(request)) return {};
+    if (request.type_url() == kCds) {
+      return {{response(kCds, "1", "c1", {pack(eds_cluster("ca")), pack(eds_cluster("cb"))})}, {}};
+    }
+    if (request.type_url() == kEds) {
+      return {{response(kEds, "1", "e1",
+                        {pack(endpoints("ca", a.port())), pack(endpoints("cb", b.port()))})},
+              {}};
+    }
+    return {};
+  });
+  absl::StatusOr<std::shared_ptr<Resolver>> resolver =
+      xds::make_resolver("xds:///svc", bootstrap_for(cp.port()), fast_options());
+  ASSERT_TRUE(resolver.ok());
+  ChannelOptions options;
+  options.resolver = *resolver;
+  Channel channel("xds:///svc", options);
+  testing::Echo::BlockingStub stub(channel);
+  auto call = [&](const char* cluster_header) {
+    testing::EchoRequest request;
+    testing::EchoResponse response;
+    ClientContext ctx;
+    ctx.set_timeout(5s);
+    ctx.set_wait_for_ready(true);
+    if (cluster_header != nullptr) ctx.add_metadata("x-cluster", cluster_header);
+    return stub.Echo(ctx, request, response);
+  };
+  // Both clusters' subscriptions were made and answered.
+  ASSERT_TRUE(call(nullptr).ok());
+  // The NACK of version 2 came (the RDS ACK of version 1 got version 2 back).
+  ASSERT_TRUE(cp.await([](const auto& rs) { return find_nack(rs, kRds) != nullptr; }));
+  EXPECT_NE(find_nack(cp.requests(), kRds)->error_detail().message().find("regular expressions"),
+            std::string::npos);
+  EXPECT_EQ(find_nack(cp.requests(), kRds)->version_info(), "1");
+  // Version 1 stays in use: the header route takes every call to b.
+  const int a0 = a.calls(), b0 = b.calls();
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(call("b").ok()) << i;
+  EXPECT_EQ(a.calls(), a0);
+  EXPECT_EQ(b.calls(), b0 + 20);
+  // The weighted route splits the rest about evenly between a and b.
+  const int a1 = a.calls(), b1 = b.calls();
+  for (int i = 0; i < 400; ++i) ASSERT_TRUE(call("a").ok()) << i;
+  EXPECT_NEAR(a.calls() - a1, 200, 60);
+  EXPECT_NEAR(b.calls() - b1, 200, 60);
+  // Collect's route does not forward; a method outside every route matches none: UNAVAILABLE.
+  for (const char* method : {"/ferry.testing.Echo/Collect", "/other.Service/Get"}) {
+    ClientContext ctx;
+    ctx.set_timeout(5s);
+    ctx.set_wait_for_ready(true);  // no matter: the route decides
+    BlockingClientStream stream = channel.open_blocking(method, ctx);
+    stream.writes_done();
+    absl::Status status = stream.finish();
+    EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << method << " " << status;
+    EXPECT_NE(status.message().find(method[1] == 'f' ? "does not forward" : "no route matches"),
+              std::string::npos)
+        << status;
+  }
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ferry/blocking_stream.h"
 #include "ferry/channel.h"
 #include "ferry/server.h"
 #include "ferry/xds.h"
@@ -142,6 +143,30 @@ std::string snapshot(const std::vector<const Backend*>& backends, bool rds = tru
       absl::StrJoin(addresses, ", "), "]}]}]}");
 }
 
+// gRFC A28's scenario: listener "svc" -> RDS "route-svc" with routes (JSON, the control plane's
+// ROUTE list) -> clusters "c1" (endpoint a) and "c2" (endpoint b); clusters listed in `clusters`.
+std::string routed_snapshot(const std::string& routes, const Backend& a, const Backend& b,
+                            const std::vector<std::string>& clusters = {"c1", "c2"}) {
+  std::vector<std::string> cds, eds;
+  for (const std::string& c : clusters) {
+    cds.push_back(absl::StrCat(R"({"name": ")", c, R"("})"));
+    eds.push_back(absl::StrCat(R"({"name": ")", c,
+                               R"(", "localities": [{"priority": 0, "weight": 1, "addresses": [")",
+                               (c == "c1" ? a : b).address(), R"("]}]})"));
+  }
+  return absl::StrCat(
+      R"({"listeners": [{"name": "svc", "rds": "route-svc"}], "routes": [{"name": "route-svc", )",
+      R"("routes": )", routes, R"(}], "clusters": [)", absl::StrJoin(cds, ", "),
+      R"(], "endpoints": [)", absl::StrJoin(eds, ", "), "]}");
+}
+constexpr std::string_view kRoutesPerMethod =
+    R"([{"path": "/ferry.testing.Echo/Collect", "cluster": "c2"},)"
+    R"( {"prefix": "/ferry.testing.Echo/Echo", "cluster": "c1"}])";
+constexpr std::string_view kRoutesSplit =
+    R"([{"prefix": "/", "weighted": [{"cluster": "c1", "weight": 50}, {"cluster": "c2", "weight": 50}]}])";
+constexpr std::string_view kRoutesC1Only = R"([{"prefix": "/", "cluster": "c1"}])";
+constexpr int kSplitCalls = 1000;
+
 xds::Bootstrap bootstrap_for(int port) {
   absl::StatusOr<xds::Bootstrap> b = xds::parse_bootstrap(absl::StrCat(
       R"({"xds_servers": [{"server_uri": "127.0.0.1:)", port,
@@ -176,6 +201,20 @@ absl::Status echo(Channel& channel, bool wait_for_ready = true) {
   ctx.set_timeout(10s);
   ctx.set_wait_for_ready(wait_for_ready);
   return stub.Echo(ctx, request, response);
+}
+
+// One Collect call (client streaming) of one request, as a unary call would send it.
+absl::Status collect(Channel& channel) {
+  ClientContext ctx;
+  ctx.set_timeout(10s);
+  ctx.set_wait_for_ready(true);
+  BlockingClientStream stream = channel.open_blocking("/ferry.testing.Echo/Collect", ctx);
+  EchoRequest request;
+  request.set_payload("hi");
+  (void)stream.write_last(request);
+  EchoResponse response;
+  (void)stream.read(response);
+  return stream.finish();
 }
 
 bool peer_missing() { return access(peer_path().c_str(), X_OK) != 0; }
@@ -288,9 +327,13 @@ TEST(XdsControlPlane, AnInvalidResourceIsNackedAndTheLastGoodOneStaysInUse) {
     }
   }
   EXPECT_TRUE(saw_nacked_cluster);
-  // A listener without an api_listener: NACKed too, calls go on.
-  ASSERT_EQ(cp.command(R"(snapshot 3 {"listeners": [{"name": "svc", "no_api_listener": true}]})"),
-            "ok");
+  // A listener without an api_listener: NACKed too, calls go on. (The snapshot keeps the
+  // cluster: one it left out would be deleted, and its calls fail, as in gRPC.)
+  std::string bad_listener = snapshot({&a});
+  const std::string good_listener = R"({"name": "svc", "rds": "route-svc"})";
+  bad_listener.replace(bad_listener.find(good_listener), good_listener.size(),
+                       R"({"name": "svc", "no_api_listener": true})");
+  ASSERT_EQ(cp.command("snapshot 3 " + bad_listener), "ok");
   EXPECT_EQ(cp.await("nacks", "2"), "2");
   EXPECT_NE(cp.command("last_nack").find("no api_listener"), std::string::npos);
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(echo(*channel).ok()) << i;
@@ -359,6 +402,63 @@ TEST(XdsControlPlane, AListenerTheControlPlaneLacksFailsCallsAfterTheDoesNotExis
   EXPECT_GE(std::chrono::steady_clock::now() - start, 1500ms);
 }
 
+// gRFC A28 through go-control-plane: a route per method to two clusters, then a 50/50 split of
+// one route's calls between them, then one cluster dropped from the routes (and its CDS/EDS
+// subscriptions with it). XdsGrpcGo.RoutesPerMethodAndSplitsByWeight runs the same with grpc-go.
+TEST(XdsControlPlane, RoutesPerMethodAndSplitsByWeight) {
+  if (peer_missing()) GTEST_SKIP() << "xds_control_plane_go not installed: " << peer_path();
+  ControlPlane cp;
+  Backend a, b;
+  ASSERT_EQ(cp.command("snapshot 1 " + routed_snapshot(std::string(kRoutesPerMethod), a, b)), "ok");
+  auto channel = xds_channel(cp.port());
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(echo(*channel).ok()) << i;
+    absl::Status status = collect(*channel);
+    ASSERT_TRUE(status.ok()) << i << " " << status;
+  }
+  EXPECT_EQ(a.calls(), 10);  // Echo's route: c1
+  EXPECT_EQ(b.calls(), 10);  // Collect's: c2
+  ASSERT_EQ(cp.command("snapshot 2 " + routed_snapshot(std::string(kRoutesSplit), a, b)), "ok");
+  ASSERT_EQ(cp.await("acked rds", "2"), "2");
+  // The new routes reach the channel: Echo's calls go to both clusters.
+  for (int i = 0; i < 200 && b.calls() == 10; ++i) {
+    ASSERT_TRUE(echo(*channel).ok()) << i;
+    std::this_thread::sleep_for(10ms);
+  }
+  const int a0 = a.calls(), b0 = b.calls();
+  for (int i = 0; i < kSplitCalls; ++i) ASSERT_TRUE(echo(*channel).ok()) << i;
+  // 50/50 over 1000 calls: within 7 standard deviations (15.8 each) of 500.
+  EXPECT_NEAR(a.calls() - a0, kSplitCalls / 2, 110);
+  EXPECT_NEAR(b.calls() - b0, kSplitCalls / 2, 110);
+  EXPECT_EQ(a.calls() - a0 + b.calls() - b0, kSplitCalls);
+  // c2 leaves the routes: its subscriptions go (the snapshot still has it), calls go to c1.
+  ASSERT_EQ(cp.command("snapshot 3 " + routed_snapshot(std::string(kRoutesC1Only), a, b)), "ok");
+  bool c2_dropped = false;
+  for (int i = 0; i < 200 && !c2_dropped; ++i) {
+    ASSERT_TRUE(echo(*channel).ok()) << i;
+    c2_dropped = true;
+    for (const auto& s : xds::client_status(bootstrap_for(cp.port()), fast_options())) {
+      if (s.name == "c2") c2_dropped = false;
+    }
+    if (!c2_dropped) std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_TRUE(c2_dropped);
+  const int b1 = b.calls();
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(echo(*channel).ok()) << i;
+  EXPECT_EQ(b.calls(), b1);
+  EXPECT_EQ(cp.command("nacks"), "0");
+  // A safe_regex route is NACKed (ferry has no RE2; grpc-go would take it): version 3 stays.
+  ASSERT_EQ(
+      cp.command("snapshot 4 " + routed_snapshot(R"([{"regex": "^/.*$", "cluster": "c2"}])", a, b)),
+      "ok");
+  EXPECT_EQ(cp.await("nacks", "1"), "1");
+  EXPECT_NE(cp.command("last_nack").find("regular expressions are not supported"),
+            std::string::npos);
+  EXPECT_EQ(cp.command("acked rds"), "3");
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(echo(*channel).ok()) << i;
+  EXPECT_EQ(b.calls(), b1);
+}
+
 // The same scenarios through grpc-go's xDS client (xds_client_go), with the same bootstrap,
 // control plane and endpoints: the outcomes must match ferry's above.
 class GrpcGoXdsClient : public PeerProcess {
@@ -370,7 +470,9 @@ class GrpcGoXdsClient : public PeerProcess {
                         control_plane_port,
                         R"(", "channel_creds": [{"type": "insecure"}], "server_features": )"
                         R"(["xds_v3"]}], "node": {"id": "grpc-go"}})")}) {}
-  std::string call(int n) { return command(absl::StrCat("call ", n)); }
+  std::string call(int n, const std::string& method = "") {
+    return command(absl::StrCat("call ", n, method.empty() ? "" : " ", method));
+  }
 };
 
 bool grpc_go_missing() { return peer_missing() || access(grpc_go_path().c_str(), X_OK) != 0; }
@@ -443,6 +545,41 @@ TEST(XdsGrpcGo, ARestartedControlPlaneKeepsCallsWorkingAndIsAskedAgainWithTheVer
     std::this_thread::sleep_for(20ms);
   }
   EXPECT_GT(b.calls(), 0);
+}
+
+TEST(XdsGrpcGo, RoutesPerMethodAndSplitsByWeight) {
+  if (grpc_go_missing()) GTEST_SKIP() << "xds peers not installed in " << FERRY_PEERS_DIR;
+  ControlPlane cp;
+  Backend a, b;
+  ASSERT_EQ(cp.command("snapshot 1 " + routed_snapshot(std::string(kRoutesPerMethod), a, b)), "ok");
+  GrpcGoXdsClient client(cp.port());
+  ASSERT_EQ(client.call(10), "ok");
+  ASSERT_EQ(client.call(10, "/ferry.testing.Echo/Collect"), "ok");
+  EXPECT_EQ(a.calls(), 10);
+  EXPECT_EQ(b.calls(), 10);
+  ASSERT_EQ(cp.command("snapshot 2 " + routed_snapshot(std::string(kRoutesSplit), a, b)), "ok");
+  ASSERT_EQ(cp.await("acked rds", "2"), "2");
+  for (int i = 0; i < 200 && b.calls() == 10; ++i) {
+    ASSERT_EQ(client.call(1), "ok") << i;
+    std::this_thread::sleep_for(10ms);
+  }
+  const int a0 = a.calls(), b0 = b.calls();
+  ASSERT_EQ(client.call(kSplitCalls), "ok");
+  EXPECT_NEAR(a.calls() - a0, kSplitCalls / 2, 110);
+  EXPECT_NEAR(b.calls() - b0, kSplitCalls / 2, 110);
+  ASSERT_EQ(cp.command("snapshot 3 " + routed_snapshot(std::string(kRoutesC1Only), a, b)), "ok");
+  ASSERT_EQ(cp.await("acked rds", "3"), "3");
+  // grpc-go keeps a removed cluster's balancer for calls in flight a moment: wait for the move.
+  for (int i = 0; i < 200; ++i) {
+    const int before = b.calls();
+    ASSERT_EQ(client.call(5), "ok");
+    if (b.calls() == before) break;
+    std::this_thread::sleep_for(20ms);
+  }
+  const int b1 = b.calls();
+  ASSERT_EQ(client.call(20), "ok");
+  EXPECT_EQ(b.calls(), b1);
+  EXPECT_EQ(cp.command("nacks"), "0");
 }
 
 }  // namespace

@@ -62,6 +62,8 @@ ChannelCore::ChannelCore(asio::io_context::executor_type executor, std::string t
   settings->target = canonical_target_;
   settings_ = std::move(settings);
   has_method_configs_ = !options_.method_configs.empty() || !options_.method_config.empty();
+  // A resolver that routes each call to a cluster (xDS, client/call_router.h).
+  routing_ = dynamic_cast<RoutingResolver*>(resolver_.get());
   if (resolver_ != nullptr) {
     // A resolver may call for a policy (xDS clusters: round_robin).
     const std::string_view policy = resolver_->load_balancing_policy();
@@ -74,7 +76,13 @@ ChannelCore::ChannelCore(asio::io_context::executor_type executor, std::string t
 
 ChannelCore::~ChannelCore() {
   for (const auto& s : subchannels_) s->shutdown(/*graceful=*/false);
+  for (const auto& set : clusters_) {
+    for (const auto& s : set->subchannels) s->shutdown(/*graceful=*/false);
+  }
 }
+
+ChannelCore::ClusterSet::ClusterSet(ChannelCore& owner, std::string cluster_name)
+    : core(owner), name(std::move(cluster_name)), policy(make_round_robin(*this)) {}
 
 void ChannelCore::set_state(ConnectivityState state) {
   if (state_.load(std::memory_order_relaxed) == ConnectivityState::kShutdown) return;
@@ -115,6 +123,10 @@ void ChannelCore::exit_idle() {
     }
     connect_requested_ = true;
     request_resolution();
+    return;
+  }
+  if (router_ != nullptr) {
+    for (const auto& set : clusters_) set->policy->exit_idle();
     return;
   }
   policy_->exit_idle();
@@ -167,20 +179,31 @@ asio::awaitable<void> ChannelCore::resolve(std::shared_ptr<ChannelCore> /*keeps 
     // This coroutine is spawned detached: an exception (an application's resolver may throw)
     // would be dropped and leave resolving_ set for ever, so it counts as a failed resolution.
     absl::StatusOr<std::vector<Address>> addresses;
+    absl::StatusOr<RoutingConfig> routes;  // from a routing resolver, instead
     try {
-      addresses = co_await resolver_->resolve(executor_);
+      if (routing_ != nullptr) {
+        routes = co_await routing_->resolve_routes(executor_);
+        addresses = routes.ok() ? absl::StatusOr<std::vector<Address>>(std::vector<Address>())
+                                : routes.status();
+      } else {
+        addresses = co_await resolver_->resolve(executor_);
+      }
     } catch (const std::exception& e) {
       addresses = absl::UnavailableError(absl::StrCat("the resolver threw: ", e.what()));
     }
     if (closed_) break;
     last_resolution_ = std::chrono::steady_clock::now();
-    if (addresses.ok() && addresses->empty()) {
+    if (routing_ == nullptr && addresses.ok() && addresses->empty()) {
       addresses = absl::UnavailableError("the resolver returned no address");
     }
     if (addresses.ok()) {
       resolve_backoff_.reset();
       resolved_once_ = true;
-      apply_addresses(*std::move(addresses));
+      if (routing_ != nullptr) {
+        apply_routes(*std::move(routes));
+      } else {
+        apply_addresses(*std::move(addresses));
+      }
       schedule_refresh();
       if (!resolve_again_) break;
       not_before = std::exchange(resolve_now_, false)
@@ -189,7 +212,7 @@ asio::awaitable<void> ChannelCore::resolve(std::shared_ptr<ChannelCore> /*keeps 
       continue;
     }
     // Failed: with no address yet, the channel is in TRANSIENT_FAILURE; retry with back-off.
-    if (subchannels_.empty()) {
+    if (subchannels_.empty() && router_ == nullptr) {
       error_ = addresses.status();
       set_state(ConnectivityState::kTransientFailure);
       changed_.notify_all();
@@ -200,24 +223,130 @@ asio::awaitable<void> ChannelCore::resolve(std::shared_ptr<ChannelCore> /*keeps 
   resolving_ = false;
 }
 
-void ChannelCore::apply_addresses(std::vector<Address> addresses) {
+std::vector<std::shared_ptr<Subchannel>> ChannelCore::subchannels_for(
+    std::vector<Address> addresses, std::vector<std::shared_ptr<Subchannel>>& current,
+    SubchannelListener* listener) {
   std::vector<std::shared_ptr<Subchannel>> next;
   next.reserve(addresses.size());
   for (Address& a : addresses) {
     auto same = [&a](const std::shared_ptr<Subchannel>& s) { return s->address() == a; };
     if (std::any_of(next.begin(), next.end(), same)) continue;  // listed twice
-    auto kept = std::find_if(subchannels_.begin(), subchannels_.end(), same);
-    if (kept != subchannels_.end()) {
+    auto kept = std::find_if(current.begin(), current.end(), same);
+    if (kept != current.end()) {
       next.push_back(std::move(*kept));
-      subchannels_.erase(kept);
+      current.erase(kept);
     } else {
-      next.push_back(std::make_shared<Subchannel>(executor_, std::move(a), settings_, this));
+      next.push_back(std::make_shared<Subchannel>(executor_, std::move(a), settings_, listener));
     }
   }
+  return next;
+}
+
+void ChannelCore::apply_addresses(std::vector<Address> addresses) {
+  std::vector<std::shared_ptr<Subchannel>> next =
+      subchannels_for(std::move(addresses), subchannels_, this);
   std::vector<std::shared_ptr<Subchannel>> gone = std::exchange(subchannels_, std::move(next));
   policy_->update(subchannels_);
   for (const auto& s : gone) s->shutdown(/*graceful=*/true);  // its calls finish
   if (waiting_calls_ > 0 || std::exchange(connect_requested_, false)) policy_->exit_idle();
+}
+
+void ChannelCore::apply_routes(RoutingConfig config) {
+  applying_routes_ = true;
+  std::vector<std::unique_ptr<ClusterSet>> next;
+  next.reserve(config.clusters.size());
+  for (RoutedCluster& cluster : config.clusters) {
+    auto kept = std::find_if(clusters_.begin(), clusters_.end(), [&](const auto& set) {
+      return set != nullptr && set->name == cluster.name;
+    });
+    std::unique_ptr<ClusterSet> set = kept != clusters_.end()
+                                          ? std::move(*kept)
+                                          : std::make_unique<ClusterSet>(*this, cluster.name);
+    std::vector<Address> addresses;
+    set->unavailable = cluster.addresses.status();
+    if (cluster.addresses.ok()) addresses = *std::move(cluster.addresses);
+    std::vector<std::shared_ptr<Subchannel>> gone = std::exchange(
+        set->subchannels, subchannels_for(std::move(addresses), set->subchannels, set.get()));
+    set->policy->update(set->subchannels);
+    for (const auto& s : gone) s->shutdown(/*graceful=*/true);  // its calls finish
+    next.push_back(std::move(set));
+  }
+  // The clusters no route names any more: their calls finish, their connections go.
+  std::vector<std::unique_ptr<ClusterSet>> dropped;
+  for (auto& set : clusters_) {
+    if (set == nullptr) continue;
+    for (const auto& s : set->subchannels) s->shutdown(/*graceful=*/true);
+    dropped.push_back(std::move(set));
+  }
+  if (!dropped.empty()) asio::post(executor_, [old = std::move(dropped)] {});
+  clusters_ = std::move(next);
+  router_ = std::move(config.router);
+  applying_routes_ = false;
+  aggregate_cluster_states();
+  changed_.notify_all();
+  if (waiting_calls_ > 0 || std::exchange(connect_requested_, false)) {
+    for (const auto& set : clusters_) set->policy->exit_idle();
+  }
+}
+
+void ChannelCore::on_cluster_subchannel_state(ClusterSet& set, Subchannel* subchannel,
+                                              ConnectivityState state) {
+  if (closed_) return;
+  if (state == ConnectivityState::kIdle || state == ConnectivityState::kTransientFailure) {
+    request_resolution();
+  }
+  set.policy->on_subchannel_state(subchannel, state);
+  if (waiting_calls_ > 0 && set.state == ConnectivityState::kIdle) set.policy->exit_idle();
+}
+
+void ChannelCore::on_cluster_picker(ClusterSet& set, Picker picker, ConnectivityState state,
+                                    absl::Status error) {
+  if (closed_) return;
+  std::swap(set.picker, picker);
+  asio::post(executor_, [old = std::move(picker)] {});
+  set.state = state;
+  if (state == ConnectivityState::kTransientFailure) {
+    set.error = set.unavailable.ok() ? std::move(error) : set.unavailable;
+  }
+  if (applying_routes_) return;  // apply_routes aggregates once it is done
+  aggregate_cluster_states();
+  changed_.notify_all();
+}
+
+void ChannelCore::aggregate_cluster_states() {
+  bool ready = false, connecting = false, idle = false;
+  const absl::Status* failure = nullptr;
+  for (const auto& set : clusters_) {
+    ready |= set->state == ConnectivityState::kReady;
+    connecting |= set->state == ConnectivityState::kConnecting;
+    idle |= set->state == ConnectivityState::kIdle;
+    if (set->state == ConnectivityState::kTransientFailure && failure == nullptr) {
+      failure = &set->error;
+    }
+  }
+  if (ready) {
+    set_state(ConnectivityState::kReady);
+  } else if (connecting) {
+    set_state(ConnectivityState::kConnecting);
+  } else if (idle) {
+    set_state(ConnectivityState::kIdle);
+  } else {
+    error_ = failure != nullptr ? *failure : absl::UnavailableError("xDS: no route forwards calls");
+    set_state(ConnectivityState::kTransientFailure);
+  }
+}
+
+Ref<ClientCall> ChannelCore::try_start_routed(std::string_view method, const MethodConfig* config,
+                                              ClientContext& context, int previous_attempts,
+                                              bool unary) {
+  absl::Status error;
+  const int cluster = router_->route(method, context, error);
+  if (cluster < 0 || static_cast<std::size_t>(cluster) >= clusters_.size()) {
+    return {};  // start_call fails it, saying why
+  }
+  const std::shared_ptr<ChannelConnection>* conn = clusters_[cluster]->picker.pick();
+  if (conn == nullptr || !(*conn)->connection->accepts_new_streams()) return {};
+  return start_call_on(*conn, method, config, context, previous_attempts, unary);
 }
 
 void ChannelCore::schedule_refresh() {
@@ -262,7 +391,26 @@ asio::awaitable<Ref<ClientCall>> ChannelCore::start_call(std::string_view method
       failure = target_error_;
       break;
     }
-    if (const std::shared_ptr<ChannelConnection>* conn = picker_.pick()) {
+    Picker* picker = &picker_;
+    ConnectivityState s = state();
+    const absl::Status* error = &error_;
+    ClusterSet* set = nullptr;
+    if (router_ != nullptr) {
+      // A routing resolver's channel: the call's cluster, chosen again on each pass (the
+      // configuration may have changed meanwhile, gRFC A28).
+      absl::Status route_error;
+      const int cluster = router_->route(method, context, route_error);
+      if (cluster < 0 || static_cast<std::size_t>(cluster) >= clusters_.size()) {
+        failure = cluster < 0 ? std::move(route_error)
+                              : absl::InternalError("the router chose a cluster it did not list");
+        break;
+      }
+      set = clusters_[cluster].get();
+      picker = &set->picker;
+      s = set->state;
+      error = &set->error;
+    }
+    if (const std::shared_ptr<ChannelConnection>* conn = picker->pick()) {
       if ((*conn)->connection->accepts_new_streams()) {
         --waiting_calls_;
         co_return start_call_on(*conn, method, config, context, previous_attempts, unary);
@@ -270,18 +418,22 @@ asio::awaitable<Ref<ClientCall>> ChannelCore::start_call(std::string_view method
       if ((*conn)->owner != nullptr) (*conn)->owner->drop_connection();
       continue;
     }
-    const ConnectivityState s = state();
     if (s == ConnectivityState::kTransientFailure && !context.wait_for_ready()) {
-      failure = error_.ok() ? absl::UnavailableError("no connection") : error_;
+      failure = error->ok() ? absl::UnavailableError("no connection") : *error;
       break;
     }
     if (context.deadline() <= std::chrono::steady_clock::now()) {
       failure = absl::DeadlineExceededError(absl::StrCat(
           "deadline exceeded while waiting for a connection (channel ",
-          to_absl(connectivity_state_name(s)), error_.ok() ? "" : ": ", error_.message(), ")"));
+          to_absl(connectivity_state_name(s)), error->ok() ? "" : ": ", error->message(), ")"));
       break;
     }
-    if (s == ConnectivityState::kIdle || !resolved_once_) {
+    if (set != nullptr) {
+      if (s == ConnectivityState::kIdle) {
+        set->policy->exit_idle();
+        if (set->state != s) continue;  // as below
+      }
+    } else if (s == ConnectivityState::kIdle || !resolved_once_) {
       exit_idle();
       // What exit_idle set off may have changed the state before this call waits (a connection
       // attempt that fails without suspending: TRANSIENT_FAILURE at once), and that change's
@@ -386,6 +538,11 @@ void ChannelCore::close() {
   state_.store(ConnectivityState::kShutdown, std::memory_order_release);
   for (const auto& s : subchannels_) s->shutdown(/*graceful=*/false);
   subchannels_.clear();
+  for (const auto& set : clusters_) {
+    set->picker = Picker();
+    for (const auto& s : set->subchannels) s->shutdown(/*graceful=*/false);
+    set->subchannels.clear();
+  }
   resolve_timer_.cancel();
   refresh_timer_.cancel();
   if (watching_resolver_) resolver_->watch(nullptr);

@@ -19,6 +19,7 @@
 #include "asio/steady_timer.hpp"
 #include "call/event.h"
 #include "client/backoff.h"
+#include "client/call_router.h"
 #include "client/load_balancer.h"
 #include "client/method_config.h"
 #include "client/retry.h"
@@ -62,7 +63,13 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
     }
     if (closed_) return {};
     const std::shared_ptr<ChannelConnection>* conn = picker_.pick();
-    if (conn == nullptr || !(*conn)->connection->accepts_new_streams()) return {};
+    if (conn == nullptr) [[unlikely]] {
+      // A routing resolver's channel has no picker of its own but one per cluster: only it
+      // gets here, so the other channels' hot path stays the single picker's.
+      if (router_ == nullptr) return {};
+      return try_start_routed(method, config, context, previous_attempts, unary);
+    }
+    if (!(*conn)->connection->accepts_new_streams()) return {};
     return start_call_on(*conn, method, config, context, previous_attempts, unary);
   }
 
@@ -116,6 +123,41 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   void close();
 
  private:
+  // One cluster of a routing resolver (client/call_router.h): its own subchannels, round_robin
+  // policy and picker, kept across updates by its name.
+  struct ClusterSet final : SubchannelListener, LoadBalancerHelper {
+    ClusterSet(ChannelCore& core, std::string name);
+    void on_subchannel_state(Subchannel* subchannel, ConnectivityState state) override {
+      core.on_cluster_subchannel_state(*this, subchannel, state);
+    }
+    void update_picker(Picker next, ConnectivityState next_state, absl::Status error) override {
+      core.on_cluster_picker(*this, std::move(next), next_state, std::move(error));
+    }
+    ChannelCore& core;
+    std::string name;
+    absl::Status unavailable;  // the cluster has no endpoints: why (its calls fail with it)
+    std::vector<std::shared_ptr<Subchannel>> subchannels;
+    std::unique_ptr<LoadBalancer> policy;
+    Picker picker;
+    ConnectivityState state = ConnectivityState::kIdle;
+    absl::Status error;  // in TRANSIENT_FAILURE: why
+  };
+  Ref<ClientCall> try_start_routed(std::string_view method, const MethodConfig* config,
+                                   ClientContext& context, int previous_attempts, bool unary);
+  void apply_routes(RoutingConfig config);
+  void on_cluster_subchannel_state(ClusterSet& set, Subchannel* subchannel,
+                                   ConnectivityState state);
+  void on_cluster_picker(ClusterSet& set, Picker picker, ConnectivityState state,
+                         absl::Status error);
+  // The channel's state from its clusters': READY if any is, else CONNECTING, IDLE, or
+  // TRANSIENT_FAILURE.
+  void aggregate_cluster_states();
+  // The subchannels for addresses: those of current that stay (moved out of it), new ones made
+  // with listener.
+  std::vector<std::shared_ptr<Subchannel>> subchannels_for(
+      std::vector<Address> addresses, std::vector<std::shared_ptr<Subchannel>>& current,
+      SubchannelListener* listener);
+
   std::shared_ptr<ChannelLoop> loop_;
   void on_subchannel_state(Subchannel* subchannel, ConnectivityState state) override;
   void update_picker(Picker picker, ConnectivityState state, absl::Status error) override;
@@ -148,6 +190,11 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   bool interceptors_use_duration_ = false;
   absl::Status target_error_;  // the target does not parse: every call fails with it
   std::shared_ptr<Resolver> resolver_;
+  RoutingResolver* routing_ = nullptr;  // resolver_, when it routes calls per cluster
+  // Set by the routing resolver's first configuration: picks each call's cluster.
+  std::shared_ptr<const CallRouter> router_;
+  std::vector<std::unique_ptr<ClusterSet>> clusters_;  // in the router's order
+  bool applying_routes_ = false;
   std::shared_ptr<const SubchannelSettings> settings_;
   std::unique_ptr<LoadBalancer> policy_;
   std::vector<std::shared_ptr<Subchannel>> subchannels_;

@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "asio/ip/address.hpp"
 #include "common/strings.h"
@@ -15,6 +18,8 @@
 #include "envoy/config/route/v3/route.pb.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
 #include "envoy/service/discovery/v3/discovery.pb.h"
+#include "envoy/type/matcher/v3/string.pb.h"
+#include "envoy/type/v3/percent.pb.h"
 #include "google/protobuf/any.pb.h"
 
 namespace ferry::xds::detail {
@@ -45,12 +50,114 @@ bool is_ads_or_self(const core_v3::ConfigSource& source) {
   return source.has_ads() || source.has_self();
 }
 
+// A28's header matchers; safe_regex ones are NACKed (no RE2 in ferry, docs/xds.md). The
+// matchers A28 names (exact_match, prefix_match, ...) are deprecated in Envoy's v3 for
+// string_match, which is read too; control planes still send them.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+absl::StatusOr<HeaderMatcher> decode_header_matcher(const route_v3::HeaderMatcher& proto,
+                                                    const std::string& where) {
+  HeaderMatcher out;
+  if (proto.name().empty()) return invalid(absl::StrCat(where, ": no name"));
+  out.name = absl::AsciiStrToLower(proto.name());
+  out.invert = proto.invert_match();
+  switch (proto.header_match_specifier_case()) {
+    case route_v3::HeaderMatcher::kExactMatch:
+      out.kind = HeaderMatcher::Kind::kExact;
+      out.value = proto.exact_match();
+      break;
+    case route_v3::HeaderMatcher::kPrefixMatch:
+      out.kind = HeaderMatcher::Kind::kPrefix;
+      out.value = proto.prefix_match();
+      break;
+    case route_v3::HeaderMatcher::kSuffixMatch:
+      out.kind = HeaderMatcher::Kind::kSuffix;
+      out.value = proto.suffix_match();
+      break;
+    case route_v3::HeaderMatcher::kContainsMatch:
+      out.kind = HeaderMatcher::Kind::kContains;
+      out.value = proto.contains_match();
+      break;
+    case route_v3::HeaderMatcher::kPresentMatch:
+      out.kind = HeaderMatcher::Kind::kPresent;
+      out.present = proto.present_match();
+      break;
+    case route_v3::HeaderMatcher::kRangeMatch:
+      out.kind = HeaderMatcher::Kind::kRange;
+      out.range_start = proto.range_match().start();
+      out.range_end = proto.range_match().end();
+      if (out.range_start > out.range_end) {
+        return invalid(
+            absl::StrCat(where, ".range_match: start ", out.range_start, " > end ", out.range_end));
+      }
+      break;
+    case route_v3::HeaderMatcher::kStringMatch: {
+      const auto& m = proto.string_match();
+      out.ignore_case = m.ignore_case();
+      switch (m.match_pattern_case()) {
+        case envoy::type::matcher::v3::StringMatcher::kExact:
+          out.kind = HeaderMatcher::Kind::kExact;
+          out.value = m.exact();
+          break;
+        case envoy::type::matcher::v3::StringMatcher::kPrefix:
+          out.kind = HeaderMatcher::Kind::kPrefix;
+          out.value = m.prefix();
+          break;
+        case envoy::type::matcher::v3::StringMatcher::kSuffix:
+          out.kind = HeaderMatcher::Kind::kSuffix;
+          out.value = m.suffix();
+          break;
+        case envoy::type::matcher::v3::StringMatcher::kContains:
+          out.kind = HeaderMatcher::Kind::kContains;
+          out.value = m.contains();
+          break;
+        case envoy::type::matcher::v3::StringMatcher::kSafeRegex:
+          return invalid(absl::StrCat(where,
+                                      ".string_match.safe_regex: regular expressions are "
+                                      "not supported (ferry has no RE2)"));
+        default:
+          return invalid(absl::StrCat(where, ".string_match: no supported pattern"));
+      }
+      if (out.ignore_case) out.value = absl::AsciiStrToLower(out.value);
+      break;
+    }
+    case route_v3::HeaderMatcher::kSafeRegexMatch:
+      return invalid(absl::StrCat(
+          where, ".safe_regex_match: regular expressions are not supported (ferry has no RE2)"));
+    default:
+      return invalid(absl::StrCat(where, ": no supported header_match_specifier"));
+  }
+  return out;
+}
+#pragma GCC diagnostic pop
+
+// A28: runtime_fraction's default_value, scaled to a million (the runtime_key is ignored).
+std::uint32_t per_million(const envoy::type::v3::FractionalPercent& fraction) {
+  std::uint64_t n = fraction.numerator();
+  switch (fraction.denominator()) {
+    case envoy::type::v3::FractionalPercent::HUNDRED:
+      n *= 10000;
+      break;
+    case envoy::type::v3::FractionalPercent::TEN_THOUSAND:
+      n *= 100;
+      break;
+    default:  // MILLION (an unknown denominator is read as one: the proto's validation says so)
+      break;
+  }
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(n, 1000000));
+}
+
 absl::StatusOr<RouteConfig> decode_route_config(const route_v3::RouteConfiguration& proto) {
   RouteConfig out;
   for (int v = 0; v < proto.virtual_hosts_size(); ++v) {
     const route_v3::VirtualHost& vh = proto.virtual_hosts(v);
     VirtualHost host;
     host.domains.assign(vh.domains().begin(), vh.domains().end());
+    if (static_cast<std::size_t>(vh.routes_size()) > kMaxRoutesPerVirtualHost) {
+      return invalid(absl::StrCat("virtual_hosts[", v, "]: ", vh.routes_size(), " routes, over ",
+                                  kMaxRoutesPerVirtualHost));
+    }
+    std::set<std::string_view> clusters;  // the distinct clusters the host's routes name
     for (int r = 0; r < vh.routes_size(); ++r) {
       const route_v3::Route& route = vh.routes(r);
       const std::string where = absl::StrCat("virtual_hosts[", v, "].routes[", r, "]");
@@ -67,19 +174,28 @@ absl::StatusOr<RouteConfig> decode_route_config(const route_v3::RouteConfigurati
           out_route.pattern = match.path();
           break;
         case route_v3::RouteMatch::kSafeRegex:
-          // A28: the regex is RE2's; an empty one matches nothing useful and is refused.
-          if (match.safe_regex().regex().empty()) {
-            return invalid(absl::StrCat(where, ".match.safe_regex: empty regex"));
-          }
-          out_route.match = Route::Match::kRegex;
-          out_route.pattern = match.safe_regex().regex();
-          break;
+          // A28 wants RE2's syntax and linear time; ferry has no RE2, and std::regex backtracks
+          // (exponential time, recursion as deep as the path): NACKed rather than run.
+          return invalid(absl::StrCat(
+              where,
+              ".match.safe_regex: regular expressions are not supported (ferry has no RE2)"));
         default:
           return invalid(absl::StrCat(where, ".match: no prefix, path or safe_regex"));
       }
       if (match.has_case_sensitive()) out_route.case_sensitive = match.case_sensitive().value();
-      out_route.has_header_or_fraction_matchers =
-          match.headers_size() > 0 || match.has_runtime_fraction();
+      if (static_cast<std::size_t>(match.headers_size()) > kMaxHeaderMatchersPerRoute) {
+        return invalid(absl::StrCat(where, ".match: ", match.headers_size(),
+                                    " header matchers, over ", kMaxHeaderMatchersPerRoute));
+      }
+      for (int h = 0; h < match.headers_size(); ++h) {
+        absl::StatusOr<HeaderMatcher> header =
+            decode_header_matcher(match.headers(h), absl::StrCat(where, ".match.headers[", h, "]"));
+        if (!header.ok()) return header.status();
+        out_route.headers.push_back(*std::move(header));
+      }
+      if (match.has_runtime_fraction()) {
+        out_route.fraction_per_million = per_million(match.runtime_fraction().default_value());
+      }
       // A28: a route whose query_parameters must match never matches (gRPC has no query).
       if (match.query_parameters_size() > 0) continue;
       if (route.has_route()) {
@@ -90,18 +206,27 @@ absl::StatusOr<RouteConfig> decode_route_config(const route_v3::RouteConfigurati
               return invalid(absl::StrCat(where, ".route.cluster: empty"));
             }
             out_route.cluster = action.cluster();
+            clusters.insert(action.cluster());
             break;
           case route_v3::RouteAction::kWeightedClusters: {
-            // A28: the weights' sum must be positive and fit in 32 bits.
+            // A28: the weights' sum must be positive and fit in 32 bits; a cluster of weight 0
+            // takes no call.
+            const auto& weighted = action.weighted_clusters().clusters();
+            if (static_cast<std::size_t>(weighted.size()) > kMaxWeightedClustersPerRoute) {
+              return invalid(absl::StrCat(where, ".route.weighted_clusters: ", weighted.size(),
+                                          " clusters, over ", kMaxWeightedClustersPerRoute));
+            }
             std::uint64_t sum = 0;
-            for (const auto& c : action.weighted_clusters().clusters()) {
+            for (const auto& c : weighted) {
               if (c.name().empty()) {
                 return invalid(
                     absl::StrCat(where, ".route.weighted_clusters: a cluster without a name"));
               }
               const std::uint32_t weight = c.has_weight() ? c.weight().value() : 0;
               sum += weight;
-              if (weight > 0) out_route.weighted_clusters.emplace_back(c.name(), weight);
+              if (weight == 0) continue;
+              out_route.weighted_clusters.emplace_back(c.name(), weight);
+              clusters.insert(c.name());
             }
             if (sum == 0) {
               return invalid(absl::StrCat(where, ".route.weighted_clusters: the weights sum to 0"));
@@ -110,16 +235,21 @@ absl::StatusOr<RouteConfig> decode_route_config(const route_v3::RouteConfigurati
               return invalid(
                   absl::StrCat(where, ".route.weighted_clusters: the weights' sum is over 2^32-1"));
             }
+            out_route.total_weight = static_cast<std::uint32_t>(sum);
             break;
           }
-          case route_v3::RouteAction::kClusterHeader:
-            continue;  // A28: cluster_header is not supported; the route is ignored
           default:
-            return invalid(absl::StrCat(where, ".route: no cluster or weighted_clusters"));
+            // A28: cluster_header, or a cluster specifier this build does not know: the route
+            // is ignored.
+            continue;
         }
       }
       // Any other action (non_forwarding_action, redirect, ...) matches and fails the call.
       host.routes.push_back(std::move(out_route));
+    }
+    if (clusters.size() > kMaxClustersPerVirtualHost) {
+      return invalid(absl::StrCat("virtual_hosts[", v, "]: routes to ", clusters.size(),
+                                  " clusters, over ", kMaxClustersPerVirtualHost));
     }
     out.virtual_hosts.push_back(std::move(host));
   }
@@ -388,6 +518,116 @@ const VirtualHost* find_virtual_host(const RouteConfig& config, std::string_view
     }
   }
   return best;
+}
+
+namespace {
+
+// The call's value of a header as A28 matches it: its values joined with ",", nullopt when absent;
+// "-bin" headers are absent, content-type is "application/grpc" (the call's own is added below
+// the routing). A repeated header is joined in a thread-local buffer that is reused.
+std::optional<std::string_view> header_value(const Metadata& metadata, std::string_view name) {
+  if (name.ends_with("-bin")) return std::nullopt;
+  if (name == "content-type") return std::string_view("application/grpc");
+  std::optional<std::string_view> first;
+  std::string* joined = nullptr;
+  for (const Metadata::Entry entry : metadata) {
+    if (!absl::EqualsIgnoreCase(to_absl(entry.first), to_absl(name))) continue;
+    if (!first.has_value()) {
+      first = entry.second;
+      continue;
+    }
+    if (joined == nullptr) {
+      thread_local std::string buffer;
+      joined = &buffer;
+      joined->assign(*first);
+    }
+    joined->push_back(',');
+    joined->append(entry.second);
+  }
+  if (joined != nullptr) return std::string_view(*joined);
+  return first;
+}
+
+bool header_matches(const HeaderMatcher& m, const Metadata& metadata) {
+  const std::optional<std::string_view> value = header_value(metadata, m.name);
+  bool match = false;
+  if (m.kind == HeaderMatcher::Kind::kPresent) {
+    match = value.has_value() == m.present;
+  } else if (value.has_value()) {
+    const absl::string_view v = to_absl(*value);
+    switch (m.kind) {
+      case HeaderMatcher::Kind::kExact:
+        match = m.ignore_case ? absl::EqualsIgnoreCase(v, m.value) : v == m.value;
+        break;
+      case HeaderMatcher::Kind::kPrefix:
+        match =
+            m.ignore_case ? absl::StartsWithIgnoreCase(v, m.value) : absl::StartsWith(v, m.value);
+        break;
+      case HeaderMatcher::Kind::kSuffix:
+        match = m.ignore_case ? absl::EndsWithIgnoreCase(v, m.value) : absl::EndsWith(v, m.value);
+        break;
+      case HeaderMatcher::Kind::kContains:
+        if (!m.ignore_case) {
+          match = absl::StrContains(v, m.value);
+        } else {
+          // m.value is lowercase already: a case-blind search without a copy.
+          for (std::size_t i = 0; !match && i + m.value.size() <= v.size(); ++i) {
+            match = absl::EqualsIgnoreCase(v.substr(i, m.value.size()), m.value);
+          }
+        }
+        break;
+      case HeaderMatcher::Kind::kRange: {
+        std::int64_t n = 0;
+        match = absl::SimpleAtoi(v, &n) && n >= m.range_start && n < m.range_end;
+        break;
+      }
+      case HeaderMatcher::Kind::kPresent:
+        break;
+    }
+  }
+  return match != m.invert;
+}
+
+}  // namespace
+
+bool route_matches(const Route& route, std::string_view path, const Metadata& metadata,
+                   RouteRandom& random) {
+  const absl::string_view p = to_absl(path);
+  if (route.match == Route::Match::kPrefix) {
+    if (!(route.case_sensitive ? absl::StartsWith(p, route.pattern)
+                               : absl::StartsWithIgnoreCase(p, route.pattern))) {
+      return false;
+    }
+  } else if (!(route.case_sensitive ? p == route.pattern
+                                    : absl::EqualsIgnoreCase(p, route.pattern))) {
+    return false;
+  }
+  for (const HeaderMatcher& m : route.headers) {
+    if (!header_matches(m, metadata)) return false;
+  }
+  if (route.fraction_per_million.has_value() &&
+      random.below(1000000) >= *route.fraction_per_million) {
+    return false;
+  }
+  return true;
+}
+
+int match_route(const VirtualHost& host, std::string_view path, const Metadata& metadata,
+                RouteRandom& random) {
+  for (std::size_t i = 0; i < host.routes.size(); ++i) {
+    if (route_matches(host.routes[i], path, metadata, random)) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::size_t pick_weighted(const Route& route, RouteRandom& random) {
+  std::uint64_t draw = random.below(route.total_weight);
+  for (std::size_t i = 0; i < route.weighted_clusters.size(); ++i) {
+    const std::uint32_t weight = route.weighted_clusters[i].second;
+    if (draw < weight) return i;
+    draw -= weight;
+  }
+  return route.weighted_clusters.size() - 1;
 }
 
 std::vector<Address> addresses_to_use(const EndpointsResource& endpoints) {

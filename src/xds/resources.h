@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "ferry/metadata.h"
 #include "ferry/resolver.h"
 
 namespace google::protobuf {
@@ -34,35 +35,55 @@ std::string_view type_url(ResourceType type);
 std::string_view short_name(ResourceType type);
 std::optional<ResourceType> type_of_url(std::string_view url);
 
+// gRFC A28's header matcher: one header of the call's metadata (its values joined with ","),
+// "-bin" headers as if absent, content-type as "application/grpc".
+struct HeaderMatcher {
+  enum class Kind { kExact, kPrefix, kSuffix, kContains, kPresent, kRange };
+  std::string name;  // lowercase
+  Kind kind = Kind::kExact;
+  std::string value;                            // exact, prefix, suffix, contains
+  bool ignore_case = false;                     // string_match's ignore_case
+  bool present = true;                          // kPresent: whether the header must be there
+  std::int64_t range_start = 0, range_end = 0;  // kRange: [start, end), base 10
+  bool invert = false;
+  friend bool operator==(const HeaderMatcher&, const HeaderMatcher&) = default;
+};
+
 struct Route {
-  enum class Match { kPrefix, kPath, kRegex };
+  // safe_regex path matchers are NACKed: ferry has no RE2 (docs/xds.md).
+  enum class Match { kPrefix, kPath };
   Match match = Match::kPrefix;
   std::string pattern;
   bool case_sensitive = true;
-  bool has_header_or_fraction_matchers = false;
+  std::vector<HeaderMatcher> headers;
+  // runtime_fraction's default_value, per million (capped at 1,000,000); absent: always.
+  std::optional<std::uint32_t> fraction_per_million;
   // The action: one cluster, weighted clusters, or none (a non-forwarding action).
   std::string cluster;
-  std::vector<std::pair<std::string, std::uint32_t>> weighted_clusters;
+  std::vector<std::pair<std::string, std::uint32_t>> weighted_clusters;  // weights > 0
+  std::uint32_t total_weight = 0;  // of weighted_clusters: > 0, within 32 bits
   bool forwards() const { return !cluster.empty() || !weighted_clusters.empty(); }
+  friend bool operator==(const Route&, const Route&) = default;
 };
 
 struct VirtualHost {
   std::vector<std::string> domains;
   std::vector<Route> routes;
+  friend bool operator==(const VirtualHost&, const VirtualHost&) = default;
 };
 
 struct RouteConfig {
   std::vector<VirtualHost> virtual_hosts;
   friend bool operator==(const RouteConfig&, const RouteConfig&) = default;
 };
-inline bool operator==(const Route& a, const Route& b) {
-  return a.match == b.match && a.pattern == b.pattern && a.case_sensitive == b.case_sensitive &&
-         a.has_header_or_fraction_matchers == b.has_header_or_fraction_matchers &&
-         a.cluster == b.cluster && a.weighted_clusters == b.weighted_clusters;
-}
-inline bool operator==(const VirtualHost& a, const VirtualHost& b) {
-  return a.domains == b.domains && a.routes == b.routes;
-}
+
+// Bounds on what a route configuration may ask of every call (the matching is linear in the
+// routes and their header matchers) and of a channel (a connection set per cluster): beyond
+// them the resource is NACKed.
+inline constexpr std::size_t kMaxRoutesPerVirtualHost = 1000;
+inline constexpr std::size_t kMaxHeaderMatchersPerRoute = 32;
+inline constexpr std::size_t kMaxWeightedClustersPerRoute = 256;
+inline constexpr std::size_t kMaxClustersPerVirtualHost = 256;
 
 struct ListenerResource {
   std::string rds_name;                      // the RouteConfiguration to fetch, or
@@ -98,6 +119,30 @@ DecodedResource decode_resource(ResourceType type, const google::protobuf::Any& 
 // gRFC A27's virtual host choice: the most specific domain matching authority (exact, then the
 // longest suffix wildcard "*.x", then the longest prefix wildcard "x.*", then "*"); null if none.
 const VirtualHost* find_virtual_host(const RouteConfig& config, std::string_view authority);
+
+// gRFC A28's per-call route choice, used on the call path (no allocation but a header repeated
+// in the call's metadata, joined in a reused thread-local buffer).
+// A small random source (splitmix64) for runtime fractions and weighted clusters; seeded by the
+// caller (a fixed seed in tests).
+struct RouteRandom {
+  std::uint64_t state = 0;
+  std::uint64_t next() {
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [0, bound), bound > 0 (the modulo's bias is under 2^-32 for 32-bit bounds).
+  std::uint64_t below(std::uint64_t bound) { return next() % bound; }
+};
+// The index of the first route of host that matches a call to path (its :path, "/service/method")
+// with metadata, or -1 when none does.
+int match_route(const VirtualHost& host, std::string_view path, const Metadata& metadata,
+                RouteRandom& random);
+bool route_matches(const Route& route, std::string_view path, const Metadata& metadata,
+                   RouteRandom& random);
+// Which of route's weighted_clusters (not empty) a call goes to, by weight.
+std::size_t pick_weighted(const Route& route, RouteRandom& random);
 
 // The addresses a channel spreads its calls over: those of the lowest priority that has any.
 std::vector<Address> addresses_to_use(const EndpointsResource& endpoints);

@@ -371,33 +371,48 @@ std::optional<WatchResult> XdsClient::follow(
     return absl::UnavailableError(
         absl::StrCat("xDS: no virtual host for '", listener, "' in its route configuration"));
   }
-  // The channel follows one cluster: the first route's (docs/xds.md: per-call route matching
-  // is not ferry's yet).
-  if (host->routes.empty()) {
-    return absl::UnavailableError(
-        absl::StrCat("xDS: the virtual host for '", listener, "' has no route"));
+  // gRFC A28: every cluster a route names is followed (its calls fail while it has no
+  // endpoints); the configuration waits for each to be known, found absent or NACKed.
+  XdsConfig config;
+  config.virtual_host = *host;
+  std::set<std::string_view> clusters;
+  for (const Route& route : host->routes) {
+    if (!route.cluster.empty()) clusters.insert(route.cluster);
+    for (const auto& [name, weight] : route.weighted_clusters) clusters.insert(name);
   }
-  const Route& route = host->routes.front();
-  if (!route.weighted_clusters.empty()) {
-    return absl::UnavailableError(
-        absl::StrCat("xDS: the route for '", listener,
-                     "' has weighted_clusters, which ferry does not follow yet"));
+  bool waiting = false;
+  for (std::string_view name_view : clusters) {
+    const std::string name(name_view);
+    CachedResource& c = lookup(ResourceType::kCluster, name);
+    std::optional<WatchResult> absent;  // why the cluster has no endpoints, when known
+    std::optional<std::vector<Address>> addresses;
+    if (!c.value.has_value()) {
+      absent = missing(c, "cluster", name);
+    } else {
+      const std::string& eds_name = std::get<ClusterResource>(*c.value).eds_service_name;
+      CachedResource& e = lookup(ResourceType::kEndpoints, eds_name);
+      if (!e.value.has_value()) {
+        absent = missing(e, "endpoints", eds_name);
+      } else {
+        addresses = addresses_to_use(std::get<EndpointsResource>(*e.value));
+      }
+    }
+    if (addresses.has_value()) {
+      if (addresses->empty()) {
+        config.clusters.emplace_back(
+            name, absl::UnavailableError(
+                      absl::StrCat("xDS: cluster '", name, "' has no healthy endpoint")));
+      } else {
+        config.clusters.emplace_back(name, *std::move(addresses));
+      }
+    } else if (absent.has_value()) {
+      config.clusters.emplace_back(name, absent->status());
+    } else {
+      waiting = true;  // still awaited (lookup subscribed to it all the same)
+    }
   }
-  if (route.cluster.empty()) {
-    return absl::UnavailableError(
-        absl::StrCat("xDS: the route for '", listener, "' does not forward (a non-route action)"));
-  }
-  CachedResource& c = lookup(ResourceType::kCluster, route.cluster);
-  if (!c.value.has_value()) return missing(c, "cluster", route.cluster);
-  const std::string& eds_name = std::get<ClusterResource>(*c.value).eds_service_name;
-  CachedResource& e = lookup(ResourceType::kEndpoints, eds_name);
-  if (!e.value.has_value()) return missing(e, "endpoints", eds_name);
-  std::vector<Address> addresses = addresses_to_use(std::get<EndpointsResource>(*e.value));
-  if (addresses.empty()) {
-    return absl::UnavailableError(
-        absl::StrCat("xDS: cluster '", route.cluster, "' has no healthy endpoint"));
-  }
-  return addresses;
+  if (waiting) return std::nullopt;
+  return config;
 }
 
 void XdsClient::update() {

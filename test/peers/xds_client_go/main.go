@@ -4,8 +4,10 @@
 // (xds_control_plane_go), the same ferry Echo servers as endpoints. The target is its argument.
 // Commands on stdin, one answer line each on stdout:
 //
-//	call N   N unary calls of /ferry.testing.Echo/Echo, each wait-for-ready with a 10 s deadline
-//	         -> "ok" | "error CODE MESSAGE" (the first failure)
+//	call N [METHOD]  N unary calls of METHOD (default /ferry.testing.Echo/Echo; Collect, a
+//	                 client-streaming method, takes one request as a unary call), each
+//	                 wait-for-ready with a 10 s deadline -> "ok" | "error CODE MESSAGE" (the first
+//	                 failure)
 //
 // Requests and responses are sent as google.protobuf.Empty: an empty EchoRequest, and the
 // EchoResponse's fields kept as unknown ones. Runs until stdin closes.
@@ -46,11 +48,15 @@ func main() {
 			out.Flush()
 			continue
 		}
-		n, _ := strconv.Atoi(arg)
+		count, method, _ := strings.Cut(arg, " ")
+		if method == "" {
+			method = "/ferry.testing.Echo/Echo"
+		}
+		n, _ := strconv.Atoi(count)
 		answer := "ok"
 		for i := 0; i < n; i++ {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err := conn.Invoke(ctx, "/ferry.testing.Echo/Echo", &emptypb.Empty{}, &emptypb.Empty{},
+			err := conn.Invoke(ctx, method, &emptypb.Empty{}, &emptypb.Empty{},
 				grpc.WaitForReady(true))
 			cancel()
 			if err != nil {
