@@ -25,6 +25,10 @@
 #include "prometheus/registry.h"
 #endif
 #include "support/loopback.h"
+#ifdef FERRY_TEST_XDS
+#include "client/call_router.h"
+#include "xds/resources.h"
+#endif
 
 namespace ferry::allocation_test {
 namespace {
@@ -330,6 +334,103 @@ TEST_F(AllocationsWithSampledTracing, NonePerUnaryCallOnTheClientOnceWarm) {
   expect_none_per_call([] { return static_cast<std::int64_t>(bench::thread_allocation_count()); },
                        kSampledMargin);
 }
+
+#ifdef FERRY_TEST_XDS
+// A channel whose resolver routes each call (client/call_router.h), as an xds:/// channel's does:
+// gRFC A28's matching (xds/resources.h: a path prefix, a header matcher, a weighted split) picks
+// one of two clusters per call, each a connection set of its own to the loopback server. The
+// routed pick allocates nothing either.
+class SplitRouter final : public detail::CallRouter {
+ public:
+  SplitRouter() {
+    xds::detail::Route split;
+    split.pattern = "/ferry.testing.Echo/";
+    xds::detail::HeaderMatcher header;
+    header.name = "x-request-id";
+    header.kind = xds::detail::HeaderMatcher::Kind::kPrefix;
+    header.value = "4bf9";
+    split.headers.push_back(header);
+    // Nearly all to b: the calls measured share one connection (calls spread over two
+    // connections of one thread allocate on the client, routed or round_robin alike: see
+    // docs/xds.md), while each still draws its cluster by weight.
+    split.weighted_clusters = {{"a", 1}, {"b", 99999}};
+    split.total_weight = 100000;
+    host_.routes.push_back(split);
+    xds::detail::Route rest;
+    rest.pattern = "/";
+    rest.cluster = "a";
+    host_.routes.push_back(rest);
+  }
+  int route(std::string_view method, const ClientContext& context,
+            absl::Status& error) const override {
+    const int r = xds::detail::match_route(host_, method, context.metadata(), random_);
+    if (r < 0) {
+      error = absl::UnavailableError("no route");
+      return -1;
+    }
+    const xds::detail::Route& route = host_.routes[r];
+    const int cluster = route.weighted_clusters.empty()
+                            ? 0
+                            : static_cast<int>(xds::detail::pick_weighted(route, random_));
+    ++picks_[cluster];
+    return cluster;
+  }
+  std::int64_t picks(int cluster) const { return picks_[cluster]; }
+
+ private:
+  xds::detail::VirtualHost host_;
+  mutable xds::detail::RouteRandom random_{7};
+  mutable std::int64_t picks_[2] = {0, 0};  // on the channel's thread only
+};
+
+class SplitResolver final : public Resolver, public detail::RoutingResolver {
+ public:
+  explicit SplitResolver(std::shared_ptr<int> port) : port_(std::move(port)) {}
+  asio::awaitable<absl::StatusOr<std::vector<Address>>> resolve(asio::any_io_executor) override {
+    co_return absl::UnimplementedError("a routing resolver");
+  }
+  asio::awaitable<absl::StatusOr<detail::RoutingConfig>> resolve_routes(
+      asio::any_io_executor) override {
+    Address address;
+    address.tcp = asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"),
+                                          static_cast<unsigned short>(*port_));
+    detail::RoutingConfig config;
+    config.clusters = {{"a", std::vector<Address>{address}}, {"b", std::vector<Address>{address}}};
+    config.router = router_;
+    co_return config;
+  }
+  const std::shared_ptr<SplitRouter>& router() const { return router_; }
+
+ private:
+  std::shared_ptr<int> port_;
+  std::shared_ptr<SplitRouter> router_ = std::make_shared<SplitRouter>();
+};
+
+ChannelOptions routed(const std::shared_ptr<SplitResolver>& resolver) {
+  ChannelOptions options = like_a_real_client();
+  options.resolver = resolver;
+  return options;
+}
+
+class AllocationsWithXdsRouting : public Allocations {
+ protected:
+  AllocationsWithXdsRouting() : AllocationsWithXdsRouting(std::make_shared<int>(0)) {}
+  explicit AllocationsWithXdsRouting(std::shared_ptr<int> port)
+      : AllocationsWithXdsRouting(port, std::make_shared<SplitResolver>(port)) {}
+  AllocationsWithXdsRouting(std::shared_ptr<int> port, std::shared_ptr<SplitResolver> resolver)
+      : Allocations(one_thread(), routed(resolver)), resolver_(std::move(resolver)) {
+    *port = loop_.port();  // before the first call resolves
+  }
+  std::shared_ptr<SplitResolver> resolver_;
+};
+
+TEST_F(AllocationsWithXdsRouting, NonePerUnaryCallOnTheClientOnceWarm) {
+  expect_none_per_call([] { return static_cast<std::int64_t>(bench::thread_allocation_count()); });
+  // The calls went through the header route's weighted split to b.
+  EXPECT_GT(resolver_->router()->picks(1), 20000);
+  EXPECT_LT(resolver_->router()->picks(0), 10);
+}
+#endif
 
 TEST_F(Allocations, NonePerStreamedMessageOnceWarm) {
   auto stream = [this](int messages) {
