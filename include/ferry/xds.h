@@ -85,11 +85,13 @@ struct XdsClientOptions {
 
 // A resolver for an "xds:///listener" target (ChannelOptions::resolver), through the shared xDS
 // client of this bootstrap and options in the process (one ADS stream for every channel that
-// uses them). The resolver yields the endpoints of the cluster that the listener's route names,
-// those of the lowest priority that has any, and asks its channel to spread calls over them with
-// round_robin; it tells the channel at once when they change (so give each channel a resolver of
-// its own: it tells one channel). INVALID_ARGUMENT for a target that
-// is not xds:///name (an authority, xds://a/name, is gRFC A47's federation: not supported).
+// uses them). The resolver routes each call of its channel (gRFC A28): the first route of the
+// listener's virtual host that matches the call's path and metadata, then that route's cluster
+// or one of its weighted clusters; each cluster's calls are spread with round_robin over the
+// endpoints of its lowest priority that has any. It tells the channel at once when routes or
+// endpoints change (so give each channel a resolver of its own: it tells one channel).
+// INVALID_ARGUMENT for a target that is not xds:///name (an authority, xds://a/name, is gRFC A47's
+// federation: not supported).
 absl::StatusOr<std::shared_ptr<Resolver>> make_resolver(std::string_view target,
                                                         const Bootstrap& bootstrap,
                                                         const XdsClientOptions& options = {});

@@ -1,7 +1,7 @@
 // ferry's ADS client (ferry::xds, private): one aggregated discovery stream (state of the world)
 // over a ferry Channel to the bootstrap's first xds_server, on a thread of its own. Channels with
 // xds:/// targets watch listeners through it; it follows each listener to its routes (RDS or
-// inline), the cluster the route names (CDS) and that cluster's endpoints (EDS), subscribing and
+// inline), every cluster the routes name (CDS) and those clusters' endpoints (EDS), subscribing and
 // unsubscribing as the chain changes (gRFC A27), ACKs each response with its version and nonce,
 // NACKs one with an invalid resource (the error in error_detail) while keeping that resource's
 // last good version, and starts the resource-does-not-exist timer when it asks for a resource.
