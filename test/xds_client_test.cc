@@ -747,6 +747,24 @@ TEST(XdsRouteMatching, BadMatchersAndWeightsAreNackedAndLimitsBoundTheWork) {
     }
   });
   EXPECT_NE(nacked(many_headers).find("header matchers, over"), std::string::npos);
+  auto spread_headers = route_config("r", "c");
+  for (std::size_t i = 0; i < xd::kMaxHeaderMatchersPerVirtualHost / xd::kMaxHeaderMatchersPerRoute;
+       ++i) {
+    auto* route = spread_headers.mutable_virtual_hosts(0)->add_routes();
+    route->mutable_match()->set_prefix("/");
+    route->mutable_route()->set_cluster("c");
+    for (std::size_t j = 0; j < xd::kMaxHeaderMatchersPerRoute; ++j) {
+      auto* h = route->mutable_match()->add_headers();
+      h->set_name("x");
+      h->set_present_match(true);
+    }
+  }
+  EXPECT_EQ(nacked(spread_headers), "");  // exactly at the bound
+  auto* one_more =
+      spread_headers.mutable_virtual_hosts(0)->mutable_routes(0)->mutable_match()->add_headers();
+  one_more->set_name("x");
+  one_more->set_present_match(true);
+  EXPECT_NE(nacked(spread_headers).find("header matchers in its routes"), std::string::npos);
   EXPECT_NE(nacked(weights(std::vector<std::uint32_t>(xd::kMaxWeightedClustersPerRoute + 1, 1)))
                 .find("clusters, over"),
             std::string::npos);

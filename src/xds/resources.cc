@@ -158,6 +158,7 @@ absl::StatusOr<RouteConfig> decode_route_config(const route_v3::RouteConfigurati
                                   kMaxRoutesPerVirtualHost));
     }
     std::set<std::string_view> clusters;  // the distinct clusters the host's routes name
+    std::size_t header_matchers = 0;
     for (int r = 0; r < vh.routes_size(); ++r) {
       const route_v3::Route& route = vh.routes(r);
       const std::string where = absl::StrCat("virtual_hosts[", v, "].routes[", r, "]");
@@ -186,6 +187,12 @@ absl::StatusOr<RouteConfig> decode_route_config(const route_v3::RouteConfigurati
       if (static_cast<std::size_t>(match.headers_size()) > kMaxHeaderMatchersPerRoute) {
         return invalid(absl::StrCat(where, ".match: ", match.headers_size(),
                                     " header matchers, over ", kMaxHeaderMatchersPerRoute));
+      }
+      header_matchers += match.headers_size();
+      if (header_matchers > kMaxHeaderMatchersPerVirtualHost) {
+        return invalid(absl::StrCat("virtual_hosts[", v, "]: over ",
+                                    kMaxHeaderMatchersPerVirtualHost,
+                                    " header matchers in its routes"));
       }
       for (int h = 0; h < match.headers_size(); ++h) {
         absl::StatusOr<HeaderMatcher> header =

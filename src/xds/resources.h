@@ -82,6 +82,10 @@ struct RouteConfig {
 // them the resource is NACKed.
 inline constexpr std::size_t kMaxRoutesPerVirtualHost = 1000;
 inline constexpr std::size_t kMaxHeaderMatchersPerRoute = 32;
+// Header matchers in all a virtual host's routes: each scans the call's metadata, so this, not
+// routes x matchers per route, bounds a call's cost (a control plane's 1,000 routes of 32
+// matchers, each passing but the last, cost 1.5 ms per call without it).
+inline constexpr std::size_t kMaxHeaderMatchersPerVirtualHost = 256;
 inline constexpr std::size_t kMaxWeightedClustersPerRoute = 256;
 inline constexpr std::size_t kMaxClustersPerVirtualHost = 256;
 
