@@ -560,14 +560,21 @@ TEST(XdsRouteMatching, HeaderMatchersOfEveryKind) {
   EXPECT_FALSE(matches(range, "/s/m", with({{"x-user", "10"}})));  // [start, end)
   EXPECT_FALSE(matches(range, "/s/m", with({{"x-user", "nine"}})));
   EXPECT_FALSE(matches(range, "/s/m", with({{"x-user", "99999999999999999999999"}})));
-  // invert_match negates the matcher, an absent header included.
+  // invert_match negates the matcher; an absent header matches no value matcher, inverted or
+  // not (as in Envoy and grpc-go), but an inverted present_match.
   auto inverted = with_header([](HM& h) {
     h.set_exact_match("alice");
     h.set_invert_match(true);
   });
   EXPECT_FALSE(matches(inverted, "/s/m", with({{"x-user", "alice"}})));
   EXPECT_TRUE(matches(inverted, "/s/m", with({{"x-user", "bob"}})));
-  EXPECT_TRUE(matches(inverted, "/s/m"));
+  EXPECT_FALSE(matches(inverted, "/s/m"));
+  auto inverted_present = with_header([](HM& h) {
+    h.set_present_match(true);
+    h.set_invert_match(true);
+  });
+  EXPECT_TRUE(matches(inverted_present, "/s/m"));
+  EXPECT_FALSE(matches(inverted_present, "/s/m", with({{"x-user", "a"}})));
   // string_match, with ignore_case.
   auto blind = with_header([](HM& h) {
     h.mutable_string_match()->set_prefix("ALI");

@@ -166,6 +166,21 @@ constexpr std::string_view kRoutesSplit =
     R"([{"prefix": "/", "weighted": [{"cluster": "c1", "weight": 50}, {"cluster": "c2", "weight": 50}]}])";
 constexpr std::string_view kRoutesC1Only = R"([{"prefix": "/", "cluster": "c1"}])";
 constexpr int kSplitCalls = 1000;
+// Header routes: x-tier "gold" to c2; x-token-bin present to c2 (never: A28 matches no -bin
+// header); an x-tier not starting with "sil" and a gRPC content-type to c1 (an absent x-tier
+// matches no value matcher, inverted or not); else no route.
+constexpr std::string_view kRoutesByHeader =
+    R"([{"prefix": "/", "headers": [{"name": "x-tier", "exact": "gold"}], "cluster": "c2"},)"
+    R"( {"prefix": "/", "headers": [{"name": "x-token-bin", "present": true}], "cluster": "c2"},)"
+    R"( {"prefix": "/", "headers": [{"name": "x-tier", "prefix": "sil", "invert": true},)"
+    R"(                             {"name": "content-type", "prefix": "application/grpc"}],)"
+    R"(  "cluster": "c1"}])";
+// The same without the -bin and content-type matchers, which grpc-go 1.85 does not treat as A28
+// says (it matches -bin headers, and sees no content-type when it routes): for the comparison.
+constexpr std::string_view kRoutesByHeaderForGrpcGo =
+    R"([{"prefix": "/", "headers": [{"name": "x-tier", "exact": "gold"}], "cluster": "c2"},)"
+    R"( {"prefix": "/", "headers": [{"name": "x-tier", "prefix": "sil", "invert": true}],)"
+    R"(  "cluster": "c1"}])";
 
 xds::Bootstrap bootstrap_for(int port) {
   absl::StatusOr<xds::Bootstrap> b = xds::parse_bootstrap(absl::StrCat(
@@ -192,7 +207,8 @@ std::unique_ptr<Channel> xds_channel(int control_plane_port) {
   return std::make_unique<Channel>("xds:///svc", options);
 }
 
-absl::Status echo(Channel& channel, bool wait_for_ready = true) {
+absl::Status echo(Channel& channel, bool wait_for_ready = true,
+                  std::vector<std::pair<std::string, std::string>> metadata = {}) {
   testing::Echo::BlockingStub stub(channel);
   EchoRequest request;
   request.set_payload("hi");
@@ -200,6 +216,7 @@ absl::Status echo(Channel& channel, bool wait_for_ready = true) {
   ClientContext ctx;
   ctx.set_timeout(10s);
   ctx.set_wait_for_ready(wait_for_ready);
+  for (const auto& [key, value] : metadata) ctx.add_metadata(key, value);
   return stub.Echo(ctx, request, response);
 }
 
@@ -459,6 +476,45 @@ TEST(XdsControlPlane, RoutesPerMethodAndSplitsByWeight) {
   EXPECT_EQ(b.calls(), b1);
 }
 
+TEST(XdsControlPlane, RoutesByHeader) {
+  if (peer_missing()) GTEST_SKIP() << "xds_control_plane_go not installed: " << peer_path();
+  ControlPlane cp;
+  Backend a, b;
+  ASSERT_EQ(cp.command("snapshot 1 " + routed_snapshot(std::string(kRoutesByHeader), a, b)), "ok");
+  auto channel = xds_channel(cp.port());
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(echo(*channel, true, {{"x-tier", "gold"}}).ok());
+  EXPECT_EQ(b.calls(), 5);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(echo(*channel, true, {{"x-tier", "bronze"}, {"x-token-bin", "abc"}}).ok());
+  }
+  EXPECT_EQ(a.calls(), 5);
+  EXPECT_EQ(b.calls(), 5);
+  for (const auto& metadata : std::vector<std::vector<std::pair<std::string, std::string>>>{
+           {{"x-tier", "silver"}}, {{"x-token-bin", "abc"}}, {}}) {
+    absl::Status status = echo(*channel, true, metadata);
+    EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  }
+  EXPECT_EQ(a.calls() + b.calls(), 10);
+  // The routes XdsGrpcGo.RoutesByHeader compares, with its calls and outcomes.
+  ASSERT_EQ(
+      cp.command("snapshot 2 " + routed_snapshot(std::string(kRoutesByHeaderForGrpcGo), a, b)),
+      "ok");
+  ASSERT_EQ(cp.await("acked rds", "2"), "2");
+  for (int i = 0; i < 200; ++i) {  // until the new routes are in use: bronze goes to a
+    if (echo(*channel, true, {{"x-tier", "bronze"}}).ok()) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  const int a0 = a.calls(), b0 = b.calls();
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(echo(*channel, true, {{"x-tier", "gold"}}).ok());
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(echo(*channel, true, {{"x-tier", "bronze"}}).ok());
+  EXPECT_EQ(a.calls() - a0, 5);
+  EXPECT_EQ(b.calls() - b0, 5);
+  for (const auto& metadata :
+       std::vector<std::vector<std::pair<std::string, std::string>>>{{{"x-tier", "silver"}}, {}}) {
+    EXPECT_EQ(echo(*channel, true, metadata).code(), absl::StatusCode::kUnavailable);
+  }
+}
+
 // The same scenarios through grpc-go's xDS client (xds_client_go), with the same bootstrap,
 // control plane and endpoints: the outcomes must match ferry's above.
 class GrpcGoXdsClient : public PeerProcess {
@@ -470,8 +526,10 @@ class GrpcGoXdsClient : public PeerProcess {
                         control_plane_port,
                         R"(", "channel_creds": [{"type": "insecure"}], "server_features": )"
                         R"(["xds_v3"]}], "node": {"id": "grpc-go"}})")}) {}
-  std::string call(int n, const std::string& method = "") {
-    return command(absl::StrCat("call ", n, method.empty() ? "" : " ", method));
+  // metadata: "key=value" entries, after the method.
+  std::string call(int n, const std::string& method = "", const std::string& metadata = "") {
+    return command(absl::StrCat("call ", n, method.empty() ? "" : " ", method,
+                                metadata.empty() ? "" : " ", metadata));
   }
 };
 
@@ -580,6 +638,27 @@ TEST(XdsGrpcGo, RoutesPerMethodAndSplitsByWeight) {
   ASSERT_EQ(client.call(20), "ok");
   EXPECT_EQ(b.calls(), b1);
   EXPECT_EQ(cp.command("nacks"), "0");
+}
+
+TEST(XdsGrpcGo, RoutesByHeader) {
+  if (grpc_go_missing()) GTEST_SKIP() << "xds peers not installed in " << FERRY_PEERS_DIR;
+  ControlPlane cp;
+  Backend a, b;
+  ASSERT_EQ(
+      cp.command("snapshot 1 " + routed_snapshot(std::string(kRoutesByHeaderForGrpcGo), a, b)),
+      "ok");
+  GrpcGoXdsClient client(cp.port());
+  const std::string echo_method = "/ferry.testing.Echo/Echo";
+  ASSERT_EQ(client.call(5, echo_method, "x-tier=gold"), "ok");
+  EXPECT_EQ(b.calls(), 5);
+  ASSERT_EQ(client.call(5, echo_method, "x-tier=bronze"), "ok");
+  EXPECT_EQ(a.calls(), 5);
+  EXPECT_EQ(b.calls(), 5);
+  for (const std::string metadata : {"x-tier=silver", ""}) {
+    const std::string answer = client.call(1, echo_method, metadata);
+    EXPECT_EQ(answer.rfind("error Unavailable", 0), 0u) << metadata << ": " << answer;
+  }
+  EXPECT_EQ(a.calls() + b.calls(), 10);
 }
 
 }  // namespace

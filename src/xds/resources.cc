@@ -560,7 +560,9 @@ bool header_matches(const HeaderMatcher& m, const Metadata& metadata) {
   bool match = false;
   if (m.kind == HeaderMatcher::Kind::kPresent) {
     match = value.has_value() == m.present;
-  } else if (value.has_value()) {
+  } else if (!value.has_value()) {
+    return false;  // an absent header matches no value, inverted or not (Envoy, grpc-go)
+  } else {
     const absl::string_view v = to_absl(*value);
     switch (m.kind) {
       case HeaderMatcher::Kind::kExact:

@@ -4,10 +4,10 @@
 // (xds_control_plane_go), the same ferry Echo servers as endpoints. The target is its argument.
 // Commands on stdin, one answer line each on stdout:
 //
-//	call N [METHOD]  N unary calls of METHOD (default /ferry.testing.Echo/Echo; Collect, a
-//	                 client-streaming method, takes one request as a unary call), each
-//	                 wait-for-ready with a 10 s deadline -> "ok" | "error CODE MESSAGE" (the first
-//	                 failure)
+//	call N [METHOD [KEY=VALUE...]]  N unary calls of METHOD (default /ferry.testing.Echo/Echo;
+//	                 Collect, a client-streaming method, takes one request as a unary call) with
+//	                 the metadata given, each wait-for-ready with a 10 s deadline -> "ok" |
+//	                 "error CODE MESSAGE" (the first failure)
 //
 // Requests and responses are sent as google.protobuf.Empty: an empty EchoRequest, and the
 // EchoResponse's fields kept as unknown ones. Runs until stdin closes.
@@ -25,6 +25,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	_ "google.golang.org/grpc/xds" // the xds:/// resolver and its balancers
 	"google.golang.org/protobuf/types/known/emptypb"
@@ -48,14 +49,23 @@ func main() {
 			out.Flush()
 			continue
 		}
-		count, method, _ := strings.Cut(arg, " ")
-		if method == "" {
-			method = "/ferry.testing.Echo/Echo"
+		fields := strings.Fields(arg)
+		method := "/ferry.testing.Echo/Echo"
+		if len(fields) > 1 {
+			method = fields[1]
 		}
-		n, _ := strconv.Atoi(count)
+		var md []string
+		for _, kv := range fields[min(len(fields), 2):] {
+			k, v, _ := strings.Cut(kv, "=")
+			md = append(md, k, v)
+		}
+		n := 0
+		if len(fields) > 0 {
+			n, _ = strconv.Atoi(fields[0])
+		}
 		answer := "ok"
 		for i := 0; i < n; i++ {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(context.Background(), md...), 10*time.Second)
 			err := conn.Invoke(ctx, method, &emptypb.Empty{}, &emptypb.Empty{},
 				grpc.WaitForReady(true))
 			cancel()

@@ -21,7 +21,8 @@
 //	 "clusters":  [{"name": "c", "service_name": "", "type": "EDS"|"STATIC", "lb_policy": "ROUND_ROBIN"|"MAGLEV"}],
 //	 "endpoints": [{"name": "c", "localities": [{"priority": 0, "weight": 1, "addresses": ["127.0.0.1:5000"]}]}]}
 //	ROUTE: {"prefix": "/" | "path": "/s/M" | "regex": "...", "cluster": "c"
-//	        | "weighted": [{"cluster": "c", "weight": 3}, ...]}
+//	        | "weighted": [{"cluster": "c", "weight": 3}, ...],
+//	        "headers": [{"name": "x-h", "exact": "v" | "prefix": "v" | "present": true, "invert": false}]}
 //
 // A NACK is not answered with the snapshot it refused: go-control-plane's snapshot cache compares
 // the request's version_info (a NACK carries the last version the client accepted) with the
@@ -62,11 +63,20 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
+type headerSpec struct {
+	Name    string  `json:"name"`
+	Exact   *string `json:"exact"`
+	Prefix  *string `json:"prefix"`
+	Present *bool   `json:"present"`
+	Invert  bool    `json:"invert"`
+}
+
 type routeSpec struct {
-	Prefix   *string `json:"prefix"`
-	Path     *string `json:"path"`
-	Regex    *string `json:"regex"`
-	Cluster  string  `json:"cluster"`
+	Headers  []headerSpec `json:"headers"`
+	Prefix   *string      `json:"prefix"`
+	Path     *string      `json:"path"`
+	Regex    *string      `json:"regex"`
+	Cluster  string       `json:"cluster"`
 	Weighted []struct {
 		Cluster string `json:"cluster"`
 		Weight  uint32 `json:"weight"`
@@ -114,6 +124,22 @@ func buildRoutes(specs []routeSpec) ([]*route.Route, error) {
 			m.PathSpecifier = &route.RouteMatch_SafeRegex{SafeRegex: &matcher.RegexMatcher{Regex: *r.Regex}}
 		default:
 			return nil, fmt.Errorf("a route needs prefix, path or regex")
+		}
+		for _, h := range r.Headers {
+			hm := &route.HeaderMatcher{Name: h.Name, InvertMatch: h.Invert}
+			switch {
+			case h.Exact != nil:
+				hm.HeaderMatchSpecifier = &route.HeaderMatcher_StringMatch{StringMatch: &matcher.StringMatcher{
+					MatchPattern: &matcher.StringMatcher_Exact{Exact: *h.Exact}}}
+			case h.Prefix != nil:
+				hm.HeaderMatchSpecifier = &route.HeaderMatcher_StringMatch{StringMatch: &matcher.StringMatcher{
+					MatchPattern: &matcher.StringMatcher_Prefix{Prefix: *h.Prefix}}}
+			case h.Present != nil:
+				hm.HeaderMatchSpecifier = &route.HeaderMatcher_PresentMatch{PresentMatch: *h.Present}
+			default:
+				return nil, fmt.Errorf("a header matcher needs exact, prefix or present")
+			}
+			m.Headers = append(m.Headers, hm)
 		}
 		action := &route.RouteAction{}
 		if len(r.Weighted) > 0 {
