@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "call/call_storage.h"
@@ -161,12 +162,12 @@ void ServerCall::route() {
     } else if (method_ == "GET") {
       route_connect_get();
     } else {
-      reject_http(405);
+      reject_when_complete(405);
     }
     return;
   }
   if (!content_kind_) {
-    reject_http(415);
+    reject_when_complete(415);
     return;
   }
   if (is_protocol(WireProtocol::kConnectUnary) || is_protocol(WireProtocol::kConnectStreaming)) {
@@ -413,35 +414,68 @@ absl::Status ServerCall::queue_response(const google::protobuf::MessageLite& msg
   return enqueue_message(msg, WriteOptions{});
 }
 
-void ServerCall::reject_http(int http_status) {
-  if (finished_ || connection_ == nullptr) return;
-  finished_ = true;
-  headers_sent_ = true;
-  const std::string code = std::to_string(http_status);
+std::string ServerCall::rejection_message(int http_status, absl::Status& status) const {
   std::string message;
-  std::string_view grpc_status = "13";
   if (http_status == 404) {
     // An unknown method of a Connect call, which its clients read as unimplemented (gRPC's
     // mapping of 404 too).
     message = site_->methods->unknown_method_message(path_);
-    grpc_status = "12";
-  } else if (http_status == 505) {
+    status = absl::UnimplementedError(message);
+    return message;
+  }
+  if (http_status == 505) {
     message = "gRPC needs HTTP/2 (over HTTP/1.1, call with gRPC-Web or the Connect protocol)";
   } else if (http_status == 415) {
     message = absl::StrCat("invalid gRPC request content-type '", to_absl(content_type_), "'");
   } else {
     message = absl::StrCat("invalid gRPC request method '", method_, "'");
   }
-  sent_status_ = http_status == 404 ? absl::UnimplementedError(message)
-                                    : absl::InternalError("not a gRPC request");
+  status = absl::InternalError("not a gRPC request");
+  return message;
+}
+
+void ServerCall::reject_http(int http_status) {
+  if (finished_ || connection_ == nullptr) return;
+  finished_ = true;
+  send_rejection(http_status, /*with_body=*/false);
+}
+
+void ServerCall::reject_when_complete(int http_status) {
+  if (finished_ || connection_ == nullptr) return;
+  finished_ = true;  // no handler runs, and no other answer goes
+  if (remote_ended_) {
+    send_rejection(http_status, /*with_body=*/true);
+    return;
+  }
+  deferred_rejection_ = http_status;
+  sent_status_ = absl::InternalError("not a gRPC request");
+  // Aborted, the call drops the body as it comes and gives its window back (CallStream::on_data).
+  abort(sent_status_);
+}
+
+void ServerCall::send_rejection(int http_status, bool with_body) {
+  headers_sent_ = true;
+  const std::string code = std::to_string(http_status);
+  const std::string message = rejection_message(http_status, sent_status_);
   const std::string encoded = percent_encode(message);
+  const std::string_view grpc_status = http_status == 404 ? "12" : "13";
+  // A response to HEAD has no body (RFC 9110 §9.3.2): over HTTP/1.1 one would be read as the
+  // next response.
+  with_body = with_body && method_ != "HEAD";
   HeaderFields fields = {
       {":status", code},
-      http2::HeaderField::literal("content-type", kGrpcContentType),
+      http2::HeaderField::literal("content-type",
+                                  with_body ? "text/plain; charset=utf-8" : kGrpcContentType),
       {"grpc-status", grpc_status},
       {"grpc-message", encoded},
   };
-  submit(fields, /*with_data=*/false);
+  if (with_body) {
+    // The message and a newline, for whoever reads it in a terminal.
+    outbound.append_copy(message.data(), message.size());
+    outbound.append_copy("\n", 1);
+    outbound_end = true;
+  }
+  submit(fields, with_body);
 }
 
 void ServerCall::submit(HeaderFields& fields, bool with_data) {
@@ -463,7 +497,7 @@ void ServerCall::submit(HeaderFields& fields, bool with_data) {
 void ServerCall::answer_preflight() {
   if (finished_ || connection_ == nullptr) return;
   if (!site_->allows_origin(origin_)) {
-    reject_http(405);
+    reject_when_complete(405);
     return;
   }
   finished_ = true;
@@ -528,6 +562,9 @@ void ServerCall::on_remote_end() {
     on_receive_error(std::move(s));
   }
   CallStream::on_remote_end();
+  if (deferred_rejection_ != 0 && connection_ != nullptr) [[unlikely]] {
+    send_rejection(std::exchange(deferred_rejection_, 0), /*with_body=*/true);
+  }
 }
 
 void ServerCall::on_stream_closed(http2::ErrorCode h2_error) {

@@ -155,8 +155,23 @@ class ServerCall final : public CallStream {
   // handler_done.
   void run(const Method* method);
   void run_when_ready(const Method* method);
-  // Rejections before routing: a bare HTTP status (415, 405), with grpc-status INTERNAL.
+  // Rejections before routing: a bare HTTP status (415, 405, 404), with grpc-status INTERNAL
+  // (UNIMPLEMENTED for 404), sent at once. What the Connect protocol's own rejections use.
   void reject_http(int http_status);
+  // A request that is not gRPC, gRPC-Web or Connect at all (another method, another
+  // content-type): the same answer with a short text/plain body saying why, sent once the
+  // client has sent the whole request (END_STREAM), as generic HTTP servers answer (nghttpd,
+  // h2o). An answer sent before would race the request's own frames, which the peer then sees
+  // judged by a stream this end already closed. While it waits, the request's body is dropped
+  // as it arrives and its flow-control window given back (the call is aborted: nothing is
+  // buffered); a client that never ends the request holds one of the connection's streams
+  // (ConnectionLimits::max_concurrent_streams) and nothing more.
+  void reject_when_complete(int http_status);
+  // reject_http's and reject_when_complete's words for the status: the message, which goes in
+  // grpc-message (and the body), and the status the call ends with.
+  std::string rejection_message(int http_status, absl::Status& status) const;
+  // Sends a rejection, with_body: the message as a text/plain body (never to HEAD).
+  void send_rejection(int http_status, bool with_body);
   // What routes every request its content-type accepts: the deadline, the encoding, the method.
   void route_accepted();
   bool is_protocol(WireProtocol protocol) const {
@@ -216,6 +231,8 @@ class ServerCall final : public CallStream {
   bool headers_sent_ = false;
   bool finished_ = false;
   absl::Status sent_status_;  // set with finished_
+  // reject_when_complete's HTTP status, until the request's END_STREAM sends it; 0 otherwise.
+  int deferred_rejection_ = 0;
   // The request line, kept as flags and a pointer: strings are stored only for error messages.
   bool is_post_ = false;
   std::optional<ContentType> content_kind_;

@@ -124,7 +124,7 @@ void ServerCall::route_connect_get() {
   const std::string full = path_;
   const std::size_t question = full.find('?');
   if (question == std::string::npos) {
-    reject_http(405);
+    reject_when_complete(405);  // no query: not a Connect GET
     return;
   }
   method_entry_ = site_->find_method(std::string_view(full).substr(0, question), &stable_path_);
