@@ -128,6 +128,33 @@ write(SC, "ping_window_goaway", b"\x10" + SETTINGS + h2(6, 0, 0, b"12345678") + 
 write(SC, "big_body", b"\xff" + SETTINGS + h2(1, 4, 1, REQUEST)
       + b"".join(h2(0, 0, 1, b"\x00" * 16384) for _ in range(5)) + h2(0, 1, 1, b""))
 
+# --- h2_session_server_fuzzer: chunk byte, then the calls per part of a read (mod 8, 0 = the
+# whole read), then what a client sends after the preface. The server_connection_fuzzer seeds with
+# a parts byte each, a request answered before it ends (stream 11 answers early: id % 5 == 1),
+# DATA on it after the answer, a stream that never reads (3: id % 5 == 3) filled to its window,
+# and each h2spec recording of h2_frame_server_fuzzer without its two bytes and the preface.
+HS = "h2_session_server_fuzzer"
+sc_dir = os.path.join(HERE, "corpus", SC)
+for name in sorted(os.listdir(sc_dir)):
+    if name.startswith("crash-"):
+        continue
+    with open(os.path.join(sc_dir, name), "rb") as f:
+        seed = f.read()
+    write(HS, name, seed[:1] + b"\x02" + seed[1:])
+write(HS, "answered_early_then_data", b"\xff\x00" + SETTINGS + h2(1, 4, 11, REQUEST)
+      + h2(0, 0, 11, MESSAGE) + h2(8, 0, 11, struct.pack(">I", 0)) + h2(0, 1, 11, MESSAGE))
+write(HS, "unread_window_full", b"\x40\x00" + SETTINGS + h2(1, 4, 3, REQUEST)
+      + b"".join(h2(0, 0, 3, b"\x00" * 16384) for _ in range(4)) + h2(0, 1, 3, b"\x00" * 16384))
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+hf_dir = os.path.join(HERE, "corpus", "h2_frame_server_fuzzer")
+for name in sorted(os.listdir(hf_dir)):
+    if not name.startswith("h2spec_"):
+        continue
+    with open(os.path.join(hf_dir, name), "rb") as f:
+        seed = f.read()
+    if seed[:2] == b"\x00\x00" and seed[2:2 + len(PREFACE)] == PREFACE:
+        write(HS, name, b"\xff\x00" + seed[2 + len(PREFACE):])
+
 # http1_connection_fuzzer: first byte chooses the chunking, then an HTTP/1.1 client's bytes.
 H1 = "http1_connection_fuzzer"
 POST = (b"POST /helloworld.Greeter/SayHello HTTP/1.1\r\nhost: t\r\ncontent-type: application/json\r\n"

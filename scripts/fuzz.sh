@@ -33,7 +33,7 @@ targets=("$@")
                                      http1_connection_fuzzer http1_client_fuzzer
                                      hpack_decoder_fuzzer hpack_differential_fuzzer
                                      h2_frame_server_fuzzer h2_frame_client_fuzzer
-                                     trace_context_fuzzer)
+                                     h2_session_server_fuzzer trace_context_fuzzer)
 
 if ! command -v clang++ >/dev/null 2>&1; then
   echo "fuzz: clang++ not found (apt-get install clang)" >&2
