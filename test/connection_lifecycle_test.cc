@@ -47,6 +47,7 @@ struct Frame {
   std::uint8_t type;
   std::uint8_t flags;
   std::string payload;
+  std::uint32_t stream_id = 0;
 };
 
 // A TCP client that speaks raw bytes to the server and reads what it sends until it closes.
@@ -108,7 +109,12 @@ class RawClient {
       const std::size_t len =
           (std::uint8_t(b[at]) << 16) | (std::uint8_t(b[at + 1]) << 8) | std::uint8_t(b[at + 2]);
       if (at + 9 + len > b.size()) break;
-      frames_.push_back({std::uint8_t(b[at + 3]), std::uint8_t(b[at + 4]), b.substr(at + 9, len)});
+      const std::uint32_t id = ((std::uint32_t(std::uint8_t(b[at + 5])) & 0x7f) << 24) |
+                               (std::uint32_t(std::uint8_t(b[at + 6])) << 16) |
+                               (std::uint32_t(std::uint8_t(b[at + 7])) << 8) |
+                               std::uint8_t(b[at + 8]);
+      frames_.push_back(
+          {std::uint8_t(b[at + 3]), std::uint8_t(b[at + 4]), b.substr(at + 9, len), id});
       at += 9 + len;
     }
     buffer_.erase(0, at);
@@ -120,6 +126,32 @@ class RawClient {
   std::vector<Frame> frames_;
   Clock::time_point closed_at_;
 };
+
+std::uint32_t u32_at(const std::string& p, std::size_t at) {
+  return (std::uint32_t(std::uint8_t(p[at])) << 24) |
+         (std::uint32_t(std::uint8_t(p[at + 1])) << 16) |
+         (std::uint32_t(std::uint8_t(p[at + 2])) << 8) | std::uint8_t(p[at + 3]);
+}
+
+// A HEADERS frame with END_STREAM on stream `id` for a plain GET (not gRPC: the server answers
+// it 405 once complete), its fields as HPACK literals without indexing.
+std::string get_request(std::uint32_t id) {
+  std::string block;
+  for (const auto& [name, value] : {std::pair<std::string_view, std::string_view>{":method", "GET"},
+                                    {":scheme", "http"},
+                                    {":path", "/"},
+                                    {":authority", "x"}}) {
+    block += '\0';
+    block += static_cast<char>(name.size());
+    block += name;
+    block += static_cast<char>(value.size());
+    block += value;
+  }
+  std::string f{static_cast<char>(0), static_cast<char>(0), static_cast<char>(block.size()),
+                static_cast<char>(0x1), static_cast<char>(0x5)};  // HEADERS, END_STREAM|END_HEADERS
+  for (int shift = 24; shift >= 0; shift -= 8) f += static_cast<char>((id >> shift) & 0xff);
+  return f + block;
+}
 
 std::uint32_t goaway_error(const Frame& goaway) {
   const std::string& p = goaway.payload;
@@ -270,6 +302,56 @@ TEST(ConnectionLifecycle, PingFloodGetsGoawayEnhanceYourCalm) {
   ASSERT_NE(goaway, nullptr);
   EXPECT_EQ(goaway_error(*goaway), 0xbu);  // ENHANCE_YOUR_CALM
   EXPECT_NE(goaway->payload.find("too_many_pings"), std::string::npos);
+}
+
+// The client's SETTINGS_MAX_HEADER_LIST_SIZE is honoured: an answer whose header list is larger
+// is not sent; its stream is reset with INTERNAL_ERROR and the connection goes on (ferry's
+// engine).
+TEST(ConnectionLifecycle, AnswerOverTheClientsHeaderListLimitResetsOnlyItsStream) {
+  if (!FERRY_TEST_HTTP2_ENGINE_FERRY) GTEST_SKIP() << "ferry's HTTP/2 engine only";
+  TestServer s(quiet_options());
+  RawClient client(s.port);
+  client.send(kPreface);
+  // SETTINGS_MAX_HEADER_LIST_SIZE 40: the 405's ":status" and "content-type" count 96.
+  client.send(std::string_view{"\x00\x00\x06\x04\x00\x00\x00\x00\x00\x00\x06\x00\x00\x00\x28", 15});
+  client.send(kSettingsAck);
+  client.send(get_request(1));
+  ASSERT_TRUE(client.read_until_frame(0x3, 3s));
+  const Frame* rst = client.find(0x3);
+  EXPECT_EQ(rst->stream_id, 1u);
+  EXPECT_EQ(u32_at(rst->payload, 0), 0x2u);  // INTERNAL_ERROR
+  client.send(ping_frame('p'));
+  bool acked = false;
+  client.read_until_frame(0x6, 3s);
+  for (const Frame& f : client.frames()) {
+    EXPECT_NE(f.type, 0x1) << "a header block over the limit went out";
+    EXPECT_NE(f.type, 0x7) << "the connection ended";
+    if (f.type == 0x6 && (f.flags & 0x1) != 0) acked = true;
+  }
+  EXPECT_TRUE(acked);
+}
+
+// A ferry client does not send a request whose header list is larger than the server's
+// SETTINGS_MAX_HEADER_LIST_SIZE: the call fails INTERNAL, naming the limit, and the channel
+// goes on (ferry's engine).
+TEST(ConnectionLifecycle, RequestOverTheServersHeaderListLimitFailsInternal) {
+  if (!FERRY_TEST_HTTP2_ENGINE_FERRY) GTEST_SKIP() << "ferry's HTTP/2 engine only";
+  ServerOptions o = quiet_options();
+  o.max_header_list_size = 1024;
+  TestServer s(o);
+  Channel channel(s.target());
+  ASSERT_TRUE(echo(channel).ok());  // the server's SETTINGS are in
+  testing::Echo::BlockingStub stub(channel);
+  testing::EchoRequest request;
+  testing::EchoResponse response;
+  ClientContext ctx;
+  ctx.set_timeout(5s);
+  ctx.add_metadata("x-big", std::string(2000, 'v'));
+  const absl::Status status = stub.Echo(ctx, request, response);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInternal) << status;
+  EXPECT_NE(status.message().find("SETTINGS_MAX_HEADER_LIST_SIZE"), std::string::npos) << status;
+  EXPECT_TRUE(echo(channel).ok());
+  EXPECT_EQ(channel.state(), ConnectivityState::kReady);
 }
 
 TEST(ConnectionLifecycle, ConnectionsBeyondMaxConnectionsAreClosed) {

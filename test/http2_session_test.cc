@@ -6,6 +6,7 @@
 // stream id reuse, HEADERS and DATA on closed streams, each with bounded memory.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -51,6 +52,7 @@ class TestStream final : public Stream {
   void end() { outbound_end = true; }
   bool was_reset_by_us() const { return reset_sent(); }
   std::size_t outbound_size() const { return outbound.size(); }
+  std::string_view reason() const { return local_close_reason(); }
 
   bool refuse_headers = false;
   std::vector<std::pair<std::string, std::string>> headers;
@@ -746,6 +748,79 @@ TEST_F(Http2Session, PaddingIsReturnedToTheWindows) {
   EXPECT_EQ(host.stream(0)->data.size(), 400u);
   EXPECT_FALSE(session_->failed());
   EXPECT_FALSE(host.stream(0)->closed);
+}
+
+// The peer's SETTINGS_MAX_HEADER_LIST_SIZE: a block of ours over it is never sent; the stream
+// alone fails, INTERNAL, the limit named.
+TEST_F(Http2Session, ResponseOverThePeersHeaderListLimitResetsTheStream) {
+  make(Role::kServer);
+  feed(text(frame::kClientPreface) + settings({{frame::SettingId::kMaxHeaderListSize, 200}}));
+  drain();
+  const std::string big(200, 'v');
+  // Response headers over the limit.
+  feed(headers(1, request(), true));
+  const HeaderField too_big[] = {HeaderField::literal(":status", "200"),
+                                 HeaderField::literal("x-big", big)};
+  EXPECT_TRUE(session_->submit_response(host.stream(0), too_big, /*with_data=*/true));
+  std::vector<Out> frames = drain();
+  EXPECT_EQ(count(frames, EventType::kHeaders), 0u);
+  EXPECT_TRUE(has_rst(frames, 1, ErrorCode::kInternalError));
+  EXPECT_TRUE(host.stream(0)->closed);
+  EXPECT_EQ(host.stream(0)->close_code, ErrorCode::kInternalError);
+  EXPECT_NE(host.stream(0)->reason().find("SETTINGS_MAX_HEADER_LIST_SIZE"), std::string::npos);
+  // Trailers over the limit, after a body that went out.
+  feed(headers(3, request(), true));
+  TestStream* s = host.stream(1);
+  const HeaderField ok[] = {HeaderField::literal(":status", "200")};
+  ASSERT_TRUE(session_->submit_response(s, ok, /*with_data=*/true));
+  s->queue("body");
+  s->end_with({HeaderField::literal("grpc-status", "0"), HeaderField::literal("x-big", big)});
+  session_->resume(s);
+  frames = drain();
+  EXPECT_EQ(count(frames, EventType::kHeaders), 1u);  // the response's, not the trailers
+  EXPECT_NE(find(frames, EventType::kData, 3), nullptr);
+  EXPECT_TRUE(has_rst(frames, 3, ErrorCode::kInternalError));
+  EXPECT_TRUE(s->closed);
+  EXPECT_EQ(s->close_code, ErrorCode::kInternalError);
+  // Never a connection error; a block within the limit goes out.
+  EXPECT_FALSE(session_->failed());
+  EXPECT_FALSE(has_goaway(frames, ErrorCode::kInternalError));
+  feed(headers(5, request(), true));
+  respond(host.stream(2), "fine");
+  frames = drain();
+  EXPECT_EQ(count(frames, EventType::kHeaders), 2u);
+  EXPECT_EQ(session_->open_streams(), 0u);
+}
+
+TEST_F(Http2Session, RequestOverThePeersHeaderListLimitFailsTheCall) {
+  make(Role::kClient);
+  feed(settings({{frame::SettingId::kMaxHeaderListSize, 200}}));
+  drain();
+  const std::string big(200, 'v');
+  const HeaderField too_big[] = {
+      HeaderField::literal(":method", "POST"), HeaderField::literal(":scheme", "http"),
+      HeaderField::literal(":path", "/a.B/C"), HeaderField::literal("x-big", big)};
+  TestStream call;
+  call.queue("ping");
+  call.end();
+  EXPECT_EQ(session_->submit_request(&call, too_big), 1);
+  std::vector<Out> frames = drain();
+  EXPECT_EQ(count(frames, EventType::kHeaders), 0u);  // never on the wire
+  EXPECT_EQ(count(frames, EventType::kData), 0u);
+  EXPECT_EQ(count(frames, EventType::kRstStream), 0u);
+  EXPECT_TRUE(call.closed);
+  EXPECT_EQ(call.close_code, ErrorCode::kInternalError);
+  EXPECT_NE(call.reason().find("SETTINGS_MAX_HEADER_LIST_SIZE"), std::string::npos);
+  EXPECT_FALSE(session_->failed());
+  // The next call goes out.
+  const HeaderField small[] = {HeaderField::literal(":method", "POST"),
+                               HeaderField::literal(":scheme", "http"),
+                               HeaderField::literal(":path", "/a.B/C")};
+  TestStream next;
+  EXPECT_EQ(session_->submit_request(&next, small), 3);
+  frames = drain();
+  EXPECT_NE(find(frames, EventType::kHeaders, 3), nullptr);
+  EXPECT_EQ(session_->open_streams(), 1u);
 }
 
 // --- GOAWAY ------------------------------------------------------------------------------------

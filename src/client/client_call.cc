@@ -505,6 +505,11 @@ void ClientCall::on_stream_closed(http2::ErrorCode h2_error) {
       complete(absl::DeadlineExceededError("deadline exceeded"));
     } else if (!rejected_.ok()) {
       complete(rejected_);  // on_header refused the response; this side reset the stream
+    } else if (h2_error == http2::ErrorCode::kInternalError && reset_sent() &&
+               !local_close_reason().empty()) {
+      // This side would not send the request as it is (its header list is over the server's
+      // SETTINGS_MAX_HEADER_LIST_SIZE): the reason names the limit.
+      complete(absl::InternalError(to_absl(local_close_reason())));
     } else if (h2_error == http2::ErrorCode::kConnectionLost) {
       complete(
           local_close_reason().empty()

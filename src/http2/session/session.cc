@@ -28,6 +28,14 @@ constexpr std::size_t kStreamQuantum = 64u << 10;
 // The opaque bytes of a keepalive PING.
 constexpr std::uint8_t kPingOpaque[8] = {};
 
+// The size of a header list as SETTINGS_MAX_HEADER_LIST_SIZE counts it (RFC 9113 §6.5.2: name,
+// value and 32 octets per field).
+std::uint64_t header_list_size(std::span<const hpack::Field> fields) {
+  std::uint64_t n = 0;
+  for (const hpack::Field& f : fields) n += f.name.size() + f.value.size() + 32;
+  return n;
+}
+
 // RFC 9110 §5.6.2 tchar, lower case only (RFC 9113 §8.2.1: upper case in a name is malformed).
 constexpr bool is_name_char(unsigned char c) {
   if (c >= 'a' && c <= 'z') return true;
@@ -406,6 +414,9 @@ void Session::on_settings(const FrameEvent& event) {
   if (v.has(SettingId::kMaxFrameSize)) peer_max_frame_size_ = v.get(SettingId::kMaxFrameSize);
   if (v.has(SettingId::kMaxConcurrentStreams)) {
     peer_max_concurrent_ = v.get(SettingId::kMaxConcurrentStreams);
+  }
+  if (v.has(SettingId::kMaxHeaderListSize)) {
+    peer_max_header_list_ = v.get(SettingId::kMaxHeaderListSize);
   }
   if (v.has(SettingId::kInitialWindowSize)) {
     // RFC 9113 §6.9.2: the change applies to every open stream's window, which may go negative
@@ -847,6 +858,10 @@ std::int32_t Session::submit_request(Stream* stream, std::span<const HeaderField
 
 void Session::open_now(Stream* stream, std::span<const hpack::Field> fields) {
   StreamState& st = state(stream);
+  if (!fits_peer_header_list(fields)) {
+    refuse_oversized_block(stream);  // never on the wire: no RST_STREAM
+    return;
+  }
   write_headers(static_cast<std::uint32_t>(stream->id_), fields, /*end_stream=*/false);
   st.sending = true;
   ++local_open_;
@@ -876,6 +891,10 @@ bool Session::submit_response(Stream* stream, std::span<const HeaderField> heade
   }
   FieldList fields;
   for (const HeaderField& h : headers) fields.push_back(to_field(h));
+  if (!fits_peer_header_list(fields)) {
+    refuse_oversized_block(stream);
+    return true;  // the stream closes, reset, at the next produce()
+  }
   write_headers(static_cast<std::uint32_t>(stream->id_), fields, /*end_stream=*/!with_data);
   if (with_data) {
     st.sending = true;
@@ -937,6 +956,27 @@ void Session::consume_connection(std::size_t n) {
 void Session::shutdown() {
   if (terminated_ || goaway_sent_) return;
   write_goaway(ErrorCode::kNoError, {});
+}
+
+bool Session::fits_peer_header_list(std::span<const hpack::Field> fields) const {
+  return header_list_size(fields) <= peer_max_header_list_;
+}
+
+void Session::refuse_oversized_block(Stream* stream) {
+  // Never sent as is (the peer would reset the stream or end the connection for it): this
+  // stream alone fails, INTERNAL, with the limit named (as grpc-go does for oversized metadata).
+  stream->local_close_reason_ = role_ == Role::kServer
+                                    ? "the response's header list is larger than the client's "
+                                      "SETTINGS_MAX_HEADER_LIST_SIZE"
+                                    : "the request's header list is larger than the server's "
+                                      "SETTINGS_MAX_HEADER_LIST_SIZE";
+  StreamState& st = state(stream);
+  if (role_ == Role::kServer || st.sending) {
+    write_rst(static_cast<std::uint32_t>(stream->id_), ErrorCode::kInternalError);
+  }
+  stream->reset_sent_ = true;
+  st.local_closed = true;
+  close_later(stream, ErrorCode::kInternalError);
 }
 
 void Session::ping() {
@@ -1026,6 +1066,10 @@ bool Session::produce_stream(Stream* stream, std::size_t budget) {
       FieldList fields;
       for (const HeaderField& h : stream->trailers.literal) fields.push_back(to_field(h));
       for (const Header& h : stream->trailers.owned) fields.push_back({h.name, h.value});
+      if (!fits_peer_header_list(fields)) {
+        refuse_oversized_block(stream);
+        return true;
+      }
       write_headers(id, fields, /*end_stream=*/true);
     } else {
       std::uint8_t* p = out_.reserve(kFrameHeaderSize);

@@ -169,6 +169,12 @@ class Session {
   void write_rst(std::uint32_t id, ErrorCode code);
   void write_window_update(std::uint32_t id, std::uint32_t increment);
   void write_goaway(ErrorCode code, std::string_view debug);
+  // Whether a header list of `fields` is within the peer's SETTINGS_MAX_HEADER_LIST_SIZE.
+  bool fits_peer_header_list(std::span<const hpack::Field> fields) const;
+  // A block of ours over the peer's limit: never sent; the stream is reset (RST_STREAM INTERNAL
+  // when it is on the wire) and closes with kInternalError, the limit named in its
+  // local_close_reason.
+  void refuse_oversized_block(Stream* stream);
   // HPACK-encodes `fields` and writes them as HEADERS (+ CONTINUATION).
   void write_headers(std::uint32_t id, std::span<const hpack::Field> fields, bool end_stream);
 
@@ -229,6 +235,7 @@ class Session {
   std::uint32_t peer_initial_window_ = 65535;
   std::uint32_t peer_max_frame_size_ = frame::kDefaultMaxFrameSize;
   std::uint32_t peer_max_concurrent_ = 0xffffffffu;
+  std::uint32_t peer_max_header_list_ = 0xffffffffu;  // unlimited until it says (§6.5.2)
 
   std::int64_t conn_send_window_ = 65535;
   std::int64_t conn_recv_window_;
