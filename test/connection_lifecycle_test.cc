@@ -304,6 +304,27 @@ TEST(ConnectionLifecycle, PingFloodGetsGoawayEnhanceYourCalm) {
   EXPECT_NE(goaway->payload.find("too_many_pings"), std::string::npos);
 }
 
+// RFC 9113 §6.5.3: a client that never acknowledges the server's SETTINGS gets
+// GOAWAY(SETTINGS_TIMEOUT) once ConnectionLimits::settings_ack_timeout passes (ferry's engine).
+TEST(ConnectionLifecycle, UnacknowledgedSettingsGetGoawaySettingsTimeout) {
+  if (!FERRY_TEST_HTTP2_ENGINE_FERRY) GTEST_SKIP() << "ferry's HTTP/2 engine only";
+  ServerOptions o = quiet_options();
+  o.settings_ack_timeout = 200ms;
+  TestServer s(o);
+  RawClient silent(s.port), polite(s.port);
+  silent.handshake();  // its own SETTINGS, however often, but never the ACK
+  silent.send(kEmptySettings);
+  polite.handshake();
+  polite.send(kSettingsAck);
+  const auto start = Clock::now();
+  ASSERT_TRUE(silent.read_until_closed(3s));
+  EXPECT_GE(silent.closed_at() - start, 150ms);
+  const Frame* goaway = silent.find(0x7);
+  ASSERT_NE(goaway, nullptr);
+  EXPECT_EQ(goaway_error(*goaway), 0x4u);  // SETTINGS_TIMEOUT
+  EXPECT_FALSE(polite.read_until_closed(300ms));
+}
+
 // The client's SETTINGS_MAX_HEADER_LIST_SIZE is honoured: an answer whose header list is larger
 // is not sent; its stream is reset with INTERNAL_ERROR and the connection goes on (ferry's
 // engine).

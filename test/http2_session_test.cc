@@ -750,6 +750,43 @@ TEST_F(Http2Session, PaddingIsReturnedToTheWindows) {
   EXPECT_FALSE(host.stream(0)->closed);
 }
 
+// RFC 9113 §6.5.3: a peer that never acknowledges our SETTINGS gets GOAWAY(SETTINGS_TIMEOUT).
+TEST_F(Http2Session, UnacknowledgedSettingsTimeOut) {
+  const auto before = Session::Clock::now();
+  start();
+  const auto due = session_->next_deadline();
+  EXPECT_GE(due, before + std::chrono::seconds(10));
+  EXPECT_LE(due, Session::Clock::now() + std::chrono::seconds(10));
+  // The peer's own SETTINGS, however many, are no ACK.
+  for (int i = 0; i < 5; ++i) feed(settings({}));
+  drain();
+  EXPECT_EQ(session_->next_deadline(), due);
+  session_->on_timer(due - std::chrono::milliseconds(1));
+  EXPECT_FALSE(session_->failed());
+  session_->on_timer(due);
+  EXPECT_TRUE(session_->failed());
+  EXPECT_EQ(session_->error_code(), ErrorCode::kSettingsTimeout);
+  EXPECT_TRUE(has_goaway(drain(), ErrorCode::kSettingsTimeout));
+  EXPECT_FALSE(session_->want_read());
+}
+
+TEST_F(Http2Session, AcknowledgedSettingsStopTheTimer) {
+  start();
+  feed(frame_of(FrameType::kSettings, frame::flags::kAck, 0, {}));
+  EXPECT_EQ(session_->next_deadline(), Session::Clock::time_point::max());
+  session_->on_timer(Session::Clock::now() + std::chrono::hours(1));
+  EXPECT_FALSE(session_->failed());
+  // The client's side too, and a timeout that is off.
+  make(Role::kClient);
+  feed(settings({}) + frame_of(FrameType::kSettings, frame::flags::kAck, 0, {}));
+  EXPECT_EQ(session_->next_deadline(), Session::Clock::time_point::max());
+  limits.settings_ack_timeout = std::chrono::milliseconds::max();
+  make(Role::kClient);
+  EXPECT_EQ(session_->next_deadline(), Session::Clock::time_point::max());
+  session_->on_timer(Session::Clock::now() + std::chrono::hours(1));
+  EXPECT_FALSE(session_->failed());
+}
+
 // The peer's SETTINGS_MAX_HEADER_LIST_SIZE: a block of ours over it is never sent; the stream
 // alone fails, INTERNAL, the limit named.
 TEST_F(Http2Session, ResponseOverThePeersHeaderListLimitResetsTheStream) {

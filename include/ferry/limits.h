@@ -3,6 +3,7 @@
 // HTTP/2 layer takes ConnectionLimits as they are.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 
@@ -66,6 +67,11 @@ struct ConnectionLimits {
   // connection ends with GOAWAY ENHANCE_YOUR_CALM (debug data "held_bytes") and its calls fail
   // UNAVAILABLE. Not applied to HTTP/1.1, which carries one call at a time. Default 256 MiB.
   std::size_t max_held_bytes = std::size_t{256} << 20;
+  // How long the peer may take to acknowledge this end's SETTINGS; past it the connection ends
+  // with GOAWAY SETTINGS_TIMEOUT (RFC 9113 §6.5.3). milliseconds::max() (kNever) or 0 turns it
+  // off. Applied by ferry's own HTTP/2 engine (FERRY_HTTP2_ENGINE=ferry); nghttp2 has no such
+  // timer.
+  std::chrono::milliseconds settings_ack_timeout = std::chrono::seconds(10);
   // When what the connection produces is written (ferry/write_policy.h).
   WritePolicy write_policy;
 };

@@ -145,6 +145,8 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   // connection.cc): the session, its host, the read block's unparsed rest. The layout of this
   // class is the same in both builds, so that nothing that includes it depends on the choice.
   struct FerryEngine;
+  // FERRY_HTTP2_ENGINE=ferry: the session's timer fired (connection_ferry.cc).
+  void on_session_timer();
 
   void start_read();
   // Runs the wake-ups a read raised, flushing between them once their answers pass

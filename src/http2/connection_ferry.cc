@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "asio/post.hpp"
+#include "asio/steady_timer.hpp"
 #include "http2/connection.h"
 #include "http2/session/session.h"
 
@@ -27,7 +28,27 @@ session::Role session_role(Role role) {
 // the connection.
 struct Connection::FerryEngine final : session::SessionHost {
   FerryEngine(Connection& c, Role role, const ConnectionLimits& limits)
-      : connection(c), session(session_role(role), limits, *this, c.pending_) {}
+      : connection(c), session(session_role(role), limits, *this, c.pending_), timer(c.executor_) {}
+
+  // Keeps the timer on the session's next deadline (our SETTINGS' ACK); nothing to do when it has
+  // not moved, which is every call but a few per connection.
+  void arm_timer() {
+    const session::Session::Clock::time_point next = session.next_deadline();
+    if (next == armed) return;
+    armed = next;
+    if (next == session::Session::Clock::time_point::max()) {
+      timer.cancel();
+      return;
+    }
+    timer.expires_at(next);
+    // The wait keeps the connection alive until it fires or is cancelled (close_stream()).
+    timer.async_wait([self = connection.shared_from_this(), this](const asio::error_code& ec) {
+      if (ec || self->closed_) return;
+      armed = session::Session::Clock::time_point::max();
+      session.on_timer(session::Session::Clock::now());
+      self->on_session_timer();
+    });
+  }
 
   Stream* on_stream_open(std::uint32_t id) override {
     Stream* stream = connection.observer_->on_stream_open(static_cast<std::int32_t>(id));
@@ -66,6 +87,8 @@ struct Connection::FerryEngine final : session::SessionHost {
   std::size_t leftover = 0;
   std::size_t leftover_at = 0;
   std::size_t read_space = 0;  // what the read under way may fill
+  asio::steady_timer timer;
+  session::Session::Clock::time_point armed = session::Session::Clock::time_point::max();
 };
 
 Connection::Connection(std::unique_ptr<ByteStream> stream, Role role,
@@ -188,12 +211,25 @@ void Connection::ping() {
   schedule_flush();
 }
 
+void Connection::on_session_timer() {
+  if (closed_) return;
+  if (ferry_->session.failed()) {
+    // SETTINGS_TIMEOUT: the GOAWAY is written; send it, then close (as after a protocol error).
+    if (local_close_reason_.empty()) {
+      local_close_reason_ = error_code_name(ferry_->session.error_code());
+    }
+    close_after_write_ = true;
+  }
+  flush();
+}
+
 void Connection::close() { close_stream(/*gracefully=*/false); }
 
 void Connection::close_stream(bool gracefully) {
   if (closed_) return;
   closed_ = true;
   if (lifecycle_ != nullptr) lifecycle_->stop();
+  ferry_->timer.cancel();
   if (gracefully) {
     stream_->close_gracefully();
   } else {
@@ -418,6 +454,7 @@ void Connection::flush() {
     if (writing_now_ || pending_.empty()) break;
     if (!write_now()) break;  // the rest goes out asynchronously (or the connection closed)
   }
+  if (!closed_) ferry_->arm_timer();
   close_if_done();
 }
 

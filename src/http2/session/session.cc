@@ -28,6 +28,16 @@ constexpr std::size_t kStreamQuantum = 64u << 10;
 // The opaque bytes of a keepalive PING.
 constexpr std::uint8_t kPingOpaque[8] = {};
 
+// now + d, or never when d is kNever (or so large that the sum would overflow).
+limits::Clock::time_point deadline_after(limits::Clock::time_point now,
+                                         std::chrono::milliseconds d) {
+  if (d <= std::chrono::milliseconds::zero() ||
+      d >= std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::hours(24 * 365))) {
+    return limits::Clock::time_point::max();
+  }
+  return now + d;
+}
+
 // The size of a header list as SETTINGS_MAX_HEADER_LIST_SIZE counts it (RFC 9113 §6.5.2: name,
 // value and 32 octets per field).
 std::uint64_t header_list_size(std::span<const hpack::Field> fields) {
@@ -117,6 +127,7 @@ Session::Session(Role role, const ConnectionLimits& limits, SessionHost& host, S
           std::min<std::uint32_t>(limits.connection_window, frame::kMaxWindowSize),
           kDefaultWindow)),
       local_max_concurrent_(limits.max_concurrent_streams),
+      settings_deadline_(deadline_after(Clock::now(), limits.settings_ack_timeout)),
       conn_recv_window_(local_connection_window_) {
   // RFC 9113 §3.4: the preface, then this end's SETTINGS (§6.5), then the connection window
   // beyond its initial 65535 (§6.9.2: SETTINGS cannot change it).
@@ -956,6 +967,21 @@ void Session::consume_connection(std::size_t n) {
 void Session::shutdown() {
   if (terminated_ || goaway_sent_) return;
   write_goaway(ErrorCode::kNoError, {});
+}
+
+limits::Clock::time_point Session::next_deadline() const {
+  if (terminated_) return Clock::time_point::max();
+  Clock::time_point next = Clock::time_point::max();
+  if (!settings_acked_) next = settings_deadline_;
+  return next;
+}
+
+void Session::on_timer(Clock::time_point now) {
+  if (terminated_) return;
+  if (!settings_acked_ && now >= settings_deadline_) {
+    // RFC 9113 §6.5.3: our SETTINGS went unacknowledged for too long.
+    fail(ErrorCode::kSettingsTimeout, "SETTINGS not acknowledged in time");
+  }
 }
 
 bool Session::fits_peer_header_list(std::span<const hpack::Field> fields) const {

@@ -121,6 +121,12 @@ class Session {
   void terminate(ErrorCode error, std::string_view debug);
   // A PING (opaque zeros), for keepalive.
   void ping();
+  // The earliest time on_timer() has something to do (time_point::max() when nothing): our
+  // SETTINGS' ACK due (ConnectionLimits::settings_ack_timeout).
+  Clock::time_point next_deadline() const;
+  // Acts on what is due at `now`: GOAWAY(SETTINGS_TIMEOUT) when our SETTINGS is still not
+  // acknowledged (failed() is then true).
+  void on_timer(Clock::time_point now);
   // Frames the streams' queued output (DATA within the windows, trailers) until `out` holds
   // `budget` bytes or nothing more can go; closes the streams whose last frame went out.
   void produce(std::size_t budget);
@@ -236,6 +242,8 @@ class Session {
   std::uint32_t peer_max_frame_size_ = frame::kDefaultMaxFrameSize;
   std::uint32_t peer_max_concurrent_ = 0xffffffffu;
   std::uint32_t peer_max_header_list_ = 0xffffffffu;  // unlimited until it says (§6.5.2)
+  // Our SETTINGS still unacknowledged at this time: GOAWAY(SETTINGS_TIMEOUT).
+  Clock::time_point settings_deadline_;
 
   std::int64_t conn_send_window_ = 65535;
   std::int64_t conn_recv_window_;
