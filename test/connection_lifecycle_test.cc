@@ -304,6 +304,48 @@ TEST(ConnectionLifecycle, PingFloodGetsGoawayEnhanceYourCalm) {
   EXPECT_NE(goaway->payload.find("too_many_pings"), std::string::npos);
 }
 
+// ferry's own HTTP/2 engine (FERRY_HTTP2_ENGINE=ferry) ends a connection gracefully in two steps
+// (RFC 9113 §6.8): GOAWAY(2^31-1) and a PING; a stream the client opened meanwhile is served;
+// the PING's ACK brings GOAWAY(the real last stream), then the connection closes. (nghttp2's
+// connection sends the second GOAWAY alone.)
+TEST(ConnectionLifecycle, GracefulShutdownIsTwoGoawaysAroundAPing) {
+  if (!FERRY_TEST_HTTP2_ENGINE_FERRY) GTEST_SKIP() << "ferry's HTTP/2 engine only";
+  ServerOptions o = quiet_options();
+  o.max_connection_age = 100ms;
+  TestServer s(o);
+  RawClient client(s.port);
+  client.handshake();
+  client.send(kSettingsAck);
+  ASSERT_TRUE(client.read_until_frame(0x6, 3s));  // the PING after the first GOAWAY
+  const Frame* notice = client.find(0x7);
+  ASSERT_NE(notice, nullptr);
+  EXPECT_EQ(u32_at(notice->payload, 0), 0x7fffffffu);
+  EXPECT_EQ(goaway_error(*notice), 0u);
+  const Frame* ping = client.find(0x6);
+  EXPECT_EQ(ping->flags & 0x1, 0);
+  // A request sent before the ACK: served, not refused.
+  client.send(get_request(1));
+  std::string ack("\x00\x00\x08\x06\x01\x00\x00\x00\x00", 9);
+  ack += ping->payload;
+  client.send(ack);
+  ASSERT_TRUE(client.read_until_closed(3s));
+  int goaways = 0;
+  std::uint32_t last = 0;
+  bool answered = false;
+  for (const Frame& f : client.frames()) {
+    if (f.type == 0x7) {
+      ++goaways;
+      last = u32_at(f.payload, 0);
+    }
+    if (f.type == 0x1 && f.stream_id == 1) answered = true;
+    EXPECT_FALSE(f.type == 0x3 && f.stream_id == 1 && u32_at(f.payload, 0) == 0x7)
+        << "stream 1 was refused";
+  }
+  EXPECT_TRUE(answered);
+  EXPECT_EQ(goaways, 2);
+  EXPECT_EQ(last, 1u);
+}
+
 // RFC 9113 §6.5.3: a client that never acknowledges the server's SETTINGS gets
 // GOAWAY(SETTINGS_TIMEOUT) once ConnectionLimits::settings_ack_timeout passes (ferry's engine).
 TEST(ConnectionLifecycle, UnacknowledgedSettingsGetGoawaySettingsTimeout) {

@@ -240,6 +240,9 @@ class Http2Session : public ::testing::Test {
       o.increment = event.increment;
       o.last_stream_id = event.last_stream_id;
       o.payload.assign(event.payload.begin(), event.payload.end());
+      if (event.type == EventType::kPing || event.type == EventType::kPingAck) {
+        o.payload.assign(std::begin(event.ping), std::end(event.ping));
+      }
       if (event.type == EventType::kHeaders) {
         hpack::DecodedHeaders decoded;
         const absl::Status st = peer_decoder_.decode(event.payload, decoded);
@@ -867,6 +870,11 @@ TEST_F(Http2Session, ShutdownRefusesNewStreamsAndFinishesOpenOnes) {
   feed(headers(1, request(), false));
   session_->shutdown();
   std::vector<Out> frames = drain();
+  ASSERT_NE(find(frames, EventType::kPing), nullptr);
+  // (The first GOAWAY, 2^31-1, and its PING: ShutdownIsTwoGoawaysAroundAPing.)
+  feed(frame_of(FrameType::kPing, frame::flags::kAck, 0,
+                text(find(frames, EventType::kPing)->payload)));
+  frames = drain();
   const Out* goaway = find(frames, EventType::kGoaway);
   ASSERT_NE(goaway, nullptr);
   EXPECT_EQ(goaway->error, ErrorCode::kNoError);
@@ -878,6 +886,100 @@ TEST_F(Http2Session, ShutdownRefusesNewStreamsAndFinishesOpenOnes) {
   respond(host.stream(0), "y");
   drain();
   EXPECT_FALSE(session_->want_read());
+}
+
+// RFC 9113 §6.8's two-step shutdown: GOAWAY(2^31-1) and a PING; the client's streams opened
+// before it read them are served; the PING's ACK brings the GOAWAY with the real last id.
+TEST_F(Http2Session, ShutdownIsTwoGoawaysAroundAPing) {
+  start();
+  feed(headers(1, request(), false));
+  drain();
+  session_->shutdown();
+  session_->shutdown();  // a second call (idle, then age) changes nothing
+  std::vector<Out> frames = drain();
+  ASSERT_EQ(count(frames, EventType::kGoaway), 1u);
+  const Out* notice = find(frames, EventType::kGoaway);
+  EXPECT_EQ(notice->error, ErrorCode::kNoError);
+  EXPECT_EQ(notice->last_stream_id, 0x7fffffffu);
+  ASSERT_NE(find(frames, EventType::kPing), nullptr);
+  const std::string ping_payload = find(frames, EventType::kPing)->payload;
+  EXPECT_FALSE(session_->goaway_sent());
+  // A stream the client opened before it read the notice is served.
+  feed(headers(3, request(), true));
+  ASSERT_EQ(host.opened.size(), 2u);
+  EXPECT_EQ(host.opened[1], 3u);
+  frames = drain();
+  EXPECT_FALSE(has_rst(frames, 3, ErrorCode::kRefusedStream));
+  EXPECT_EQ(count(frames, EventType::kGoaway), 0u);
+  // The ACK of another PING (keepalive's) is not the one awaited.
+  feed(frame_of(FrameType::kPing, frame::flags::kAck, 0, Bytes(8, 0)));
+  EXPECT_EQ(count(drain(), EventType::kGoaway), 0u);
+  EXPECT_EQ(host.ping_acks, 1);
+  // The awaited ACK: the final GOAWAY names stream 3.
+  feed(frame_of(FrameType::kPing, frame::flags::kAck, 0, text(ping_payload)));
+  frames = drain();
+  ASSERT_EQ(count(frames, EventType::kGoaway), 1u);
+  EXPECT_EQ(find(frames, EventType::kGoaway)->last_stream_id, 3u);
+  EXPECT_TRUE(session_->goaway_sent());
+  EXPECT_EQ(host.ping_acks, 1);  // the shutdown's ACK is not the lifecycle's business
+  // From here on new streams are refused; the two open ones finish.
+  feed(headers(5, request(), true));
+  EXPECT_TRUE(has_rst(drain(), 5, ErrorCode::kRefusedStream));
+  EXPECT_EQ(host.opened.size(), 2u);
+  feed(data(1, "x", true));
+  respond(host.stream(0), "y");
+  respond(host.stream(1), "z");
+  drain();
+  EXPECT_EQ(session_->open_streams(), 0u);
+  EXPECT_FALSE(session_->want_read());
+  // A repeated ACK does nothing more.
+  feed(frame_of(FrameType::kPing, frame::flags::kAck, 0, text(ping_payload)));
+  EXPECT_EQ(count(drain(), EventType::kGoaway), 0u);
+}
+
+TEST_F(Http2Session, ShutdownsSecondGoawayGoesAfterABoundWithoutTheAck) {
+  start();
+  feed(frame_of(FrameType::kSettings, frame::flags::kAck, 0, {}));  // (the SETTINGS timer off)
+  feed(headers(1, request(), false));
+  const auto before = Session::Clock::now();
+  session_->shutdown();
+  EXPECT_EQ(count(drain(), EventType::kGoaway), 1u);
+  const auto due = session_->next_deadline();
+  EXPECT_GE(due, before + std::chrono::milliseconds(1000));
+  EXPECT_LE(due, Session::Clock::now() + std::chrono::milliseconds(1000));
+  session_->on_timer(due - std::chrono::milliseconds(1));
+  EXPECT_EQ(count(drain(), EventType::kGoaway), 0u);
+  session_->on_timer(due);
+  std::vector<Out> frames = drain();
+  ASSERT_EQ(count(frames, EventType::kGoaway), 1u);
+  EXPECT_EQ(find(frames, EventType::kGoaway)->last_stream_id, 1u);
+  EXPECT_EQ(session_->next_deadline(), Session::Clock::time_point::max());
+  EXPECT_FALSE(session_->failed());
+}
+
+TEST_F(Http2Session, PingFloodDuringTheShutdownIsCalmedDown) {
+  start();
+  session_->shutdown();
+  Bytes flood;
+  for (int i = 0; i < 1100; ++i) flood = flood + ping();
+  feed(flood);  // the ACKs owed are never written
+  EXPECT_TRUE(session_->failed());
+  EXPECT_EQ(session_->error_code(), ErrorCode::kEnhanceYourCalm);
+  // Its GOAWAY was the last frame: no second GOAWAY(NO_ERROR) after it.
+  session_->on_timer(Session::Clock::now() + std::chrono::hours(1));
+  std::vector<Out> frames = drain();
+  EXPECT_EQ(frames.back().type, EventType::kGoaway);
+  EXPECT_EQ(frames.back().error, ErrorCode::kEnhanceYourCalm);
+}
+
+TEST_F(Http2Session, ClientShutdownIsOneGoaway) {
+  make(Role::kClient);
+  drain();
+  session_->shutdown();
+  std::vector<Out> frames = drain();
+  ASSERT_EQ(count(frames, EventType::kGoaway), 1u);
+  EXPECT_EQ(find(frames, EventType::kGoaway)->last_stream_id, 0u);
+  EXPECT_EQ(count(frames, EventType::kPing), 0u);
 }
 
 TEST_F(Http2Session, PeersGoawayIsReported) {

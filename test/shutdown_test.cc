@@ -209,10 +209,12 @@ TEST(Shutdown, NewCallsAfterShutdownBeginsAreUnavailable) {
   EXPECT_LT(shutdown.took(), 3s);
 }
 
-TEST(Shutdown, NewStreamRacingTheGoawayIsUnavailable) {
+TEST(Shutdown, NewStreamRacingTheGoawayIsServedOrUnavailable) {
   // No pause between the shutdown and the new call: the stream may reach the server after its
   // GOAWAY (then it is refused) or the channel may already know (then it reconnects, and is
-  // refused). Either way UNAVAILABLE, never a hang or a handler run.
+  // refused): UNAVAILABLE. With ferry's own HTTP/2 engine the shutdown is two GOAWAYs around a
+  // PING (RFC 9113 §6.8): a stream the client sent before it read the first is served. Never a
+  // hang, never a handler run for a call that failed.
   Loopback loop;
   std::atomic<int> done{0};
   absl::Status long_call = absl::UnknownError("not run");
@@ -229,10 +231,17 @@ TEST(Shutdown, NewStreamRacingTheGoawayIsUnavailable) {
     spawn_echo(loop, loop.channel(), 0, &s, new_done);
   }
   ASSERT_TRUE(loop.wait_until([&] { return new_done.load() == 5; }, 5s));
-  for (const auto& s : racing) EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  int served = 0;
+  for (const auto& s : racing) {
+    if (s.ok() && FERRY_TEST_HTTP2_ENGINE_FERRY) {
+      ++served;
+    } else {
+      EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+    }
+  }
   ASSERT_TRUE(loop.wait_until([&] { return done.load() == 1 && shutdown.finished(); }, 5s));
   EXPECT_TRUE(long_call.ok()) << long_call;
-  EXPECT_EQ(loop.probe().started.load(), 1);
+  EXPECT_EQ(loop.probe().started.load(), 1 + served);
 }
 
 TEST(Shutdown, IdleConnectionsDoNotHoldShutdownForTheGracePeriod) {

@@ -30,8 +30,8 @@ struct Connection::FerryEngine final : session::SessionHost {
   FerryEngine(Connection& c, Role role, const ConnectionLimits& limits)
       : connection(c), session(session_role(role), limits, *this, c.pending_), timer(c.executor_) {}
 
-  // Keeps the timer on the session's next deadline (our SETTINGS' ACK); nothing to do when it has
-  // not moved, which is every call but a few per connection.
+  // Keeps the timer on the session's next deadline (our SETTINGS' ACK, a shutdown's second
+  // GOAWAY); nothing to do when it has not moved, which is every call but a few per connection.
   void arm_timer() {
     const session::Session::Clock::time_point next = session.next_deadline();
     if (next == armed) return;

@@ -27,6 +27,11 @@ constexpr std::int64_t kMaxWindow = frame::kMaxWindowSize;
 constexpr std::size_t kStreamQuantum = 64u << 10;
 // The opaque bytes of a keepalive PING.
 constexpr std::uint8_t kPingOpaque[8] = {};
+// The opaque bytes of the PING that follows a graceful shutdown's first GOAWAY: its ACK says the
+// peer has read that GOAWAY (RFC 9113 §6.8).
+constexpr std::uint8_t kShutdownPingOpaque[8] = {'s', 'h', 'u', 't', 'd', 'o', 'w', 'n'};
+// How long the first GOAWAY of a graceful shutdown waits for that ACK before the second.
+constexpr std::chrono::milliseconds kShutdownNoticeBound{1000};
 
 // now + d, or never when d is kNever (or so large that the sum would overflow).
 limits::Clock::time_point deadline_after(limits::Clock::time_point now,
@@ -388,7 +393,13 @@ Session::ReceiveResult Session::receive(std::span<const std::uint8_t> bytes, det
         break;
       }
       case EventType::kPingAck:
-        host_.on_ping(true);
+        if (shutdown_notice_ &&
+            std::memcmp(event.ping, kShutdownPingOpaque, sizeof kShutdownPingOpaque) == 0) {
+          // The peer has read the first GOAWAY: what it opened before is all there will be.
+          finish_shutdown();
+        } else {
+          host_.on_ping(true);
+        }
         break;
       case EventType::kGoaway:
         on_goaway(event);
@@ -965,6 +976,27 @@ void Session::consume_connection(std::size_t n) {
 }
 
 void Session::shutdown() {
+  if (terminated_ || goaway_sent_ || shutdown_notice_) return;
+  if (role_ == Role::kClient) {
+    // The server opens no streams: nothing can be in flight toward this end.
+    write_goaway(ErrorCode::kNoError, {});
+    return;
+  }
+  // RFC 9113 §6.8's graceful shutdown, as grpc-go and nghttp2's shutdown notice do it: GOAWAY
+  // with the largest stream id (no new streams, please; those already on their way are served)
+  // and a PING; once its ACK arrives (or after a bound) the GOAWAY with the real last stream id.
+  shutdown_notice_ = true;
+  notice_deadline_ = deadline_after(Clock::now(), kShutdownNoticeBound);
+  const std::size_t size = frame::goaway_size(0);
+  std::uint8_t* p = out_.reserve(size + frame::kPingFrameSize);
+  std::size_t n = frame::write_goaway({p, size}, frame::kStreamIdMask, ErrorCode::kNoError, {},
+                                      peer_max_frame_size_);
+  n += frame::write_ping({p + n, frame::kPingFrameSize}, kShutdownPingOpaque, /*ack=*/false);
+  out_.commit(n);
+}
+
+void Session::finish_shutdown() {
+  shutdown_notice_ = false;
   if (terminated_ || goaway_sent_) return;
   write_goaway(ErrorCode::kNoError, {});
 }
@@ -973,6 +1005,7 @@ limits::Clock::time_point Session::next_deadline() const {
   if (terminated_) return Clock::time_point::max();
   Clock::time_point next = Clock::time_point::max();
   if (!settings_acked_) next = settings_deadline_;
+  if (shutdown_notice_) next = std::min(next, notice_deadline_);
   return next;
 }
 
@@ -981,7 +1014,9 @@ void Session::on_timer(Clock::time_point now) {
   if (!settings_acked_ && now >= settings_deadline_) {
     // RFC 9113 §6.5.3: our SETTINGS went unacknowledged for too long.
     fail(ErrorCode::kSettingsTimeout, "SETTINGS not acknowledged in time");
+    return;
   }
+  if (shutdown_notice_ && now >= notice_deadline_) finish_shutdown();
 }
 
 bool Session::fits_peer_header_list(std::span<const hpack::Field> fields) const {

@@ -115,17 +115,20 @@ class Session {
   // closing stream's (the connection window only).
   void consume(Stream* stream, std::size_t n);
   void consume_connection(std::size_t n);
-  // GOAWAY(NO_ERROR, the last stream processed): no new stream from here on.
+  // Graceful shutdown. Server: GOAWAY(NO_ERROR, 2^31-1) and a PING at once; when the PING's
+  // ACK arrives (or after a bound, 1 s) GOAWAY(NO_ERROR, the last stream processed): streams the
+  // client opened before it read the first are still served (RFC 9113 §6.8). Client: the
+  // second GOAWAY at once. No new stream from the final GOAWAY on.
   void shutdown();
   // GOAWAY(error, debug) and no more input: the connection closes once it is written.
   void terminate(ErrorCode error, std::string_view debug);
   // A PING (opaque zeros), for keepalive.
   void ping();
   // The earliest time on_timer() has something to do (time_point::max() when nothing): our
-  // SETTINGS' ACK due (ConnectionLimits::settings_ack_timeout).
+  // SETTINGS' ACK due (ConnectionLimits::settings_ack_timeout), a shutdown's second GOAWAY due.
   Clock::time_point next_deadline() const;
   // Acts on what is due at `now`: GOAWAY(SETTINGS_TIMEOUT) when our SETTINGS is still not
-  // acknowledged (failed() is then true).
+  // acknowledged (failed() is then true), the second GOAWAY of a graceful shutdown.
   void on_timer(Clock::time_point now);
   // Frames the streams' queued output (DATA within the windows, trailers) until `out` holds
   // `budget` bytes or nothing more can go; closes the streams whose last frame went out.
@@ -175,6 +178,8 @@ class Session {
   void write_rst(std::uint32_t id, ErrorCode code);
   void write_window_update(std::uint32_t id, std::uint32_t increment);
   void write_goaway(ErrorCode code, std::string_view debug);
+  // The shutdown's second GOAWAY.
+  void finish_shutdown();
   // Whether a header list of `fields` is within the peer's SETTINGS_MAX_HEADER_LIST_SIZE.
   bool fits_peer_header_list(std::span<const hpack::Field> fields) const;
   // A block of ours over the peer's limit: never sent; the stream is reset (RST_STREAM INTERNAL
@@ -253,6 +258,10 @@ class Session {
   std::uint32_t goaway_last_ = 0x7fffffffu;
   bool goaway_sent_ = false;
   bool goaway_received_ = false;
+  // A graceful shutdown's first GOAWAY (2^31-1) and PING are out; the second is due at
+  // notice_deadline_ at the latest.
+  bool shutdown_notice_ = false;
+  Clock::time_point notice_deadline_;
   bool terminated_ = false;
   bool data_sent_ = false;
   ErrorCode error_code_ = ErrorCode::kNoError;
