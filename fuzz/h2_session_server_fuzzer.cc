@@ -14,6 +14,7 @@
 // byte the session writes parses as HTTP/2 frames (a client's frame parser, at the largest
 // limits a client may set); the session's memory stays bounded.
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -213,9 +214,14 @@ void FuzzStream::answer() {
 void run(const std::uint8_t* data, std::size_t size) {
   if (size < 2) return;
   // Byte 0: the chunking (1..256 bytes per read); byte 1: the calls per part of a read
-  // (write_policy's calls_per_write; 0 = the whole read is one part).
+  // (write_policy's calls_per_write; 0 = the whole read is one part), and in its high bits: 0x80
+  // the server shuts down gracefully halfway (two GOAWAYs around a PING, the client's bytes
+  // going on), 0x40 the session's timer runs after each chunk (5 s on: a shutdown's second
+  // GOAWAY is due, our SETTINGS' ACK not yet) and at the end (an hour on: it is).
   const std::size_t chunk = std::size_t{data[0]} + 1;
   ReadParts parts(data[1] % 8);
+  const bool shuts_down = (data[1] & 0x80) != 0;
+  const bool timers = (data[1] & 0x40) != 0;
   data += 2;
   size -= 2;
 
@@ -244,13 +250,23 @@ void run(const std::uint8_t* data, std::size_t size) {
     }
   };
   receive();
+  bool shut = false;
   for (std::size_t at = 0; at < size && !server.session.failed(); at += chunk) {
+    if (shuts_down && !shut && at >= size / 2) {
+      server.session.shutdown();
+      shut = true;
+    }
     const std::size_t n = std::min(chunk, size - at);
     pending.append(reinterpret_cast<const char*>(data + at), n);
     receive();
+    if (timers) {
+      server.session.on_timer(session::Session::Clock::now() + std::chrono::seconds(5));
+      server.drain();
+    }
     // What the parser keeps is at most one frame (the largest this end allows) and the chunk.
     FUZZ_CHECK(pending.size() <= BufferPool::kBlockSize + chunk);
   }
+  if (timers) server.session.on_timer(session::Session::Clock::now() + std::chrono::hours(1));
   server.drain();
 
   // The session's open streams are the ones not closed; the connection then goes, and tells
