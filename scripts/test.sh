@@ -14,7 +14,7 @@
 #   and the four feature examples, whose calls the googletest programs make there too (any report
 #   aborts its test, so it fails); builds the library and the multi-threaded tests (label
 #   threads) under ThreadSanitizer and runs them; then runs each libFuzzer target for a bounded time
-#   (scripts/fuzz.sh; FERRY_FUZZ_SECONDS per target, default 8 here). The builds that the next
+#   (scripts/fuzz.sh; FERRY_FUZZ_SECONDS per target, default 5 here). The builds that the next
 #   phase needs run at the lowest priority beside the current one. Prints each phase's time.
 # Exits non-zero on any failure.
 set -euo pipefail
@@ -257,11 +257,12 @@ lap "ThreadSanitizer build: what was left after the sanitizer tests"
   ctest -j "$test_jobs" --output-on-failure -L threads)
 lap "ThreadSanitizer tests"
 
-# 8 s of a core per target, after each has replayed its committed corpus (fuzz/corpus: the seeds
+# 5 s of a core per target, after each has replayed its committed corpus (fuzz/corpus: the seeds
 # and every input that found a bug): regressions fail at once, and each run explores a little,
-# within the command's 20 minutes on 2 cores (4 s of wall time per target, two at once). Deeper
-# runs are scripts/fuzz.sh's own (60 s a target by default, or FERRY_FUZZ_SECONDS).
-fuzz_seconds=${FERRY_FUZZ_SECONDS:-8}
+# within the command's 20 minutes on 2 cores (2.5 s of wall time per target, two at once; 16
+# targets). Deeper runs are scripts/fuzz.sh's own (60 s a target by default, or
+# FERRY_FUZZ_SECONDS).
+fuzz_seconds=${FERRY_FUZZ_SECONDS:-5}
 echo "== Fuzzing (libFuzzer + ASan + UBSan, $fuzz_seconds s of a core per target, all at once)"
 fuzz_build_status=0
 wait "$fuzz_build_pid" || fuzz_build_status=$?
