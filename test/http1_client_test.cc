@@ -45,7 +45,8 @@ ChannelOptions http1(ChannelProtocol protocol) {
 
 // A server of one thread that accepts connections one after another and answers each request
 // on them with `answer` (a whole HTTP/1.1 response), recording every request's head and body;
-// after `close_after` requests on a connection it closes it. From request `drop_from` on a
+// after `close_after` requests on a connection it closes it (its last answer says
+// `connection: close`). From request `drop_from` on a
 // connection (when set), it reads the request whole, records it and closes without an answer:
 // a server that crashed or was stopped after running the call.
 class CannedServer {
@@ -104,7 +105,14 @@ class CannedServer {
           requests_.push_back(request + body);
         }
         if (i == drop_from_) break;
-        asio::write(socket, asio::buffer(answer_), ec);
+        // The last answer on the connection says so (RFC 9112 §9.6), as a server that closes
+        // after it must: without it the client may send its next call on the connection before
+        // the close reaches it, and a call the server may have run is not sent twice (issue #40).
+        std::string answer = answer_;
+        if (i == close_after_ - 1) {
+          answer.insert(answer.find("\r\n") + 2, "connection: close\r\n");
+        }
+        asio::write(socket, asio::buffer(answer), ec);
         if (ec) break;
       }
     }
