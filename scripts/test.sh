@@ -240,7 +240,8 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # Every test but grpc-java's interop cases, whose time is the JVM's start-up (a JVM per case):
 # ferry's side of them is what the grpc-go cases exercise under the sanitizers too, and they all
-# run in Release above.
+# run in Release above. connectrpc's conformance runs there without its JSON-codec cases
+# (test/conformance/CMakeLists.txt says why).
 (cd build-sanitize && ctest -j "$test_jobs" --output-on-failure -E '^interop_(tls_)?java_')
 lap "sanitizer tests"
 
