@@ -20,6 +20,7 @@ namespace ferry::http2::closed_streams_test {
 namespace {
 
 using testing::h2_frame;
+using testing::header_block;
 
 using Verdict = PeerStreamLedger::Verdict;
 
@@ -57,20 +58,6 @@ constexpr std::string_view kPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 constexpr std::uint8_t kData = 0x0, kHeaders = 0x1, kRstStream = 0x3, kSettings = 0x4,
                        kGoaway = 0x7;
 constexpr std::uint8_t kEndStream = 0x1, kEndHeaders = 0x4;
-
-// HPACK literal fields without indexing and with new names (RFC 7541 §6.2.2): no dynamic table,
-// so every block decodes alone. Names and values are shorter than 127 bytes here.
-std::string header_block(const std::vector<std::pair<std::string, std::string>>& fields) {
-  std::string block;
-  for (const auto& [name, value] : fields) {
-    block.push_back(0);
-    block.push_back(static_cast<char>(name.size()));
-    block.append(name);
-    block.push_back(static_cast<char>(value.size()));
-    block.append(value);
-  }
-  return block;
-}
 
 std::string request_headers(std::uint32_t stream, bool end_stream) {
   return h2_frame(kHeaders, kEndHeaders | (end_stream ? kEndStream : 0), stream,

@@ -32,6 +32,7 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using testing::h2_frame;
+using testing::header_block;
 using testing::Loopback;
 using testing::RawCall;
 
@@ -45,20 +46,6 @@ std::string be32(std::uint32_t v) {
   std::string s;
   for (int shift : {24, 16, 8, 0}) s.push_back(static_cast<char>(v >> shift));
   return s;
-}
-
-// HPACK literal fields without indexing and with new names (RFC 7541 §6.2.2): no dynamic table.
-// Names and values are shorter than 127 bytes here.
-std::string header_block(const std::vector<std::pair<std::string, std::string>>& fields) {
-  std::string block;
-  for (const auto& [name, value] : fields) {
-    block.push_back(0);
-    block.push_back(static_cast<char>(name.size()));
-    block.append(name);
-    block.push_back(static_cast<char>(value.size()));
-    block.append(value);
-  }
-  return block;
 }
 
 // A request that is not gRPC: a POST of text/plain to one of the server's methods.
