@@ -1103,8 +1103,10 @@ TEST_F(Http2Session, SettingsFloodIsCalmedDown) {
 }
 
 TEST_F(Http2Session, RapidResetIsCalmedDown) {
-  // CVE-2023-44487: streams opened and reset at once, past the budget.
+  // CVE-2023-44487: streams opened and reset at once, past the budget. No refill: the session
+  // reads the real clock, and a slow (sanitized, loaded) run must not earn tokens back.
   defences.reset_burst = 100;
+  defences.reset_rate = 0;
   start();
   for (std::uint32_t i = 0; i < 101 && !session_->failed(); ++i) {
     feed(headers(2 * i + 1, request(), false) + rst(2 * i + 1, ErrorCode::kCancel));
@@ -1117,8 +1119,9 @@ TEST_F(Http2Session, RapidResetIsCalmedDown) {
 
 TEST_F(Http2Session, MadeYouResetCountsTheServersResets) {
   // CVE-2025-8671: frames that make the server reset streams (here DATA on closed streams)
-  // draw on the same budget.
+  // draw on the same budget (not refilled, as above).
   defences.reset_burst = 50;
+  defences.reset_rate = 0;
   start();
   feed(headers(1, request(), true));
   respond(host.stream(0), "x");
@@ -1131,7 +1134,8 @@ TEST_F(Http2Session, MadeYouResetCountsTheServersResets) {
 }
 
 TEST_F(Http2Session, EmptyDataFloodIsCalmedDown) {
-  // CVE-2019-9518.
+  // CVE-2019-9518 (the budget not refilled, as above).
+  defences.glitch_rate = 0;
   start();
   feed(headers(1, request(), false));
   Bytes flood;
