@@ -3,8 +3,9 @@
 // sockets), in chunks whose sizes the input chooses. The server's streams behave as gRPC calls do:
 // they take DATA and give its window back, answer the client's END_STREAM with headers, DATA and
 // trailers, refuse a stream now and then, and reset one whose headers say so. So both
-// directions of the connection engine run on hostile input: nghttp2's parser and HPACK, ferry's
-// callbacks, the closed-stream ledger, flow control, read parts and the gathered write path.
+// directions of the connection engine run on hostile input: the frame parser, HPACK, the
+// session's state machine, the closed-stream ledger, flow control, read parts and the gathered
+// write path.
 //
 // Checks, beyond the sanitizers: the connection never reports a stream it did not open, every
 // stream it opened is closed once the connection is, and nothing is reported after that.

@@ -12,7 +12,8 @@ set -euo pipefail
 packages=(
   g++ cmake ninja-build pkg-config python3
   libprotobuf-dev protobuf-compiler libprotoc-dev
-  libabsl-dev libasio-dev libnghttp2-dev zlib1g-dev libssl-dev
+  libabsl-dev libasio-dev zlib1g-dev libssl-dev
+  libnghttp2-dev  # not the library's: the tests' and benchmarks' HPACK oracle (hpack_test etc.)
   node-llhttp  # llhttp's C sources and header: cmake/FindLlhttp.cmake builds them (src/http1)
   libbenchmark-dev libgtest-dev libgmock-dev
   libgrpc++-dev protobuf-compiler-grpc grpc-proto

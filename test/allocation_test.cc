@@ -1,4 +1,4 @@
-// A warm server makes no heap allocation per call: calls, streams, nghttp2's own allocations,
+// A warm server makes no heap allocation per call: calls, streams, the HTTP/2 session,
 // outgoing frames and handler coroutines all reuse storage. Counted on the server's I/O thread by
 // the benchmarks' malloc interposer (bench/alloc_counter.cc), read there by a handler. Payloads
 // stay within std::string's inline capacity: protobuf 3.21 puts a longer string field's bytes on

@@ -430,7 +430,7 @@ TEST(BrokenServer, AResetByTheServerIsWordedAsTheServers) {
   EXPECT_TRUE(contains(s, "the server reset the stream with CANCEL")) << s;
 }
 
-// A header name in capitals breaks HTTP/2's rules (RFC 9113 §8.2.1): nghttp2 resets the stream
+// A header name in capitals breaks HTTP/2's rules (RFC 9113 §8.2.1): ferry resets the stream
 // with PROTOCOL_ERROR, and the status used to say the server had.
 TEST(BrokenServer, AResetByFerryIsWordedAsFerrys) {
   RawH2Server server([&](std::uint32_t stream, int) {
@@ -447,9 +447,9 @@ TEST(BrokenServer, AResetByFerryIsWordedAsFerrys) {
   EXPECT_EQ(server.resets().front(), 0x1u);  // PROTOCOL_ERROR, sent by the client
 }
 
-// A server that floods the client with PINGs faster than it could acknowledge them: nghttp2
-// detects the flood and ferry closes the connection, which the status says (it used to read as
-// a lost connection).
+// A server that floods the client with PINGs faster than it could acknowledge them: ferry's
+// session detects the flood and ferry closes the connection, which the status says (it used to read
+// as a lost connection).
 TEST(BrokenServer, AFloodDetectedByFerryIsWordedAsFerrys) {
   RawH2Server server([&](std::uint32_t, int) {
     std::string pings;

@@ -1,4 +1,4 @@
-// Frames on closed streams (RFC 9113 §5.1, §5.1.1), answered by a server connection whose nghttp2
+// Frames on closed streams (RFC 9113 §5.1, §5.1.1), answered by a server connection whose HTTP/2
 // session keeps no closed streams: the ledger's verdicts on their own, then a server connection
 // in memory fed raw frames by the test playing the client. The case that matters most for real
 // gRPC clients is the last one: frames the client sent before it saw the server's reset are

@@ -281,7 +281,7 @@ TEST(ConnectionLifecycle, KeepaliveClosesAConnectionWhosePeerStopsAnswering) {
   ASSERT_NE(ping, nullptr);
   EXPECT_EQ(ping->flags & 0x1, 0);  // a PING, not an ACK
 
-  // A peer that answers (nghttp2 in ferry's channel does) keeps its connection.
+  // A peer that answers (ferry's channel does) keeps its connection.
   Channel channel(s.target());
   ASSERT_TRUE(echo(channel).ok());
   // Time passing is what this checks: seven keepalive rounds, the connection still READY.
@@ -304,12 +304,10 @@ TEST(ConnectionLifecycle, PingFloodGetsGoawayEnhanceYourCalm) {
   EXPECT_NE(goaway->payload.find("too_many_pings"), std::string::npos);
 }
 
-// ferry's own HTTP/2 engine (FERRY_HTTP2_ENGINE=ferry) ends a connection gracefully in two steps
-// (RFC 9113 §6.8): GOAWAY(2^31-1) and a PING; a stream the client opened meanwhile is served;
-// the PING's ACK brings GOAWAY(the real last stream), then the connection closes. (nghttp2's
-// connection sends the second GOAWAY alone.)
+// A graceful end is two steps (RFC 9113 §6.8): GOAWAY(2^31-1) and a PING; a stream the client
+// opened meanwhile is served; the PING's ACK brings GOAWAY(the real last stream), then the
+// connection closes.
 TEST(ConnectionLifecycle, GracefulShutdownIsTwoGoawaysAroundAPing) {
-  if (!FERRY_TEST_HTTP2_ENGINE_FERRY) GTEST_SKIP() << "ferry's HTTP/2 engine only";
   ServerOptions o = quiet_options();
   o.max_connection_age = 100ms;
   TestServer s(o);
@@ -349,7 +347,6 @@ TEST(ConnectionLifecycle, GracefulShutdownIsTwoGoawaysAroundAPing) {
 // RFC 9113 §6.5.3: a client that never acknowledges the server's SETTINGS gets
 // GOAWAY(SETTINGS_TIMEOUT) once ConnectionLimits::settings_ack_timeout passes (ferry's engine).
 TEST(ConnectionLifecycle, UnacknowledgedSettingsGetGoawaySettingsTimeout) {
-  if (!FERRY_TEST_HTTP2_ENGINE_FERRY) GTEST_SKIP() << "ferry's HTTP/2 engine only";
   ServerOptions o = quiet_options();
   o.settings_ack_timeout = 200ms;
   TestServer s(o);
@@ -371,7 +368,6 @@ TEST(ConnectionLifecycle, UnacknowledgedSettingsGetGoawaySettingsTimeout) {
 // is not sent; its stream is reset with INTERNAL_ERROR and the connection goes on (ferry's
 // engine).
 TEST(ConnectionLifecycle, AnswerOverTheClientsHeaderListLimitResetsOnlyItsStream) {
-  if (!FERRY_TEST_HTTP2_ENGINE_FERRY) GTEST_SKIP() << "ferry's HTTP/2 engine only";
   TestServer s(quiet_options());
   RawClient client(s.port);
   client.send(kPreface);
@@ -398,7 +394,6 @@ TEST(ConnectionLifecycle, AnswerOverTheClientsHeaderListLimitResetsOnlyItsStream
 // SETTINGS_MAX_HEADER_LIST_SIZE: the call fails INTERNAL, naming the limit, and the channel
 // goes on (ferry's engine).
 TEST(ConnectionLifecycle, RequestOverTheServersHeaderListLimitFailsInternal) {
-  if (!FERRY_TEST_HTTP2_ENGINE_FERRY) GTEST_SKIP() << "ferry's HTTP/2 engine only";
   ServerOptions o = quiet_options();
   o.max_header_list_size = 1024;
   TestServer s(o);

@@ -295,7 +295,7 @@ TEST(NonGrpcRequest, WaitsForTheEndOfTheRequest) {
   EXPECT_FALSE(has(frames, kRstStream));
 }
 
-// Reads until `stream` is reset or the connection is closed with GOAWAY (nghttp2 makes some
+// Reads until `stream` is reset or the connection is closed with GOAWAY (an engine may make some
 // stream errors connection errors, as RFC 9113 allows and h2spec accepts); the error code.
 std::uint32_t stream_or_connection_error(RawH2Client& client, std::uint32_t stream) {
   std::uint32_t code = 0xffffffffu;
@@ -394,8 +394,7 @@ TEST(NonGrpcRequest, RequestsThatNeverEndHoldOnlyTheirStreams) {
     EXPECT_NE(body_of(client.on_stream(s)), "") << "stream " << s;
     EXPECT_FALSE(has(client.on_stream(s), kRstStream)) << "stream " << s;
   }
-  // Eight more that never end fill the connection again: the ninth is refused (REFUSED_STREAM;
-  // nghttp2 makes it a connection error once its limit is acknowledged, as RFC 9113 allows).
+  // Eight more that never end fill the connection again: the ninth is refused (REFUSED_STREAM).
   for (std::uint32_t s = 19; s <= 33; s += 2) client.send(get_root(s, false));
   client.send(get_root(35, true));
   const std::uint32_t code = stream_or_connection_error(client, 35);

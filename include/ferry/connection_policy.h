@@ -51,7 +51,7 @@ struct ServerConnectionPolicy {
   // A connection with no open call that has read nothing for this long gives its read buffer
   // (a 64 KiB pooled block, and the block its output is written into) back to the pool and
   // waits for the client's next bytes without one; the next read takes a block again. This is
-  // most of what an idle connection costs beyond nghttp2's session (about 13 KiB), and a block
+  // most of what an idle connection costs beyond its HTTP/2 session, and a block
   // a connection keeps is one the pool cannot return to the system. kNever keeps them.
   std::chrono::milliseconds release_idle_buffers_after = std::chrono::seconds(5);
   // Connections served at once; a connection accepted beyond it is closed at once. 0: no limit

@@ -69,8 +69,7 @@ struct ConnectionLimits {
   std::size_t max_held_bytes = std::size_t{256} << 20;
   // How long the peer may take to acknowledge this end's SETTINGS; past it the connection ends
   // with GOAWAY SETTINGS_TIMEOUT (RFC 9113 §6.5.3). milliseconds::max() (kNever) or 0 turns it
-  // off. Applied by ferry's own HTTP/2 engine (FERRY_HTTP2_ENGINE=ferry); nghttp2 has no such
-  // timer.
+  // off.
   std::chrono::milliseconds settings_ack_timeout = std::chrono::seconds(10);
   // When what the connection produces is written (ferry/write_policy.h).
   WritePolicy write_policy;

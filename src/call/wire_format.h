@@ -82,7 +82,7 @@ bool accepts_encoding(std::string_view accept_encoding, Compression encoding);
 // The gRPC status for a response whose HTTP status is not 200 (gRPC's http-grpc-status-mapping).
 absl::StatusCode status_code_from_http(int http_status);
 // The gRPC status for a stream reset with an HTTP/2 error code: by the peer, which peer names
-// ("the server", "the client"), or by ferry itself when by_us (nghttp2 or ferry found the
+// ("the server", "the client"), or by ferry itself when by_us (ferry found the
 // peer's frames broke a rule, which the code names). The words say who reset it.
 absl::Status status_from_rst_stream(http2::ErrorCode h2_error, std::string_view peer = "the peer",
                                     bool by_us = false);

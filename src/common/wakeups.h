@@ -1,10 +1,11 @@
 // Wake-ups held back while a connection parses what it read (common, below every layer).
 //
-// nghttp2 reports a read through callbacks; a coroutine woken from one of them cannot resume
+// The HTTP/2 session reports a read through callbacks; a coroutine woken from one of them cannot
+// resume
 // there, so its wake-up used to be posted: one more operation and one more turn of the event
 // loop before, say, a client that got its response could send its next request. While a
 // connection parses, the wake-ups raised on its thread are collected here instead, and the
-// connection runs them itself, inline, once nghttp2 has returned and before it flushes: what the
+// connection runs them itself, inline, once the parse has returned and before it flushes: what the
 // woken coroutines write leaves in the same flush.
 #pragma once
 

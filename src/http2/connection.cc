@@ -1,32 +1,94 @@
-// Implementation of src/http2/connection.h.
+// Implementation of src/http2/connection.h over ferry's own HTTP/2 session
+// (http2/session/session.h): the byte stream, the read blocks, the write path, the wake-ups and
+// the lifecycle here; the protocol is the session's.
 #include "http2/connection.h"
 
-#include <nghttp2/nghttp2.h>
-
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "asio/post.hpp"
-#include "http2/read_block.h"
-#include "http2/session_callbacks.h"
-#include "http2/session_memory.h"
+#include "asio/steady_timer.hpp"
+#include "http2/session/session.h"
 
 namespace ferry::http2 {
 namespace {
 
-// While this much is already queued behind a write in progress, stop asking nghttp2 for more:
-// the byte stream is the bottleneck, and the streams' own queues (bounded by their writers)
-// hold it.
+// While this much is already queued behind a write in progress, stop framing more: the byte
+// stream is the bottleneck, and the streams' own queues (bounded by their writers) hold it.
 constexpr std::size_t kMaxPendingOutput = 1u << 20;
 
-Stream* stream_of(nghttp2_session* session, std::int32_t id) {
-  return static_cast<Stream*>(nghttp2_session_get_stream_user_data(session, id));
+session::Role session_role(Role role) {
+  return role == Role::kServer ? session::Role::kServer : session::Role::kClient;
 }
 
 }  // namespace
 
-// Unused in this build (connection_ferry.cc defines the real one).
-struct Connection::FerryEngine {};
+// The session and what the connection keeps for it. The host forwards the session's events to
+// the connection.
+struct Connection::FerryEngine final : session::SessionHost {
+  FerryEngine(Connection& c, Role role, const ConnectionLimits& limits)
+      : connection(c), session(session_role(role), limits, *this, c.pending_), timer(c.executor_) {}
+
+  // Keeps the timer on the session's next deadline (our SETTINGS' ACK, a shutdown's second
+  // GOAWAY); nothing to do when it has not moved, which is every call but a few per connection.
+  void arm_timer() {
+    const session::Session::Clock::time_point next = session.next_deadline();
+    if (next == armed) return;
+    armed = next;
+    if (next == session::Session::Clock::time_point::max()) {
+      timer.cancel();
+      return;
+    }
+    timer.expires_at(next);
+    // The wait keeps the connection alive until it fires or is cancelled (close_stream()).
+    timer.async_wait([self = connection.shared_from_this(), this](const asio::error_code& ec) {
+      if (ec || self->closed_) return;
+      armed = session::Session::Clock::time_point::max();
+      session.on_timer(session::Session::Clock::now());
+      self->on_session_timer();
+    });
+  }
+
+  Stream* on_stream_open(std::uint32_t id) override {
+    Stream* stream = connection.observer_->on_stream_open(static_cast<std::int32_t>(id));
+    if (stream != nullptr) connection.link(stream);
+    return stream;
+  }
+  void on_stream_closing(Stream* stream) override { connection.unlink(stream); }
+  void on_outbound_framed(Stream* stream, std::size_t n) override {
+    connection.on_queued_taken(stream, n);
+  }
+  void on_goaway(std::uint32_t last_stream_id, ErrorCode error) override {
+    connection.observer_->on_goaway(static_cast<std::int32_t>(last_stream_id), error);
+  }
+  void on_peer_settings() override {
+    connection.observer_->on_peer_settings();
+    if (connection.lifecycle_ != nullptr) connection.lifecycle_->on_peer_settings();
+  }
+  void on_ping(bool ack) override {
+    if (connection.lifecycle_ == nullptr) return;
+    if (ack) {
+      connection.lifecycle_->on_ping_ack();
+    } else {
+      connection.lifecycle_->on_ping_received();
+    }
+  }
+  void on_connection_window_opened() override {
+    // Writers held because the peer read nothing may go on.
+    if (connection.send_waiters_) connection.wake_send_waiters();
+  }
+
+  Connection& connection;
+  session::Session session;  // writes into connection.pending_
+  // The start of a frame the last read ended in, at read_block_->data() + leftover_at: moved to
+  // the front of the next read's block (the session parses whole frames only).
+  std::size_t leftover = 0;
+  std::size_t leftover_at = 0;
+  std::size_t read_space = 0;  // what the read under way may fill
+  asio::steady_timer timer;
+  session::Session::Clock::time_point armed = session::Session::Clock::time_point::max();
+};
 
 Connection::Connection(std::unique_ptr<ByteStream> stream, Role role,
                        const ConnectionLimits& settings, ConnectionObserver* observer)
@@ -38,38 +100,14 @@ Connection::Connection(std::unique_ptr<ByteStream> stream, Role role,
       answer_bytes_(settings.write_policy.bytes_per_write),
       max_queued_(settings.max_queued_send_bytes),
       max_held_(settings.max_held_bytes) {
-  nghttp2_session_callbacks* const callbacks = Callbacks::table();
-  nghttp2_option* option;
-  nghttp2_option_new(&option);
-  // The application acknowledges DATA as it consumes it: flow control bounds its memory.
-  nghttp2_option_set_no_auto_window_update(option, 1);
-  nghttp2_option_set_no_closed_streams(option, 1);
-  if (role == Role::kServer) {
-    nghttp2_session_server_new3(&session_, callbacks, this, option, session_memory());
-  } else {
-    nghttp2_session_client_new3(&session_, callbacks, this, option, session_memory());
-  }
-  nghttp2_option_del(option);
-
-  std::vector<nghttp2_settings_entry> entries = {
-      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, settings.stream_window},
-      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, settings.max_header_list_size},
-  };
-  if (role == Role::kServer) {
-    entries.push_back({NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, settings.max_concurrent_streams});
-  } else {
-    entries.push_back({NGHTTP2_SETTINGS_ENABLE_PUSH, 0});
-  }
-  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, entries.data(), entries.size());
-  nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
-                                        static_cast<std::int32_t>(settings.connection_window));
+  ferry_ = std::make_unique<FerryEngine>(*this, role, settings);
 }
 
 Connection::~Connection() {
   // Normally close() has emptied the list. If not (the loop stopped first), forget the streams
   // without calling into a layer above that may already be gone.
   while (streams_ != nullptr) unlink(streams_);
-  nghttp2_session_del(session_);
+  ferry_->session.forget_streams();
   if (read_block_ != nullptr) detail::block_unref(read_block_);
 }
 
@@ -86,22 +124,13 @@ void Connection::start() {
 }
 
 bool Connection::accepts_new_streams() const {
-  return !closed_ && !goaway_received_ && !write_failed_ &&
-         nghttp2_session_check_request_allowed(session_) != 0;
+  return !closed_ && !write_failed_ && ferry_->session.accepts_new_streams();
 }
 
 std::int32_t Connection::submit_request(Stream* stream, std::span<const HeaderField> headers) {
-  // After GOAWAY nghttp2 would accept the request and fail it only when sending.
   if (!accepts_new_streams()) return -1;
-  nghttp2_data_provider provider;
-  provider.source.ptr = stream;
-  provider.read_callback = Callbacks::read_data;
-  NvArray nva;
-  append_nv(headers, nva);
-  const std::int32_t id =
-      nghttp2_submit_request(session_, nullptr, nva.data(), nva.size(), &provider, stream);
+  const std::int32_t id = ferry_->session.submit_request(stream, headers);
   if (id < 0) return -1;
-  stream->id_ = id;
   stream->has_provider_ = true;
   link(stream);
   schedule_flush();
@@ -111,19 +140,13 @@ std::int32_t Connection::submit_request(Stream* stream, std::span<const HeaderFi
 bool Connection::submit_response(Stream* stream, std::span<const HeaderField> headers,
                                  bool with_data) {
   if (closed_) return false;
-  nghttp2_data_provider provider;
-  provider.source.ptr = stream;
-  provider.read_callback = Callbacks::read_data;
-  NvArray nva;
-  append_nv(headers, nva);
-  const int rv = nghttp2_submit_response(session_, stream->id_, nva.data(), nva.size(),
-                                         with_data ? &provider : nullptr);
-  if (rv == 0 && with_data) {
+  const bool ok = ferry_->session.submit_response(stream, headers, with_data);
+  if (ok && with_data) {
     stream->has_provider_ = true;
     count_queued(stream);
   }
   schedule_flush();
-  return rv == 0;
+  return ok;
 }
 
 void Connection::count_queued(Stream* stream) {
@@ -137,23 +160,19 @@ void Connection::count_queued(Stream* stream) {
 void Connection::resume(Stream* stream) {
   if (closed_) return;
   count_queued(stream);
-  if (stream->deferred_) {
-    stream->deferred_ = false;
-    nghttp2_session_resume_data(session_, stream->id_);
-  }
+  ferry_->session.resume(stream);
   schedule_flush();
 }
 
 void Connection::reset(Stream* stream, ErrorCode error) {
   if (closed_ || stream->id_ <= 0) return;
-  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream->id_,
-                            static_cast<std::uint32_t>(error));
+  ferry_->session.reset(stream, error);
   schedule_flush();
 }
 
 void Connection::consume(Stream* stream, std::size_t n) {
   if (closed_ || n == 0 || stream->id_ <= 0) return;
-  nghttp2_session_consume(session_, stream->id_, n);
+  ferry_->session.consume(stream, n);
   schedule_flush();
 }
 
@@ -167,38 +186,40 @@ void Connection::change_held(Stream* stream, std::ptrdiff_t delta) {
 
 void Connection::consume_connection(std::size_t n) {
   if (closed_ || n == 0) return;
-  nghttp2_session_consume_connection(session_, n);
+  ferry_->session.consume_connection(n);
   schedule_flush();
-}
-
-std::int32_t Connection::goaway_last_stream_id() {
-  // Never above what an earlier GOAWAY named (RFC 9113 6.8: it must not increase).
-  goaway_last_stream_id_ =
-      std::min(goaway_last_stream_id_, nghttp2_session_get_last_proc_stream_id(session_));
-  return goaway_last_stream_id_;
 }
 
 void Connection::shutdown() {
   if (closed_) return;
-  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, goaway_last_stream_id(), NGHTTP2_NO_ERROR,
-                        nullptr, 0);
+  ferry_->session.shutdown();
   schedule_flush();
 }
 
 void Connection::terminate(ErrorCode error, std::string_view debug) {
   if (closed_) return;
-  local_close_reason_ = debug;
-  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, goaway_last_stream_id(),
-                        static_cast<std::uint32_t>(error),
-                        reinterpret_cast<const std::uint8_t*>(debug.data()), debug.size());
+  if (local_close_reason_.empty()) local_close_reason_ = debug;
+  ferry_->session.terminate(error, debug);
   close_after_write_ = true;
   schedule_flush();
 }
 
 void Connection::ping() {
   if (closed_) return;
-  nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, nullptr);
+  ferry_->session.ping();
   schedule_flush();
+}
+
+void Connection::on_session_timer() {
+  if (closed_) return;
+  if (ferry_->session.failed()) {
+    // SETTINGS_TIMEOUT: the GOAWAY is written; send it, then close (as after a protocol error).
+    if (local_close_reason_.empty()) {
+      local_close_reason_ = error_code_name(ferry_->session.error_code());
+    }
+    close_after_write_ = true;
+  }
+  flush();
 }
 
 void Connection::close() { close_stream(/*gracefully=*/false); }
@@ -207,16 +228,16 @@ void Connection::close_stream(bool gracefully) {
   if (closed_) return;
   closed_ = true;
   if (lifecycle_ != nullptr) lifecycle_->stop();
+  ferry_->timer.cancel();
   if (gracefully) {
     stream_->close_gracefully();
   } else {
     stream_->close();
   }
-  // The session is kept (it is deleted with the Connection) but forgets every stream now.
+  ferry_->session.forget_streams();
   while (streams_ != nullptr) {
     Stream* stream = streams_;
     unlink(stream);
-    nghttp2_session_set_stream_user_data(session_, stream->id_, nullptr);
     stream->local_close_reason_ = local_close_reason_;
     stream->on_closed(ErrorCode::kConnectionLost);
   }
@@ -233,13 +254,6 @@ void Connection::link(Stream* stream) {
   streams_ = stream;
 }
 
-Stream* Connection::find_stream(std::int32_t id) {
-  if (recent_stream_ != nullptr && recent_stream_->id_ == id) return recent_stream_;
-  Stream* stream = stream_of(session_, id);
-  if (stream != nullptr) recent_stream_ = stream;
-  return stream;
-}
-
 void Connection::on_queued_taken(Stream* stream, std::size_t n) {
   n = std::min(n, stream->queued_counted_);
   stream->queued_counted_ -= n;
@@ -248,7 +262,7 @@ void Connection::on_queued_taken(Stream* stream, std::size_t n) {
 }
 
 bool Connection::peer_window_closed() const {
-  return nghttp2_session_get_remote_window_size(session_) <= 0;
+  return ferry_->session.peer_connection_window() <= 0;
 }
 
 void Connection::wake_send_waiters(const Stream* except) {
@@ -264,28 +278,44 @@ void Connection::unlink(Stream* stream) {
   queued_ -= stream->queued_counted_;
   stream->queued_counted_ = 0;
   --open_streams_;
-  if (recent_stream_ == stream) recent_stream_ = nullptr;
   if (stream->prev_ != nullptr) stream->prev_->next_ = stream->next_;
   if (stream->next_ != nullptr) stream->next_->prev_ = stream->prev_;
   if (streams_ == stream) streams_ = stream->next_;
   stream->prev_ = stream->next_ = nullptr;
 }
 
+// --- reading -------------------------------------------------------------------------------
+
 void Connection::start_read() {
-  read_block_ = next_read_block(read_block_);
+  // The start of a frame the last read ended in goes first: to the front of this block when no
+  // slice of it is held, else copied into a fresh one (at most a frame, 16 KiB + 9).
+  detail::Block* old = read_block_;
+  const std::size_t keep = ferry_->leftover;
+  if (old != nullptr && old->refs.load(std::memory_order_acquire) == 1) {
+    if (keep > 0 && ferry_->leftover_at > 0)
+      std::memmove(old->data(), old->data() + ferry_->leftover_at, keep);
+  } else {
+    detail::Block* fresh = BufferPool::instance().acquire();
+    if (keep > 0) std::memcpy(fresh->data(), old->data() + ferry_->leftover_at, keep);
+    if (old != nullptr) detail::block_unref(old);
+    read_block_ = fresh;
+  }
+  ferry_->leftover_at = 0;
+  read_block_->used = static_cast<std::uint32_t>(keep);
+  ferry_->read_space = BufferPool::kBlockSize - keep;
   read_pending_ = true;
-  stream_->async_read_some(asio::buffer(read_block_->data(), BufferPool::kBlockSize),
+  stream_->async_read_some(asio::buffer(read_block_->data() + keep, ferry_->read_space),
                            shared_from_this());
 }
 
-void Connection::release_idle_memory() { release_idle_session_memory(); }
-
 bool Connection::release_read_buffers() {
   if (closed_ || write_failed_ || parking_ != ReadParking::kNone || open_streams_ != 0 ||
-      writing_now_ || !pending_.empty() || receiving_ || !nghttp2_session_want_read(session_)) {
+      writing_now_ || !pending_.empty() || receiving_ || ferry_->leftover != 0 ||
+      !ferry_->session.want_read()) {
     return false;
   }
   if (!stream_->cancel_read()) return false;
+  ferry_->session.trim();
   parking_ = ReadParking::kCancelling;
   return true;
 }
@@ -325,29 +355,22 @@ void Connection::on_read(const asio::error_code& ec, std::size_t n) {
     return;
   }
   ++reads_;
-  read_block_->used = static_cast<std::uint32_t>(n);
+  const std::size_t end = ferry_->leftover + n;
+  read_block_->used = static_cast<std::uint32_t>(end);
   receiving_ = true;  // until the flush below: nothing needs to post one
   // The read is parsed in parts (http2/read_parts.h): when a part's calls are parsed and more
-  // of the read remains, their answers leave before parsing goes on, so that the peer works on
-  // them while this end parses the rest. A read of few calls is one part.
-  ssize_t rv;
+  // of the read remains, their answers leave before parsing goes on.
   std::size_t parsed = 0;
   for (;;) {
     parts_.start_part();
+    session::Session::ReceiveResult r;
     {
       detail::CollectWakeups collect(wakeups_);
-      rv = nghttp2_session_mem_recv(session_, read_block_->data() + parsed, n - parsed);
+      r = ferry_->session.receive({read_block_->data() + parsed, end - parsed}, read_block_,
+                                  &parts_);
     }
-    if (rv < 0) break;
-    parsed += static_cast<std::size_t>(rv);
-    // Paused on the read's last bytes: the answers go first as below, then one more call
-    // (with no bytes) lets nghttp2 finish the frame it paused in, whose END_STREAM a server's
-    // unary call waits for before its handler runs.
-    if (parsed >= n && !std::exchange(paused_in_data_, false)) break;
-    // Paused with the part full: answer it now. The wake-ups the part's own raise (a server's
-    // handler runner calling another to take the rest) run here too, not posted: a posted one
-    // per part would hold the calls of the next part until this read is done, and take the
-    // thread's recycled operation memory, so that the next read's operation is a malloc.
+    parsed += r.consumed;
+    if (ferry_->session.failed() || closed_ || !r.paused) break;
     for (int round = 0; round < 4 && !wakeups_.empty(); ++round) {
       detail::CollectWakeups collect(wakeups_);
       run_wakeups();
@@ -363,35 +386,30 @@ void Connection::on_read(const asio::error_code& ec, std::size_t n) {
       return;
     }
   }
-  // A read that filled the block says more is waiting (a stream of large messages): the next
-  // read is then under way before the woken coroutines run, which may take a while (say,
-  // parsing those messages), so that the peer's data keeps flowing; without it 64 KiB streaming
-  // lost a tenth of its throughput. Otherwise (small RPCs) the answers go out first, and the
-  // read's speculative recv, which finds nothing, stays off their path.
-  const bool read_early = rv >= 0 && n == BufferPool::kBlockSize;
-  if (read_early && nghttp2_session_want_read(session_)) start_read();
-  // Coroutines woken by what was read resume now, outside nghttp2's callbacks; what they write
-  // goes out with the flush below (large answers earlier, each once it is built).
+  ferry_->leftover = end - parsed;
+  ferry_->leftover_at = parsed;
+  const bool failed = ferry_->session.failed();
+  // A read that filled the block says more is waiting: the next read is then under way before
+  // the woken coroutines run (see connection.cc).
+  const bool read_early = !failed && !closed_ && n == ferry_->read_space;
+  if (read_early && ferry_->session.want_read()) start_read();
   run_wakeups();
   receiving_ = false;
-  if (rv < 0) {
-    // A protocol error: nghttp2 has queued GOAWAY where it could; send it, then close. The
-    // calls are told it was this side's doing, and why (a static string of nghttp2's).
-    local_close_reason_ = nghttp2_strerror(static_cast<int>(rv));
-    nghttp2_session_terminate_session(session_, NGHTTP2_PROTOCOL_ERROR);
+  if (closed_) return;
+  if (ferry_->session.failed()) {
+    // A protocol error (or a flood): the session has written GOAWAY; send it, then close. The
+    // calls are told it was this side's doing, and why.
+    // (Named by its code; the reason went to the peer as the GOAWAY's debug data.)
+    if (local_close_reason_.empty()) {
+      local_close_reason_ = error_code_name(ferry_->session.error_code());
+    }
     flush();
     close_if_done();
     if (!writing_now_) close();
     return;
   }
-  // Everything this read delivered has been dispatched, and handlers and coroutines that did not
-  // suspend have answered: one flush sends it all, now rather than from a posted flush a turn of
-  // the loop later (a post and an epoll_wait saved per read, and the answer leaves sooner).
   flush();
-  // (A write that failed in that flush may have started the read already.)
-  if (!read_early && !closed_ && !read_pending_ && nghttp2_session_want_read(session_)) {
-    start_read();
-  }
+  if (!read_early && !closed_ && !read_pending_ && ferry_->session.want_read()) start_read();
   if (write_failed_ && !read_pending_) close();
 }
 
@@ -400,7 +418,6 @@ void Connection::run_wakeups() {
     wakeups_.run_all();
     return;
   }
-  // queued_ grows as the woken calls queue answers and falls as flushes hand them to nghttp2.
   answer_bytes_.start(queued_);
   wakeups_.run_all({&Connection::between_calls, this});
 }
@@ -418,6 +435,8 @@ void Connection::schedule_flush() {
   asio::post(executor_, [self = shared_from_this()] { self->flush(); });
 }
 
+// --- writing -------------------------------------------------------------------------------
+
 void Connection::flush() {
   flush_scheduled_ = false;
   if (write_failed_) {
@@ -425,22 +444,20 @@ void Connection::flush() {
     return;
   }
   while (!closed_) {
-    if (pending_.size() < kMaxPendingOutput) {
-      if (nghttp2_session_send(session_) != 0) {
-        close();
-        return;
-      }
-    }
+    if (pending_.size() < kMaxPendingOutput) ferry_->session.produce(kMaxPendingOutput);
+    if (closed_) return;
+    if (lifecycle_ != nullptr && ferry_->session.take_data_sent()) lifecycle_->on_data_sent();
     if (writing_now_ || pending_.empty()) break;
     if (!write_now()) break;  // the rest goes out asynchronously (or the connection closed)
   }
+  if (!closed_) ferry_->arm_timer();
   close_if_done();
 }
 
 void Connection::close_if_done() {
   if (closed_) return;
   if (write_failed_) {
-    if (!read_pending_ && !receiving_ && !nghttp2_session_want_read(session_)) close();
+    if (!read_pending_ && !receiving_ && !ferry_->session.want_read()) close();
     return;
   }
   if (writing_now_ || !pending_.empty()) return;
@@ -449,19 +466,13 @@ void Connection::close_if_done() {
     close_stream(/*gracefully=*/true);
     return;
   }
-  if (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_)) {
+  if (!ferry_->session.want_read() && !ferry_->session.want_write())
     close_stream(/*gracefully=*/true);
-  }
 }
 
 bool Connection::write_now() {
-  // Appended, not move-assigned: both chains keep their slice storage (a move hands pending_'s
-  // over and leaves it to grow again, a malloc every few flushes), and pending_ keeps writing
-  // into the tail of its block.
+  // Appended, not move-assigned: both chains keep their slice storage.
   writing_.append(std::move(pending_));
-  // One non-blocking gathered write first: with room in the stream's buffer (the usual case) it
-  // takes everything, and no completion is posted, so a flush costs one syscall and no extra
-  // turn of the event loop.
   sys_iov_.clear();
   for (std::size_t i = 0; i < writing_.slice_count(); ++i) {
     const Slice& s = writing_.slice(i);
@@ -475,6 +486,7 @@ bool Connection::write_now() {
   }
   if (n == writing_.size()) {
     writing_.clear();
+    ferry_->session.on_output_written();
     return true;
   }
   writing_.consume(n);
@@ -492,6 +504,7 @@ void Connection::on_written(const asio::error_code& ec) {
     on_write_failed();
     return;
   }
+  ferry_->session.on_output_written();
   flush();
 }
 
@@ -500,7 +513,7 @@ void Connection::on_write_failed() {
   writing_.clear();
   pending_.clear();
   if (read_pending_ || receiving_) return;  // that read goes on, and ends it
-  if (nghttp2_session_want_read(session_)) {
+  if (ferry_->session.want_read()) {
     start_read();
   } else {
     close();

@@ -1,9 +1,9 @@
-// One HTTP/2 connection: an nghttp2 session over a byte stream (http2 layer, private). Reads go
-// into pooled blocks and DATA reaches streams as slices of them; DATA is sent without copying by
-// gathering frame headers and the streams' pooled slices into one write. The byte stream is a
-// socket, TLS or memory (transport/byte_stream.h): one engine for all. Everything happens on the
-// stream's executor, which must be single-threaded (one io_context run by one thread): no locks.
-// nghttp2 stays inside src/http2: the layer above speaks HeaderField, ErrorCode and Stream.
+// One HTTP/2 connection: ferry's own HTTP/2 session (http2/session/session.h) over a byte stream
+// (http2 layer, private). Reads go into pooled blocks and DATA reaches streams as slices of them;
+// DATA is sent without copying by gathering frame headers and the streams' pooled slices into one
+// write. The byte stream is a socket, TLS or memory (transport/byte_stream.h): one engine for all.
+// Everything happens on the stream's executor, which must be single-threaded (one io_context run
+// by one thread): no locks. The layer above speaks HeaderField, ErrorCode and Stream.
 #pragma once
 
 #include <sys/uio.h>
@@ -21,12 +21,9 @@
 #include "http2/error_code.h"
 #include "http2/header_block.h"
 #include "http2/lifecycle.h"
-#include "http2/peer_stream_ledger.h"
 #include "http2/read_parts.h"
 #include "http2/stream.h"
 #include "transport/byte_stream.h"
-
-struct nghttp2_session;
 
 namespace ferry::http2 {
 
@@ -117,10 +114,6 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   // next read takes a block again. False when it cannot now (streams open, a write pending, a
   // byte stream that cannot wait without reading).
   bool release_read_buffers();
-  // Gives the calling thread's idle session memory (nghttp2's small blocks, which this layer
-  // recycles per thread for the next sessions) back to malloc: at the end of a burst, so that it
-  // does not pin the heap pages around it. Any thread; costs a free per block.
-  static void release_idle_memory();
 
   // Counters for the lifecycle: reads completed, streams open now and ever opened.
   std::uint64_t reads() const { return reads_; }
@@ -139,13 +132,10 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   void on_readable(const asio::error_code& ec) override;
 
  private:
-  struct Callbacks;  // the nghttp2 callbacks (session_callbacks.cc), with access to the members
-  // ferry's own engine (http2/session), used instead of nghttp2's session when the library is
-  // configured with FERRY_HTTP2_ENGINE=ferry (connection_ferry.cc is then built instead of
-  // connection.cc): the session, its host, the read block's unparsed rest. The layout of this
-  // class is the same in both builds, so that nothing that includes it depends on the choice.
+  // The HTTP/2 session (http2/session), its host (what forwards the session's events here), its
+  // timer and the read block's unparsed rest.
   struct FerryEngine;
-  // FERRY_HTTP2_ENGINE=ferry: the session's timer fired (connection_ferry.cc).
+  // The session's timer fired.
   void on_session_timer();
 
   void start_read();
@@ -160,9 +150,6 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   // Writes pending_: at once if the stream takes it all (true), else the rest asynchronously
   // (false; flush() runs again on completion). False too when the connection closed.
   bool write_now();
-  // The open stream with this id (null when none): the stream nghttp2 keeps as its user data,
-  // with the one found last remembered, since a frame's callbacks ask for it once per header.
-  Stream* find_stream(std::int32_t id);
   void link(Stream* stream);
   void unlink(Stream* stream);
   void close_if_done();
@@ -180,11 +167,10 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   std::unique_ptr<ByteStream> stream_;
   Role role_;
   ConnectionObserver* observer_;
-  nghttp2_session* session_ = nullptr;
-  std::unique_ptr<FerryEngine> ferry_;  // FERRY_HTTP2_ENGINE=ferry only
+  std::unique_ptr<FerryEngine> ferry_;
 
-  detail::Block* read_block_ = nullptr;  // the block mem_recv is parsing (for zero-copy DATA)
-  SliceChain pending_;                   // frames produced by nghttp2, not yet written
+  detail::Block* read_block_ = nullptr;  // the block being parsed (DATA: slices of it)
+  SliceChain pending_;                   // frames the session produced, not yet written
   SliceChain writing_;                   // frames handed to the byte stream
   std::vector<iovec> sys_iov_;           // write_now's gathered view of writing_
   std::vector<asio::const_buffer> iov_;  // the same for the asynchronous rest
@@ -196,38 +182,24 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   enum class ReadParking : std::uint8_t { kNone, kCancelling, kWaiting };
   ReadParking parking_ = ReadParking::kNone;
   bool flush_scheduled_ = false;
-  // Inside on_read's nghttp2_session_mem_recv: on_read flushes when it returns, so nothing
-  // posts a flush meanwhile.
+  // Inside on_read's parse: on_read flushes when it returns, so nothing posts a flush meanwhile.
   bool receiving_ = false;
   detail::WakeupQueue wakeups_;  // raised while parsing a read, run when it is parsed
   ReadParts parts_;              // where a read's parse pauses to send what it answered
-  // The parse paused in a DATA frame's chunk: nghttp2 finishes that frame (its END_STREAM)
-  // only when called again, even if the read has no bytes left.
-  bool paused_in_data_ = false;
-  AnswerBytes answer_bytes_;  // when run_wakeups writes between the calls it runs
+  AnswerBytes answer_bytes_;     // when run_wakeups writes between the calls it runs
   bool closed_ = false;
   std::string_view local_close_reason_;  // this side's reason to close, for the streams
-  bool goaway_received_ = false;
-  // The last stream id our GOAWAY named (no GOAWAY yet: the largest id). nghttp2 goes on
-  // accepting new streams until the frame is written, but the peer takes every stream above
-  // this id as never processed and retries it: such a stream must be refused, not run.
-  std::int32_t goaway_last_stream_id_ = INT32_MAX;
-  // The last stream id for a GOAWAY about to be queued: the last processed one, never more than
-  // an earlier GOAWAY's. Records it in goaway_last_stream_id_.
-  std::int32_t goaway_last_stream_id();
-  Stream* streams_ = nullptr;  // open streams, for close()
-  std::size_t queued_ = 0;     // sum of the open streams' queued_counted_
-  std::size_t max_queued_;     // ConnectionLimits::max_queued_send_bytes
-  std::size_t max_held_;       // ConnectionLimits::max_held_bytes
-  std::size_t held_ = 0;       // what the streams' unfinished messages keep alive
-  bool send_waiters_ = false;  // a writer waits for queued_ to fall below max_queued_
+  Stream* streams_ = nullptr;            // open streams, for close()
+  std::size_t queued_ = 0;               // sum of the open streams' queued_counted_
+  std::size_t max_queued_;               // ConnectionLimits::max_queued_send_bytes
+  std::size_t max_held_;                 // ConnectionLimits::max_held_bytes
+  std::size_t held_ = 0;                 // what the streams' unfinished messages keep alive
+  bool send_waiters_ = false;            // a writer waits for queued_ to fall below max_queued_
   std::size_t open_streams_ = 0;
   std::uint64_t streams_opened_ = 0;
   std::uint64_t reads_ = 0;
   std::unique_ptr<Lifecycle> lifecycle_;  // null when no limit is on
   bool close_after_write_ = false;        // terminate(): close once the GOAWAY is out
-  Stream* recent_stream_ = nullptr;       // find_stream's last answer; cleared by unlink
-  PeerStreamLedger peer_streams_;         // server: the client's recent streams (frames on closed)
 };
 
 }  // namespace ferry::http2

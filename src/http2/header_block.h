@@ -1,5 +1,5 @@
 // Header fields as the call layer hands them to the HTTP/2 layer (http2 layer, private):
-// ferry's own types, so that nothing above src/http2 names nghttp2. A field either points to
+// ferry's own types, so that nothing above src/http2 names the engine's. A field either points to
 // storage that outlives the stream (string literals: sent without a copy) or is copied by the
 // connection while the submit call runs.
 #pragma once

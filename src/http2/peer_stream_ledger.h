@@ -1,8 +1,8 @@
 // What became of the peer's most recent streams (http2 layer, private), so that a DATA or
-// HEADERS frame on a stream nghttp2 has already forgotten gets the answer RFC 9113 §5.1 asks
-// for. The session is created with no_closed_streams: keeping closed streams in nghttp2 costs
-// an allocation's lifetime and list upkeep on every call, while this ledger is three words of
-// bits, shifted once per new stream and set on the rare paths (a reset, a frame out of order).
+// HEADERS frame on a stream the session no longer keeps gets the answer RFC 9113 §5.1 asks
+// for. The session keeps no closed streams: keeping them costs an allocation's lifetime and
+// list upkeep on every call, while this ledger is three words of bits, shifted once per new
+// stream and set on the rare paths (a reset, a frame out of order).
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // The parts one read is answered in (http2 layer, private): the counting behind
 // ferry/write_policy.h. ReadParts (calls_per_write): the connection parses a read part by part;
-// once enough calls have ended in the current part, nghttp2's DATA callback (which comes with
-// the next call's body) pauses the parse; the connection then runs the coroutines the part woke,
+// once enough calls have ended in the current part, the session's parse pauses at the next
+// call's DATA; the connection then runs the coroutines the part woke,
 // flushes what they answered, and parses on. AnswerBytes (bytes_per_write): while those
 // coroutines run, the connection writes what they queued once it is large, between two calls.
 #pragma once
@@ -35,7 +35,7 @@ class AnswerBytes {
 
   bool on() const { return per_write_ != 0; }
   // Counting starts (the woken calls start running, or a write just took what was due) from
-  // the connection's bytes queued and not yet handed to nghttp2; what the peer's windows hold
+  // the connection's bytes queued and not yet framed by the session; what the peer's windows hold
   // back stays queued and is not counted again.
   void start(std::size_t queued) { mark_ = queued; }
   // Whether what was queued since start() is to be written now.

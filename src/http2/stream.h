@@ -1,7 +1,6 @@
 // An HTTP/2 stream as the connection engine sees it (http2 layer, private). The layer above
 // (calls) derives from Stream: the connection reports inbound events through the virtual
-// functions and drains the outbound queue the call fills. Nothing here knows about gRPC, and
-// nothing here exposes nghttp2.
+// functions and drains the outbound queue the call fills. Nothing here knows about gRPC.
 #pragma once
 
 #include <cstddef>
@@ -84,7 +83,7 @@ class Stream {
   // the peer's frames broke), rather than the peer: for the words of the call's status.
   bool reset_sent() const { return reset_sent_; }
   // Why this side closed the connection under the stream, when it did for a fault of the peer's
-  // (a protocol error or a flood nghttp2 detected, too many pings): a static string; empty when
+  // (a protocol error or a flood the session detected, too many pings): a static string; empty when
   // the connection was lost or closed for another reason. Set before on_closed(kConnectionLost).
   std::string_view local_close_reason() const { return local_close_reason_; }
 

@@ -4,7 +4,6 @@
 #include <chrono>
 
 #include "ferry/buffer_pool.h"
-#include "http2/connection.h"
 #include "server/server_call.h"
 
 #if defined(__GLIBC__)
@@ -43,7 +42,6 @@ void MemoryTrimTimer::trim() {
 
 void release_burst_memory() {
   BufferPool::instance().trim();
-  http2::Connection::release_idle_memory();
   ServerCall::release_idle_storage();
 #if defined(__GLIBC__)
   ::malloc_trim(0);

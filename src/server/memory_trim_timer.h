@@ -2,7 +2,7 @@
 // every BufferPoolOptions::idle_period the timer calls BufferPool::trim_idle, so that the pool
 // gives a burst's blocks back even when no call touches it any more. When a burst has ended (an
 // idle trim, on any thread, gave blocks back) it also gives back what the burst left elsewhere:
-// this thread's caches (its pool blocks, nghttp2's small blocks, call storage) and, with glibc,
+// this thread's caches (its pool blocks, call storage) and, with glibc,
 // the free pages of malloc's heaps. One timer per I/O thread; stop() on shutdown, so that the
 // thread's loop can end.
 #pragma once
@@ -36,7 +36,7 @@ class MemoryTrimTimer {
 };
 
 // Gives back the memory a burst left to the calling thread and the process: the thread's idle
-// pool blocks, nghttp2 session blocks and call storage, then malloc's free pages (glibc's
+// pool blocks and call storage, then malloc's free pages (glibc's
 // malloc_trim(0); its arenas otherwise shrink only from the top, which any live allocation pins,
 // and keep the rest of a burst's freed memory resident). Costs a walk of malloc's free lists, a
 // madvise per free run of pages, and the next calls' allocations from malloc and the OS again.
