@@ -549,7 +549,10 @@ TEST(OtlpTraceToxiproxy, BlackHoledCollectorCostsCallsNothingAndRecovers) {
   TracedLoopback loopback(processor);
   loopback.calls(1);
   processor->force_flush();
-  ASSERT_EQ((*exporter)->stats().exports_ok, 1u);  // connected through the proxy
+  // Connected through the proxy. The call's two spans may leave in one batch or two (the server's
+  // span can end a batch's 10 ms before the client's).
+  const std::uint64_t ok_before = (*exporter)->stats().exports_ok;
+  ASSERT_GE(ok_before, 1u);
 
   toxiproxy.add_toxic("otlp", "hole-up", "timeout", "upstream", {{"timeout", 0}});
   toxiproxy.add_toxic("otlp", "hole-down", "timeout", "downstream", {{"timeout", 0}});
@@ -576,7 +579,7 @@ TEST(OtlpTraceToxiproxy, BlackHoledCollectorCostsCallsNothingAndRecovers) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_GT(collector.received(), before);
-  EXPECT_GT((*exporter)->stats().exports_ok, 1u);
+  EXPECT_GT((*exporter)->stats().exports_ok, ok_before);
 }
 
 // OTLP JSON writes ids as hex, where protobuf's JSON reads bytes as base64: the parse took the
