@@ -102,6 +102,33 @@ TEST(UnaryCall, MetadataRoundTripsIncludingBinary) {
   EXPECT_EQ(values[1], "v2");
 }
 
+// gRPC's ASCII values may start or end with a space (RFC 9113 §8.2.1 calls such a field
+// malformed; grpc-go and gRPC C++ take it, and so does ferry's HTTP/2 both ways): metadata and a
+// status message so padded arrive as sent.
+TEST(UnaryCall, ValuesThatStartOrEndWithASpaceRoundTrip) {
+  Loopback loop;
+  EchoRequest request;
+  EchoResponse response;
+  ClientContext ctx;
+  ctx.add_metadata("initial-text", " lead");
+  ctx.add_metadata("trailing-text", "trail ");
+  absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
+    co_return co_await loop.stub().Echo(ctx, request, response);
+  });
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(ctx.initial_metadata().get("initial-text"), " lead");
+  EXPECT_EQ(ctx.trailing_metadata().get("trailing-text"), "trail ");
+
+  request.set_status_code(5);
+  request.set_status_message(" padded status ");
+  ClientContext failing;
+  s = loop.run([&]() -> asio::awaitable<absl::Status> {
+    co_return co_await loop.stub().Echo(failing, request, response);
+  });
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+  EXPECT_EQ(s.message(), " padded status ");
+}
+
 TEST(UnaryCall, InvalidMetadataFailsTheCallLocally) {
   Loopback loop;
   EchoRequest request;
