@@ -863,6 +863,29 @@ TEST_F(Http2Session, RequestOverThePeersHeaderListLimitFailsTheCall) {
   EXPECT_EQ(session_->open_streams(), 1u);
 }
 
+TEST_F(Http2Session, ATraceContextGoesNeverIndexedAndRaw) {
+  // A no_index field (the client's traceparent, new in every call) is never indexed and its value
+  // is sent as raw octets, which the server copies instead of Huffman-decoding; other fields are
+  // Huffman-coded where that is shorter.
+  make(Role::kClient);
+  const std::string trace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+  HeaderField traceparent{"traceparent", trace};
+  traceparent.no_index = true;
+  const HeaderField fields[] = {
+      HeaderField::literal(":method", "POST"), HeaderField::literal(":scheme", "http"),
+      HeaderField::literal(":path", "/a.B/C"), HeaderField{"x-other", trace}, traceparent};
+  TestStream call;
+  EXPECT_EQ(session_->submit_request(&call, fields), 1);
+  const std::vector<Out> frames = drain();
+  const Out* sent = find(frames, EventType::kHeaders, 1);
+  ASSERT_NE(sent, nullptr);
+  // Once in the block as it is: traceparent's; x-other's went Huffman-coded.
+  const std::size_t at = sent->payload.find(trace);
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_EQ(sent->payload.find(trace, at + 1), std::string::npos);
+  EXPECT_EQ(sent->headers.back(), (std::pair<std::string, std::string>{"traceparent", trace}));
+}
+
 // --- GOAWAY ------------------------------------------------------------------------------------
 
 TEST_F(Http2Session, ShutdownRefusesNewStreamsAndFinishesOpenOnes) {

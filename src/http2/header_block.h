@@ -20,7 +20,8 @@ struct HeaderField {
   // HPACK "never indexed" (RFC 7541 §6.2.3): for a value new in every request (a trace
   // context), which indexing would add to the dynamic table each time, evicting the entries
   // that do repeat (and growing every header block after), as gRPC core's encoder leaves
-  // grpc-trace-bin unindexed.
+  // grpc-trace-bin unindexed. Its value goes raw, not Huffman-coded: decoding that would cost the
+  // peer more per call than the few bytes it saves.
   bool no_index = false;
 
   static constexpr HeaderField literal(std::string_view name, std::string_view value) {

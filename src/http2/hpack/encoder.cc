@@ -73,8 +73,8 @@ std::size_t Encoder::max_encoded_size(std::span<const Field> fields) {
   return size;
 }
 
-std::uint8_t* Encoder::write_string(std::string_view text, std::uint8_t* out) const {
-  if (options_.huffman && !text.empty()) {
+std::uint8_t* Encoder::write_string(std::string_view text, std::uint8_t* out, bool huffman) const {
+  if (huffman && options_.huffman && !text.empty()) {
     const std::size_t encoded = huffman_encoded_size(text);
     if (encoded <= text.size()) {  // as RFC 7541's examples do ("307" in C.6.2)
       out = write_integer(static_cast<std::uint32_t>(encoded), 7, 0x80, out);
@@ -134,8 +134,8 @@ std::uint8_t* Encoder::encode(std::span<const Field> fields, std::uint8_t* out) 
       out = write_integer(name_index, 4, indexing == Indexing::kNever ? 0x10 : 0x00, out);
       indexing = Indexing::kWithout;
     }
-    if (name_index == 0) out = write_string(f.name, out);
-    out = write_string(f.value, out);
+    if (name_index == 0) out = write_string(f.name, out, true);
+    out = write_string(f.value, out, !f.raw_value);
     if (indexing == Indexing::kIncremental) table_.insert(f.name, f.value);
   }
   return out;

@@ -31,6 +31,10 @@ struct Field {
   std::string_view name;
   std::string_view value;
   Indexing indexing = Indexing::kAuto;
+  // The value goes as raw octets even where Huffman coding would be shorter: a value new in every
+  // call (a trace context), whose roughly a fifth fewer bytes would cost its receiver a Huffman
+  // decode every call (RFC 7541 §5.2 leaves the choice to the encoder).
+  bool raw_value = false;
 };
 
 struct EncoderOptions {
@@ -65,7 +69,7 @@ class Encoder {
   const DynamicTable& table() const { return table_; }
 
  private:
-  std::uint8_t* write_string(std::string_view text, std::uint8_t* out) const;
+  std::uint8_t* write_string(std::string_view text, std::uint8_t* out, bool huffman) const;
 
   EncoderOptions options_;
   DynamicTable table_;

@@ -108,9 +108,13 @@ bool connection_specific(std::string_view name) {
          name == "transfer-encoding" || name == "upgrade";
 }
 
-hpack::Field to_field(const HeaderField& f) {
-  return {f.name, f.value, f.no_index ? hpack::Indexing::kNever : hpack::Indexing::kAuto};
+// A no_index field (a trace context, new in every call) is never indexed and goes raw: the
+// receiver copies it instead of Huffman-decoding it (HeaderField::no_index).
+hpack::Field to_field(std::string_view name, std::string_view value, bool no_index) {
+  if (no_index) return {name, value, hpack::Indexing::kNever, /*raw_value=*/true};
+  return {name, value, hpack::Indexing::kAuto};
 }
+hpack::Field to_field(const HeaderField& f) { return to_field(f.name, f.value, f.no_index); }
 
 using FieldList = absl::InlinedVector<hpack::Field, 16>;
 
@@ -899,8 +903,7 @@ void Session::open_pending() {
     pending_opens_.erase(pending_opens_.begin());
     FieldList fields;
     for (const PendingField& f : pending.fields) {
-      fields.push_back(
-          {f.name, f.value, f.no_index ? hpack::Indexing::kNever : hpack::Indexing::kAuto});
+      fields.push_back(to_field(f.name, f.value, f.no_index));
     }
     open_now(pending.stream, fields);
   }
