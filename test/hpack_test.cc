@@ -630,22 +630,23 @@ TEST(Encoder, HuffmanOnlyWhenNotLonger) {
 
 TEST(Encoder, ARawValueIsNeverHuffmanCoded) {
   // A trace context, new in every call: Huffman would be a fifth shorter, and the receiver would
-  // decode it every call. raw_value sends the octets as they are; the name still may be coded.
+  // decode it every call. raw sends the octets as they are, the name's too (never indexed, it is
+  // a literal every time).
   const std::string traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
   Encoder encoder;
-  const Field field{"traceparent", traceparent, Indexing::kNever, /*raw_value=*/true};
+  const Field field{"traceparent", traceparent, Indexing::kNever, /*raw=*/true};
   Bytes block(Encoder::max_encoded_size({&field, 1}));
   block.resize(static_cast<std::size_t>(encoder.encode({&field, 1}, block.data()) - block.data()));
-  // 0001 0000 (never indexed, new name), the name Huffman-coded, then the value raw (H clear).
+  // 0001 0000 (never indexed, new name), then the name and the value raw (H clear).
   ASSERT_GT(block.size(), 3u);
   EXPECT_EQ(block[0], 0x10);
-  const std::size_t name_length = block[1] & 0x7f;
-  EXPECT_TRUE(block[1] & 0x80);
-  EXPECT_EQ(block[2 + name_length], traceparent.size());  // H clear, the raw length
-  EXPECT_EQ(block.size(), 2 + name_length + 1 + traceparent.size());
-  // Without it the same field is Huffman-coded, and shorter.
+  EXPECT_EQ(block[1], 11);  // H clear, the raw length of "traceparent"
+  EXPECT_EQ(block[2 + 11], traceparent.size());
+  EXPECT_EQ(block.size(), 2 + 11 + 1 + traceparent.size());
+  // Without it both strings are Huffman-coded, and shorter.
   const Bytes coded = encode(encoder, {{"traceparent", traceparent}}, Indexing::kNever);
-  EXPECT_TRUE(coded[2 + name_length] & 0x80);
+  EXPECT_TRUE(coded[1] & 0x80);
+  EXPECT_TRUE(coded[2 + (coded[1] & 0x7f)] & 0x80);
   EXPECT_LT(coded.size(), block.size());
   Decoder decoder;
   DecodedHeaders out;

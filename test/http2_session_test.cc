@@ -879,10 +879,11 @@ TEST_F(Http2Session, ATraceContextGoesNeverIndexedAndRaw) {
   const std::vector<Out> frames = drain();
   const Out* sent = find(frames, EventType::kHeaders, 1);
   ASSERT_NE(sent, nullptr);
-  // Once in the block as it is: traceparent's; x-other's went Huffman-coded.
+  // Once in the block as it is: traceparent's (its name too); x-other's went Huffman-coded.
   const std::size_t at = sent->payload.find(trace);
   ASSERT_NE(at, std::string::npos);
   EXPECT_EQ(sent->payload.find(trace, at + 1), std::string::npos);
+  EXPECT_NE(sent->payload.find("traceparent"), std::string::npos);
   EXPECT_EQ(sent->headers.back(), (std::pair<std::string, std::string>{"traceparent", trace}));
 }
 

@@ -134,8 +134,8 @@ std::uint8_t* Encoder::encode(std::span<const Field> fields, std::uint8_t* out) 
       out = write_integer(name_index, 4, indexing == Indexing::kNever ? 0x10 : 0x00, out);
       indexing = Indexing::kWithout;
     }
-    if (name_index == 0) out = write_string(f.name, out, true);
-    out = write_string(f.value, out, !f.raw_value);
+    if (name_index == 0) out = write_string(f.name, out, !f.raw);
+    out = write_string(f.value, out, !f.raw);
     if (indexing == Indexing::kIncremental) table_.insert(f.name, f.value);
   }
   return out;

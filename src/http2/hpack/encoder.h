@@ -31,10 +31,11 @@ struct Field {
   std::string_view name;
   std::string_view value;
   Indexing indexing = Indexing::kAuto;
-  // The value goes as raw octets even where Huffman coding would be shorter: a value new in every
-  // call (a trace context), whose roughly a fifth fewer bytes would cost its receiver a Huffman
+  // The value, and the name when it is not indexed, go as raw octets even where Huffman coding
+  // would be shorter: a field new in every call (a trace context, never indexed, so its name too
+  // is a literal every time), whose roughly a fifth fewer bytes would cost its receiver a Huffman
   // decode every call (RFC 7541 §5.2 leaves the choice to the encoder).
-  bool raw_value = false;
+  bool raw = false;
 };
 
 struct EncoderOptions {

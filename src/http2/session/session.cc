@@ -111,7 +111,7 @@ bool connection_specific(std::string_view name) {
 // A no_index field (a trace context, new in every call) is never indexed and goes raw: the
 // receiver copies it instead of Huffman-decoding it (HeaderField::no_index).
 hpack::Field to_field(std::string_view name, std::string_view value, bool no_index) {
-  if (no_index) return {name, value, hpack::Indexing::kNever, /*raw_value=*/true};
+  if (no_index) return {name, value, hpack::Indexing::kNever, /*raw=*/true};
   return {name, value, hpack::Indexing::kAuto};
 }
 hpack::Field to_field(const HeaderField& f) { return to_field(f.name, f.value, f.no_index); }
