@@ -91,12 +91,15 @@ func serve(args []string) int {
 	}
 	server := grpc.NewServer(opentelemetry.ServerOption(options))
 	testgrpc.RegisterTestServiceServer(server, &relay{backend: testgrpc.NewTestServiceClient(conn)})
+	// SIGTERM is caught before PORT is printed: a test may send it as soon as its call through
+	// this relay is done, and the signal's default action would end the process without the
+	// flush (wait status 15, and the spans lost).
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	go server.Serve(listener)
 	fmt.Printf("PORT %d\n", listener.Addr().(*net.TCPAddr).Port)
 	os.Stdout.Sync()
 
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	select {
 	case <-stop:
 	case <-time.After(60 * time.Second):
