@@ -25,6 +25,7 @@
 #include "ferry/server.h"
 #include "ferry/testing/echo.pb.h"
 #include "support/echo_service.h"
+#include "support/h2_frame.h"
 #include "support/wait.h"
 
 namespace ferry::connection_lifecycle_test {
@@ -43,12 +44,7 @@ std::string ping_frame(char fill) {
   return f;
 }
 
-struct Frame {
-  std::uint8_t type;
-  std::uint8_t flags;
-  std::string payload;
-  std::uint32_t stream_id = 0;
-};
+using Frame = testing::H2Frame;
 
 // A TCP client that speaks raw bytes to the server and reads what it sends until it closes.
 class RawClient {
@@ -104,20 +100,7 @@ class RawClient {
   }
   // Moves the complete frames at the front of buffer_ to frames_.
   void parse() {
-    std::size_t at = 0;
-    for (const std::string& b = buffer_; at + 9 <= b.size();) {
-      const std::size_t len =
-          (std::uint8_t(b[at]) << 16) | (std::uint8_t(b[at + 1]) << 8) | std::uint8_t(b[at + 2]);
-      if (at + 9 + len > b.size()) break;
-      const std::uint32_t id = ((std::uint32_t(std::uint8_t(b[at + 5])) & 0x7f) << 24) |
-                               (std::uint32_t(std::uint8_t(b[at + 6])) << 16) |
-                               (std::uint32_t(std::uint8_t(b[at + 7])) << 8) |
-                               std::uint8_t(b[at + 8]);
-      frames_.push_back(
-          {std::uint8_t(b[at + 3]), std::uint8_t(b[at + 4]), b.substr(at + 9, len), id});
-      at += 9 + len;
-    }
-    buffer_.erase(0, at);
+    while (std::optional<Frame> f = testing::take_h2_frame(buffer_)) frames_.push_back(*f);
   }
 
   asio::io_context io_;
@@ -136,28 +119,13 @@ std::uint32_t u32_at(const std::string& p, std::size_t at) {
 // A HEADERS frame with END_STREAM on stream `id` for a plain GET (not gRPC: the server answers
 // it 405 once complete), its fields as HPACK literals without indexing.
 std::string get_request(std::uint32_t id) {
-  std::string block;
-  for (const auto& [name, value] : {std::pair<std::string_view, std::string_view>{":method", "GET"},
-                                    {":scheme", "http"},
-                                    {":path", "/"},
-                                    {":authority", "x"}}) {
-    block += '\0';
-    block += static_cast<char>(name.size());
-    block += name;
-    block += static_cast<char>(value.size());
-    block += value;
-  }
-  std::string f{static_cast<char>(0), static_cast<char>(0), static_cast<char>(block.size()),
-                static_cast<char>(0x1), static_cast<char>(0x5)};  // HEADERS, END_STREAM|END_HEADERS
-  for (int shift = 24; shift >= 0; shift -= 8) f += static_cast<char>((id >> shift) & 0xff);
-  return f + block;
+  return testing::h2_frame(
+      0x1, 0x5, id,  // HEADERS, END_STREAM | END_HEADERS
+      testing::header_block(
+          {{":method", "GET"}, {":scheme", "http"}, {":path", "/"}, {":authority", "x"}}));
 }
 
-std::uint32_t goaway_error(const Frame& goaway) {
-  const std::string& p = goaway.payload;
-  return (std::uint32_t(std::uint8_t(p[4])) << 24) | (std::uint32_t(std::uint8_t(p[5])) << 16) |
-         (std::uint32_t(std::uint8_t(p[6])) << 8) | std::uint8_t(p[7]);
-}
+std::uint32_t goaway_error(const Frame& goaway) { return goaway.code(); }
 
 // A server with the Echo service and every lifecycle limit off unless the test sets it.
 struct TestServer {
@@ -335,8 +303,8 @@ TEST(ConnectionLifecycle, GracefulShutdownIsTwoGoawaysAroundAPing) {
       ++goaways;
       last = u32_at(f.payload, 0);
     }
-    if (f.type == 0x1 && f.stream_id == 1) answered = true;
-    EXPECT_FALSE(f.type == 0x3 && f.stream_id == 1 && u32_at(f.payload, 0) == 0x7)
+    if (f.type == 0x1 && f.stream == 1) answered = true;
+    EXPECT_FALSE(f.type == 0x3 && f.stream == 1 && u32_at(f.payload, 0) == 0x7)
         << "stream 1 was refused";
   }
   EXPECT_TRUE(answered);
@@ -377,7 +345,7 @@ TEST(ConnectionLifecycle, AnswerOverTheClientsHeaderListLimitResetsOnlyItsStream
   client.send(get_request(1));
   ASSERT_TRUE(client.read_until_frame(0x3, 3s));
   const Frame* rst = client.find(0x3);
-  EXPECT_EQ(rst->stream_id, 1u);
+  EXPECT_EQ(rst->stream, 1u);
   EXPECT_EQ(u32_at(rst->payload, 0), 0x2u);  // INTERNAL_ERROR
   client.send(ping_frame('p'));
   bool acked = false;

@@ -65,20 +65,7 @@ std::string get_root(std::uint32_t stream, bool end_stream) {
           {{":method", "GET"}, {":scheme", "http"}, {":path", "/"}, {":authority", "localhost"}}));
 }
 
-struct Frame {
-  std::uint8_t type;
-  std::uint8_t flags;
-  std::uint32_t stream;
-  std::string payload;
-  std::uint32_t code() const {  // RST_STREAM's error code, or GOAWAY's
-    const std::size_t at = type == kGoaway ? 4 : 0;
-    std::uint32_t c = 0;
-    for (std::size_t i = at; i < at + 4 && i < payload.size(); ++i) {
-      c = (c << 8) | static_cast<std::uint8_t>(payload[i]);
-    }
-    return c;
-  }
-};
+using Frame = testing::H2Frame;
 
 // A client speaking raw HTTP/2 over TCP: it keeps the server's flow-control windows (to send a
 // long body as a well-behaved client would), acknowledges the server's SETTINGS, and keeps every
@@ -182,19 +169,10 @@ class RawH2Client {
     }
   }
   void parse() {
-    std::size_t at = 0;
-    for (const std::string& b = buffer_; at + 9 <= b.size();) {
-      const std::size_t len =
-          (std::uint8_t(b[at]) << 16) | (std::uint8_t(b[at + 1]) << 8) | std::uint8_t(b[at + 2]);
-      if (at + 9 + len > b.size()) break;
-      Frame f{std::uint8_t(b[at + 3]), std::uint8_t(b[at + 4]), 0, b.substr(at + 9, len)};
-      for (std::size_t i = at + 5; i < at + 9; ++i) f.stream = (f.stream << 8) | std::uint8_t(b[i]);
-      f.stream &= 0x7fffffffu;
-      at += 9 + len;
-      on_frame(f);
-      frames_.push_back(std::move(f));
+    while (std::optional<Frame> f = testing::take_h2_frame(buffer_)) {
+      on_frame(*f);
+      frames_.push_back(std::move(*f));
     }
-    buffer_.erase(0, at);
   }
   void on_frame(const Frame& f) {
     if (f.type == kSettings && (f.flags & kAck) == 0) {

@@ -45,6 +45,8 @@ using testing::EchoRequest;
 using testing::EchoResponse;
 using testing::EchoService;
 using testing::h2_frame;
+using testing::H2Frame;
+using testing::take_h2_frame;
 
 constexpr std::size_t kBlock = BufferPool::kBlockSize;
 // The bound: what the server holds grows by at most this many bytes per byte received.
@@ -148,13 +150,6 @@ std::string grpc_prefix(std::uint32_t length) {
 }
 
 // Frames read off an HTTP/2 connection until a predicate on one holds.
-struct H2Frame {
-  std::uint8_t type = 0;
-  std::uint8_t flags = 0;
-  std::uint32_t stream = 0;
-  std::string payload;
-};
-
 class H2Reader {
  public:
   explicit H2Reader(RawSocket& socket) : socket_(socket) {}
@@ -162,23 +157,7 @@ class H2Reader {
   std::optional<H2Frame> next(std::chrono::milliseconds wait = 3s) {
     const auto until = std::chrono::steady_clock::now() + wait;
     while (true) {
-      if (buf_.size() >= 9) {
-        const std::size_t n = (std::size_t{static_cast<std::uint8_t>(buf_[0])} << 16) |
-                              (std::size_t{static_cast<std::uint8_t>(buf_[1])} << 8) |
-                              static_cast<std::uint8_t>(buf_[2]);
-        if (buf_.size() >= 9 + n) {
-          H2Frame f;
-          f.type = static_cast<std::uint8_t>(buf_[3]);
-          f.flags = static_cast<std::uint8_t>(buf_[4]);
-          f.stream = (std::uint32_t{static_cast<std::uint8_t>(buf_[5]) & 0x7fu} << 24) |
-                     (std::uint32_t{static_cast<std::uint8_t>(buf_[6])} << 16) |
-                     (std::uint32_t{static_cast<std::uint8_t>(buf_[7])} << 8) |
-                     static_cast<std::uint8_t>(buf_[8]);
-          f.payload = buf_.substr(9, n);
-          buf_.erase(0, 9 + n);
-          return f;
-        }
-      }
+      if (std::optional<H2Frame> f = take_h2_frame(buf_)) return f;
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           until - std::chrono::steady_clock::now());
       if (left <= 0ms) return std::nullopt;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -37,6 +38,40 @@ inline std::string header_block(const std::vector<std::pair<std::string, std::st
     block.append(value);
   }
   return block;
+}
+
+// A frame read off the wire by a test playing a peer.
+struct H2Frame {
+  std::uint8_t type = 0;
+  std::uint8_t flags = 0;
+  std::uint32_t stream = 0;  // the reserved bit cleared
+  std::string payload;
+
+  // RST_STREAM's error code, or GOAWAY's (0 when the payload is too short for one).
+  std::uint32_t code() const {
+    const std::size_t at = type == 0x7 ? 4 : 0;
+    std::uint32_t c = 0;
+    for (std::size_t i = at; i < at + 4 && i < payload.size(); ++i) {
+      c = (c << 8) | static_cast<std::uint8_t>(payload[i]);
+    }
+    return c;
+  }
+};
+
+// The complete frame at the front of `bytes` (what was read and not yet parsed), taken off it;
+// nothing while the frame is not all there.
+inline std::optional<H2Frame> take_h2_frame(std::string& bytes) {
+  if (bytes.size() < 9) return std::nullopt;
+  auto byte = [&](std::size_t i) { return std::uint32_t{static_cast<std::uint8_t>(bytes[i])}; };
+  const std::size_t length = (byte(0) << 16) | (byte(1) << 8) | byte(2);
+  if (bytes.size() < 9 + length) return std::nullopt;
+  H2Frame f;
+  f.type = static_cast<std::uint8_t>(bytes[3]);
+  f.flags = static_cast<std::uint8_t>(bytes[4]);
+  f.stream = ((byte(5) & 0x7f) << 24) | (byte(6) << 16) | (byte(7) << 8) | byte(8);
+  f.payload = bytes.substr(9, length);
+  bytes.erase(0, 9 + length);
+  return f;
 }
 
 }  // namespace ferry::testing
