@@ -923,6 +923,48 @@ TEST(Decoder, EmptyLiteralsEnterTheTable) {
   EXPECT_EQ(decoder.table().size(), 32u + 37u);
 }
 
+// What the session may skip checking: only a field sent whole by index, from the static table or
+// from a dynamic entry whose name and value passed RFC 9113 §8.2.1's character rules when they
+// entered the table. An entry that did not pass (a value with LF, a name in capitals, an empty
+// name) stays unchecked however often it is referenced, and a literal is never checked here.
+TEST(Decoder, OnlyIndexedFieldsOfCleanEntriesAreSyntaxChecked) {
+  auto literal_indexed = [](std::string_view name, std::string_view value) {
+    Bytes b{0x40, static_cast<std::uint8_t>(name.size())};
+    b.insert(b.end(), name.begin(), name.end());
+    b.push_back(static_cast<std::uint8_t>(value.size()));
+    b.insert(b.end(), value.begin(), value.end());
+    return b;
+  };
+  Decoder decoder;
+  DecodedHeaders out;
+  auto checked = [&](const Bytes& block) {
+    std::vector<bool> flags;
+    EXPECT_TRUE(decoder.decode(block, out).ok());
+    for (const DecodedField& f : out.fields()) flags.push_back(f.syntax_checked);
+    return flags;
+  };
+  EXPECT_EQ(checked(from_hex("82 84")), (std::vector<bool>{true, true}));  // static
+  EXPECT_EQ(checked(literal_indexed("x-a", "ok")), (std::vector<bool>{false}));
+  EXPECT_EQ(checked(from_hex("be")), (std::vector<bool>{true}));  // x-a: ok, by index
+  EXPECT_EQ(checked(literal_indexed(":path", "/a")), (std::vector<bool>{false}));
+  EXPECT_EQ(checked(from_hex("be bf")), (std::vector<bool>{true, true}));
+  for (const auto& [name, value] :
+       std::vector<std::pair<std::string, std::string>>{{"x-b", "b\nc"},
+                                                        {"x-b", std::string("b\0c", 3)},
+                                                        {"X-Upper", "v"},
+                                                        {"", "v"},
+                                                        {":", "v"},
+                                                        {"x b", "v"}}) {
+    SCOPED_TRACE(name + ": " + value);
+    EXPECT_EQ(checked(literal_indexed(name, value)), (std::vector<bool>{false}));
+    EXPECT_EQ(checked(from_hex("be")), (std::vector<bool>{false}));  // and by index: still not
+  }
+  // A literal with an indexed (clean) name is a literal: its value is the session's to check.
+  ASSERT_TRUE(decoder.decode(from_hex("04 02 2f 62"), out).ok());  // :path "/b", without indexing
+  ASSERT_EQ(out.fields().size(), 1u);
+  EXPECT_FALSE(out.fields()[0].syntax_checked);
+}
+
 // Huffman literals without indexing (nghttp2 clients' :path) are decoded once and then found by
 // their encoded bytes: same-length strings, more strings than the memo holds, and never-indexed
 // ones (not kept) all decode to what they say.

@@ -540,6 +540,39 @@ TEST_F(Http2Session, PriorityIsAcceptedAndIgnored) {
 
 // --- header validation (RFC 9113 §8) -----------------------------------------------------------
 
+// A malformed field that enters the peer's HPACK table (literal with incremental indexing) is
+// still malformed when the peer sends it again by index: the decoder marks only entries that
+// passed the character checks as needing none (hpack::DecodedField::syntax_checked).
+TEST_F(Http2Session, AMalformedFieldSentAgainByIndexIsStillMalformed) {
+  start();
+  auto literal_indexed = [](std::string_view name, std::string_view value) {
+    Bytes b{0x40, static_cast<std::uint8_t>(name.size())};
+    b.insert(b.end(), name.begin(), name.end());
+    b.push_back(static_cast<std::uint8_t>(value.size()));
+    b.insert(b.end(), value.begin(), value.end());
+    return b;
+  };
+  // :method POST, :scheme http, :path / from the static table, then the field.
+  const Bytes pseudo{0x83, 0x86, 0x84};
+  const std::uint8_t flags = frame::flags::kEndHeaders | frame::flags::kEndStream;
+  std::uint32_t id = 1;
+  for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
+           {"x-a", "b\nc"}, {"X-Upper", "v"}, {"x-c", std::string("a\0b", 3)}}) {
+    SCOPED_TRACE(name);
+    feed(frame_of(FrameType::kHeaders, flags, id, pseudo + literal_indexed(name, value)));
+    EXPECT_TRUE(has_rst(drain(), id, ErrorCode::kProtocolError)) << "stream " << id;
+    id += 2;
+    feed(frame_of(FrameType::kHeaders, flags, id, pseudo + Bytes{0xbe}));  // index 62: that field
+    EXPECT_TRUE(has_rst(drain(), id, ErrorCode::kProtocolError)) << "stream " << id;
+    id += 2;
+  }
+  // A clean field by index is taken.
+  feed(frame_of(FrameType::kHeaders, flags, id, pseudo + literal_indexed("x-d", "fine")));
+  feed(frame_of(FrameType::kHeaders, flags, id + 2, pseudo + Bytes{0xbe}));
+  ASSERT_EQ(host.streams.size(), 2u);
+  EXPECT_FALSE(session_->failed());
+}
+
 TEST_F(Http2Session, MalformedRequestsAreStreamErrors) {
   const std::vector<Fields> malformed = {
       {{":method", "POST"}, {":scheme", "http"}},                                  // no :path

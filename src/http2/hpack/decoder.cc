@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "http2/hpack/field_syntax.h"
 #include "http2/hpack/huffman.h"
 #include "http2/hpack/static_table.h"
 
@@ -275,7 +276,7 @@ absl::Status Decoder::decode(std::span<const std::uint8_t> block, DecodedHeaders
       if (index <= kStaticTableSize) {
         const StaticEntry& e = static_entry(index);
         if (keep && e.name.size() + e.value.size() <= room) {
-          out.fields_.push_back({e.name, e.value, false});
+          out.fields_.push_back({e.name, e.value, false, /*syntax_checked=*/true});
           out.list_size_ += e.name.size() + e.value.size() + kEntryOverhead;
         } else {
           over_limit = true;
@@ -294,7 +295,8 @@ absl::Status Decoder::decode(std::span<const std::uint8_t> block, DecodedHeaders
         table_.copy_name(i, at);
         table_.copy_value(i, at + n);
         out.used_ += std::size_t{n} + v;
-        out.fields_.push_back({std::string_view(at, n), std::string_view(at + n, v), false});
+        out.fields_.push_back(
+            {std::string_view(at, n), std::string_view(at + n, v), false, table_.syntax_ok(i)});
         out.list_size_ += n + v + kEntryOverhead;
       } else {
         over_limit = true;  // nothing copied: O(1) for the rest of an HPACK bomb
@@ -373,8 +375,9 @@ absl::Status Decoder::decode(std::span<const std::uint8_t> block, DecodedHeaders
           name.checked_only || value.checked_only) {
         table_.clear();  // RFC 7541 §4.4: an entry larger than the table empties it
       } else {
-        table_.insert(std::string_view(name.data, name.size),
-                      std::string_view(value.data, value.size));
+        const std::string_view entry_name(name.data, name.size);
+        const std::string_view entry_value(value.data, value.size);
+        table_.insert(entry_name, entry_value, valid_field_syntax(entry_name, entry_value));
       }
     }
   }

@@ -38,6 +38,10 @@ struct DecodedField {
   std::string_view value;
   // Sent as a literal never indexed (RFC 7541 §6.2.3): an intermediary must keep it so.
   bool never_indexed = false;
+  // Sent whole by index (RFC 7541 §6.1) from the static table or from a dynamic entry that
+  // passed RFC 9113 §8.2.1's character rules when it entered the table (hpack/field_syntax.h):
+  // the session need not check its characters again. False for every literal.
+  bool syntax_checked = false;
 };
 
 // The fields of one decoded block, in order, with the bytes of their names and values. Owned

@@ -30,7 +30,7 @@ void DynamicTable::evict_oldest() {
   --count_;
 }
 
-void DynamicTable::insert(std::string_view name, std::string_view value) {
+void DynamicTable::insert(std::string_view name, std::string_view value, bool syntax_ok) {
   const std::uint64_t entry_size = std::uint64_t{name.size()} + value.size() + kEntryOverhead;
   if (entry_size > max_size_) {
     clear();
@@ -51,8 +51,9 @@ void DynamicTable::insert(std::string_view name, std::string_view value) {
     if (size > first_piece) std::memcpy(&bytes_[0], part.data() + first_piece, size - first_piece);
     at = (at + size) % bytes_capacity_;
   }
-  entries_[(first_ + count_) & (entries_capacity_ - 1)] = Entry{
-      offset, static_cast<std::uint32_t>(name.size()), static_cast<std::uint32_t>(value.size())};
+  entries_[(first_ + count_) & (entries_capacity_ - 1)] =
+      Entry{offset, static_cast<std::uint32_t>(name.size()),
+            static_cast<std::uint32_t>(value.size()), syntax_ok};
   ++count_;
   bytes_used_ += data;
   size_ += static_cast<std::uint32_t>(entry_size);

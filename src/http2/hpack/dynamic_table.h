@@ -33,12 +33,15 @@ class DynamicTable {
 
   // Adds a field as the newest entry, evicting the oldest ones to make room; a field larger
   // than the maximum size empties the table and is not added (RFC 7541 §4.4). `name` and
-  // `value` must not point into this table.
-  void insert(std::string_view name, std::string_view value);
+  // `value` must not point into this table. `syntax_ok`: the field passed RFC 9113 §8.2.1's
+  // character rules (hpack/field_syntax.h; the decoder's table says so, the encoder's never
+  // asks).
+  void insert(std::string_view name, std::string_view value, bool syntax_ok = false);
 
   // Entry `i`, 0 the newest (HPACK index 62 + i), i < count().
   std::uint32_t name_size(std::uint32_t i) const { return entry(i).name_size; }
   std::uint32_t value_size(std::uint32_t i) const { return entry(i).value_size; }
+  bool syntax_ok(std::uint32_t i) const { return entry(i).syntax_ok; }
   // Copy the name or the value to `out` (room for name_size / value_size bytes).
   void copy_name(std::uint32_t i, char* out) const;
   void copy_value(std::uint32_t i, char* out) const;
@@ -59,6 +62,7 @@ class DynamicTable {
     std::uint32_t offset;  // of the name in bytes_; the value follows (both may wrap)
     std::uint32_t name_size;
     std::uint32_t value_size;
+    bool syntax_ok;
   };
 
   const Entry& entry(std::uint32_t i) const {

@@ -7,6 +7,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "http2/frame/writer.h"
+#include "http2/hpack/field_syntax.h"
 
 namespace ferry::http2::session {
 namespace {
@@ -51,56 +52,8 @@ std::uint64_t header_list_size(std::span<const hpack::Field> fields) {
   return n;
 }
 
-// RFC 9110 §5.6.2 tchar, lower case only (RFC 9113 §8.2.1: upper case in a name is malformed).
-constexpr bool is_name_char(unsigned char c) {
-  if (c >= 'a' && c <= 'z') return true;
-  if (c >= '0' && c <= '9') return true;
-  switch (c) {
-    case '!':
-    case '#':
-    case '$':
-    case '%':
-    case '&':
-    case '\'':
-    case '*':
-    case '+':
-    case '-':
-    case '.':
-    case '^':
-    case '_':
-    case '`':
-    case '|':
-    case '~':
-      return true;
-    default:
-      return false;
-  }
-}
-struct NameTable {
-  bool ok[256] = {};
-  constexpr NameTable() {
-    for (int c = 0; c < 256; ++c) ok[c] = is_name_char(static_cast<unsigned char>(c));
-  }
-};
-constexpr NameTable kNameChars;
-
-bool valid_name(std::string_view name) {
-  for (char c : name) {
-    if (!kNameChars.ok[static_cast<unsigned char>(c)]) return false;
-  }
-  return true;
-}
-
-// RFC 9113 §8.2.1: a value with NUL, CR or LF is malformed. A value that starts or ends with a
-// space or a tab is taken, as grpc-go's and gRPC C++'s HTTP/2 take it (and Envoy's, which turns
-// nghttp2's check off): gRPC's ASCII metadata and grpc-message may end in a space, and an
-// endpoint that never re-serializes the field gains nothing from refusing it.
-bool valid_value(std::string_view value) {
-  for (char c : value) {
-    if (c == '\0' || c == '\r' || c == '\n') return false;
-  }
-  return true;
-}
+using hpack::valid_field_name;
+using hpack::valid_field_value;
 
 // RFC 9113 §8.2.2: fields of HTTP/1.1's connection management are malformed in HTTP/2.
 bool connection_specific(std::string_view name) {
@@ -599,7 +552,9 @@ bool Session::valid_block(BlockKind kind, std::int64_t& content_length) {
       }
       return false;
     }
-    if (!valid_value(f.value)) return false;
+    // A field sent whole by index from an entry that passed these checks when it entered the
+    // table (or from the static table) is not checked again (DecodedField::syntax_checked).
+    if (!f.syntax_checked && !valid_field_value(f.value)) return false;
     if (name[0] == ':') {
       if (regular_seen || kind == BlockKind::kTrailers) return false;
       auto once = [](bool& seen) { return !std::exchange(seen, true); };
@@ -626,7 +581,7 @@ bool Session::valid_block(BlockKind kind, std::int64_t& content_length) {
       continue;
     }
     regular_seen = true;
-    if (!valid_name(name)) return false;
+    if (!f.syntax_checked && !valid_field_name(name)) return false;
     if (connection_specific(name)) return false;
     // §8.2.2: te is allowed with the value "trailers" only.
     if (name == "te" && f.value != "trailers") return false;
