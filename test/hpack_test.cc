@@ -20,6 +20,7 @@
 #include "http2/hpack/decoder.h"
 #include "http2/hpack/encoder.h"
 #include "http2/hpack/huffman.h"
+#include "support/h2_frame.h"
 #include "support/sanitized.h"
 
 namespace ferry::http2::hpack::hpack_test {
@@ -929,11 +930,8 @@ TEST(Decoder, EmptyLiteralsEnterTheTable) {
 // name) stays unchecked however often it is referenced, and a literal is never checked here.
 TEST(Decoder, OnlyIndexedFieldsOfCleanEntriesAreSyntaxChecked) {
   auto literal_indexed = [](std::string_view name, std::string_view value) {
-    Bytes b{0x40, static_cast<std::uint8_t>(name.size())};
-    b.insert(b.end(), name.begin(), name.end());
-    b.push_back(static_cast<std::uint8_t>(value.size()));
-    b.insert(b.end(), value.begin(), value.end());
-    return b;
+    const std::string field = testing::hpack_literal_indexed(name, value);
+    return Bytes(field.begin(), field.end());
   };
   Decoder decoder;
   DecodedHeaders out;

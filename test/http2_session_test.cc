@@ -17,6 +17,7 @@
 #include "http2/hpack/decoder.h"
 #include "http2/hpack/encoder.h"
 #include "http2/session/session.h"
+#include "support/h2_frame.h"
 
 namespace ferry::http2::session::http2_session_test {
 namespace {
@@ -546,11 +547,8 @@ TEST_F(Http2Session, PriorityIsAcceptedAndIgnored) {
 TEST_F(Http2Session, AMalformedFieldSentAgainByIndexIsStillMalformed) {
   start();
   auto literal_indexed = [](std::string_view name, std::string_view value) {
-    Bytes b{0x40, static_cast<std::uint8_t>(name.size())};
-    b.insert(b.end(), name.begin(), name.end());
-    b.push_back(static_cast<std::uint8_t>(value.size()));
-    b.insert(b.end(), value.begin(), value.end());
-    return b;
+    const std::string field = testing::hpack_literal_indexed(name, value);
+    return Bytes(field.begin(), field.end());
   };
   // :method POST, :scheme http, :path / from the static table, then the field.
   const Bytes pseudo{0x83, 0x86, 0x84};

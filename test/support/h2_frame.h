@@ -40,6 +40,18 @@ inline std::string header_block(const std::vector<std::pair<std::string, std::st
   return block;
 }
 
+// One HPACK field as a literal with incremental indexing and a new name (RFC 7541 §6.2.1): it
+// enters the decoder's dynamic table, newest, at index 62. Name and value shorter than 127 bytes,
+// without Huffman coding.
+inline std::string hpack_literal_indexed(std::string_view name, std::string_view value) {
+  std::string field(1, static_cast<char>(0x40));
+  field.push_back(static_cast<char>(name.size()));
+  field.append(name);
+  field.push_back(static_cast<char>(value.size()));
+  field.append(value);
+  return field;
+}
+
 // A frame read off the wire by a test playing a peer.
 struct H2Frame {
   std::uint8_t type = 0;
