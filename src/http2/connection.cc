@@ -26,8 +26,8 @@ session::Role session_role(Role role) {
 
 // The session and what the connection keeps for it. The host forwards the session's events to
 // the connection.
-struct Connection::FerryEngine final : session::SessionHost {
-  FerryEngine(Connection& c, Role role, const ConnectionLimits& limits)
+struct Connection::Engine final : session::SessionHost {
+  Engine(Connection& c, Role role, const ConnectionLimits& limits)
       : connection(c), session(session_role(role), limits, *this, c.pending_), timer(c.executor_) {}
 
   // Keeps the timer on the session's next deadline (our SETTINGS' ACK, a shutdown's second
@@ -100,14 +100,14 @@ Connection::Connection(std::unique_ptr<ByteStream> stream, Role role,
       answer_bytes_(settings.write_policy.bytes_per_write),
       max_queued_(settings.max_queued_send_bytes),
       max_held_(settings.max_held_bytes) {
-  ferry_ = std::make_unique<FerryEngine>(*this, role, settings);
+  engine_ = std::make_unique<Engine>(*this, role, settings);
 }
 
 Connection::~Connection() {
   // Normally close() has emptied the list. If not (the loop stopped first), forget the streams
   // without calling into a layer above that may already be gone.
   while (streams_ != nullptr) unlink(streams_);
-  ferry_->session.forget_streams();
+  engine_->session.forget_streams();
   if (read_block_ != nullptr) detail::block_unref(read_block_);
 }
 
@@ -124,12 +124,12 @@ void Connection::start() {
 }
 
 bool Connection::accepts_new_streams() const {
-  return !closed_ && !write_failed_ && ferry_->session.accepts_new_streams();
+  return !closed_ && !write_failed_ && engine_->session.accepts_new_streams();
 }
 
 std::int32_t Connection::submit_request(Stream* stream, std::span<const HeaderField> headers) {
   if (!accepts_new_streams()) return -1;
-  const std::int32_t id = ferry_->session.submit_request(stream, headers);
+  const std::int32_t id = engine_->session.submit_request(stream, headers);
   if (id < 0) return -1;
   stream->has_provider_ = true;
   link(stream);
@@ -140,7 +140,7 @@ std::int32_t Connection::submit_request(Stream* stream, std::span<const HeaderFi
 bool Connection::submit_response(Stream* stream, std::span<const HeaderField> headers,
                                  bool with_data) {
   if (closed_) return false;
-  const bool ok = ferry_->session.submit_response(stream, headers, with_data);
+  const bool ok = engine_->session.submit_response(stream, headers, with_data);
   if (ok && with_data) {
     stream->has_provider_ = true;
     count_queued(stream);
@@ -160,19 +160,19 @@ void Connection::count_queued(Stream* stream) {
 void Connection::resume(Stream* stream) {
   if (closed_) return;
   count_queued(stream);
-  ferry_->session.resume(stream);
+  engine_->session.resume(stream);
   schedule_flush();
 }
 
 void Connection::reset(Stream* stream, ErrorCode error) {
   if (closed_ || stream->id_ <= 0) return;
-  ferry_->session.reset(stream, error);
+  engine_->session.reset(stream, error);
   schedule_flush();
 }
 
 void Connection::consume(Stream* stream, std::size_t n) {
   if (closed_ || n == 0 || stream->id_ <= 0) return;
-  ferry_->session.consume(stream, n);
+  engine_->session.consume(stream, n);
   schedule_flush();
 }
 
@@ -186,36 +186,36 @@ void Connection::change_held(Stream* stream, std::ptrdiff_t delta) {
 
 void Connection::consume_connection(std::size_t n) {
   if (closed_ || n == 0) return;
-  ferry_->session.consume_connection(n);
+  engine_->session.consume_connection(n);
   schedule_flush();
 }
 
 void Connection::shutdown() {
   if (closed_) return;
-  ferry_->session.shutdown();
+  engine_->session.shutdown();
   schedule_flush();
 }
 
 void Connection::terminate(ErrorCode error, std::string_view debug) {
   if (closed_) return;
   if (local_close_reason_.empty()) local_close_reason_ = debug;
-  ferry_->session.terminate(error, debug);
+  engine_->session.terminate(error, debug);
   close_after_write_ = true;
   schedule_flush();
 }
 
 void Connection::ping() {
   if (closed_) return;
-  ferry_->session.ping();
+  engine_->session.ping();
   schedule_flush();
 }
 
 void Connection::on_session_timer() {
   if (closed_) return;
-  if (ferry_->session.failed()) {
+  if (engine_->session.failed()) {
     // SETTINGS_TIMEOUT: the GOAWAY is written; send it, then close (as after a protocol error).
     if (local_close_reason_.empty()) {
-      local_close_reason_ = error_code_name(ferry_->session.error_code());
+      local_close_reason_ = error_code_name(engine_->session.error_code());
     }
     close_after_write_ = true;
   }
@@ -228,13 +228,13 @@ void Connection::close_stream(bool gracefully) {
   if (closed_) return;
   closed_ = true;
   if (lifecycle_ != nullptr) lifecycle_->stop();
-  ferry_->timer.cancel();
+  engine_->timer.cancel();
   if (gracefully) {
     stream_->close_gracefully();
   } else {
     stream_->close();
   }
-  ferry_->session.forget_streams();
+  engine_->session.forget_streams();
   while (streams_ != nullptr) {
     Stream* stream = streams_;
     unlink(stream);
@@ -262,7 +262,7 @@ void Connection::on_queued_taken(Stream* stream, std::size_t n) {
 }
 
 bool Connection::peer_window_closed() const {
-  return ferry_->session.peer_connection_window() <= 0;
+  return engine_->session.peer_connection_window() <= 0;
 }
 
 void Connection::wake_send_waiters(const Stream* except) {
@@ -290,32 +290,32 @@ void Connection::start_read() {
   // The start of a frame the last read ended in goes first: to the front of this block when no
   // slice of it is held, else copied into a fresh one (at most a frame, 16 KiB + 9).
   detail::Block* old = read_block_;
-  const std::size_t keep = ferry_->leftover;
+  const std::size_t keep = engine_->leftover;
   if (old != nullptr && old->refs.load(std::memory_order_acquire) == 1) {
-    if (keep > 0 && ferry_->leftover_at > 0)
-      std::memmove(old->data(), old->data() + ferry_->leftover_at, keep);
+    if (keep > 0 && engine_->leftover_at > 0)
+      std::memmove(old->data(), old->data() + engine_->leftover_at, keep);
   } else {
     detail::Block* fresh = BufferPool::instance().acquire();
-    if (keep > 0) std::memcpy(fresh->data(), old->data() + ferry_->leftover_at, keep);
+    if (keep > 0) std::memcpy(fresh->data(), old->data() + engine_->leftover_at, keep);
     if (old != nullptr) detail::block_unref(old);
     read_block_ = fresh;
   }
-  ferry_->leftover_at = 0;
+  engine_->leftover_at = 0;
   read_block_->used = static_cast<std::uint32_t>(keep);
-  ferry_->read_space = BufferPool::kBlockSize - keep;
+  engine_->read_space = BufferPool::kBlockSize - keep;
   read_pending_ = true;
-  stream_->async_read_some(asio::buffer(read_block_->data() + keep, ferry_->read_space),
+  stream_->async_read_some(asio::buffer(read_block_->data() + keep, engine_->read_space),
                            shared_from_this());
 }
 
 bool Connection::release_read_buffers() {
   if (closed_ || write_failed_ || parking_ != ReadParking::kNone || open_streams_ != 0 ||
-      writing_now_ || !pending_.empty() || receiving_ || ferry_->leftover != 0 ||
-      !ferry_->session.want_read()) {
+      writing_now_ || !pending_.empty() || receiving_ || engine_->leftover != 0 ||
+      !engine_->session.want_read()) {
     return false;
   }
   if (!stream_->cancel_read()) return false;
-  ferry_->session.trim();
+  engine_->session.trim();
   parking_ = ReadParking::kCancelling;
   return true;
 }
@@ -355,7 +355,7 @@ void Connection::on_read(const asio::error_code& ec, std::size_t n) {
     return;
   }
   ++reads_;
-  const std::size_t end = ferry_->leftover + n;
+  const std::size_t end = engine_->leftover + n;
   read_block_->used = static_cast<std::uint32_t>(end);
   receiving_ = true;  // until the flush below: nothing needs to post one
   // The read is parsed in parts (http2/read_parts.h): when a part's calls are parsed and more
@@ -366,11 +366,11 @@ void Connection::on_read(const asio::error_code& ec, std::size_t n) {
     session::Session::ReceiveResult r;
     {
       detail::CollectWakeups collect(wakeups_);
-      r = ferry_->session.receive({read_block_->data() + parsed, end - parsed}, read_block_,
-                                  &parts_);
+      r = engine_->session.receive({read_block_->data() + parsed, end - parsed}, read_block_,
+                                   &parts_);
     }
     parsed += r.consumed;
-    if (ferry_->session.failed() || closed_ || !r.paused) break;
+    if (engine_->session.failed() || closed_ || !r.paused) break;
     for (int round = 0; round < 4 && !wakeups_.empty(); ++round) {
       detail::CollectWakeups collect(wakeups_);
       run_wakeups();
@@ -386,22 +386,22 @@ void Connection::on_read(const asio::error_code& ec, std::size_t n) {
       return;
     }
   }
-  ferry_->leftover = end - parsed;
-  ferry_->leftover_at = parsed;
-  const bool failed = ferry_->session.failed();
+  engine_->leftover = end - parsed;
+  engine_->leftover_at = parsed;
+  const bool failed = engine_->session.failed();
   // A read that filled the block says more is waiting: the next read is then under way before
   // the woken coroutines run (see connection.cc).
-  const bool read_early = !failed && !closed_ && n == ferry_->read_space;
-  if (read_early && ferry_->session.want_read()) start_read();
+  const bool read_early = !failed && !closed_ && n == engine_->read_space;
+  if (read_early && engine_->session.want_read()) start_read();
   run_wakeups();
   receiving_ = false;
   if (closed_) return;
-  if (ferry_->session.failed()) {
+  if (engine_->session.failed()) {
     // A protocol error (or a flood): the session has written GOAWAY; send it, then close. The
     // calls are told it was this side's doing, and why.
     // (Named by its code; the reason went to the peer as the GOAWAY's debug data.)
     if (local_close_reason_.empty()) {
-      local_close_reason_ = error_code_name(ferry_->session.error_code());
+      local_close_reason_ = error_code_name(engine_->session.error_code());
     }
     flush();
     close_if_done();
@@ -409,7 +409,7 @@ void Connection::on_read(const asio::error_code& ec, std::size_t n) {
     return;
   }
   flush();
-  if (!read_early && !closed_ && !read_pending_ && ferry_->session.want_read()) start_read();
+  if (!read_early && !closed_ && !read_pending_ && engine_->session.want_read()) start_read();
   if (write_failed_ && !read_pending_) close();
 }
 
@@ -444,20 +444,20 @@ void Connection::flush() {
     return;
   }
   while (!closed_) {
-    if (pending_.size() < kMaxPendingOutput) ferry_->session.produce(kMaxPendingOutput);
+    if (pending_.size() < kMaxPendingOutput) engine_->session.produce(kMaxPendingOutput);
     if (closed_) return;
-    if (lifecycle_ != nullptr && ferry_->session.take_data_sent()) lifecycle_->on_data_sent();
+    if (lifecycle_ != nullptr && engine_->session.take_data_sent()) lifecycle_->on_data_sent();
     if (writing_now_ || pending_.empty()) break;
     if (!write_now()) break;  // the rest goes out asynchronously (or the connection closed)
   }
-  if (!closed_) ferry_->arm_timer();
+  if (!closed_) engine_->arm_timer();
   close_if_done();
 }
 
 void Connection::close_if_done() {
   if (closed_) return;
   if (write_failed_) {
-    if (!read_pending_ && !receiving_ && !ferry_->session.want_read()) close();
+    if (!read_pending_ && !receiving_ && !engine_->session.want_read()) close();
     return;
   }
   if (writing_now_ || !pending_.empty()) return;
@@ -466,7 +466,7 @@ void Connection::close_if_done() {
     close_stream(/*gracefully=*/true);
     return;
   }
-  if (!ferry_->session.want_read() && !ferry_->session.want_write())
+  if (!engine_->session.want_read() && !engine_->session.want_write())
     close_stream(/*gracefully=*/true);
 }
 
@@ -486,7 +486,7 @@ bool Connection::write_now() {
   }
   if (n == writing_.size()) {
     writing_.clear();
-    ferry_->session.on_output_written();
+    engine_->session.on_output_written();
     return true;
   }
   writing_.consume(n);
@@ -504,7 +504,7 @@ void Connection::on_written(const asio::error_code& ec) {
     on_write_failed();
     return;
   }
-  ferry_->session.on_output_written();
+  engine_->session.on_output_written();
   flush();
 }
 
@@ -513,7 +513,7 @@ void Connection::on_write_failed() {
   writing_.clear();
   pending_.clear();
   if (read_pending_ || receiving_) return;  // that read goes on, and ends it
-  if (ferry_->session.want_read()) {
+  if (engine_->session.want_read()) {
     start_read();
   } else {
     close();

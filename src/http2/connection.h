@@ -134,7 +134,7 @@ class Connection final : public std::enable_shared_from_this<Connection>,
  private:
   // The HTTP/2 session (http2/session), its host (what forwards the session's events here), its
   // timer and the read block's unparsed rest.
-  struct FerryEngine;
+  struct Engine;
   // The session's timer fired.
   void on_session_timer();
 
@@ -167,7 +167,7 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   std::unique_ptr<ByteStream> stream_;
   Role role_;
   ConnectionObserver* observer_;
-  std::unique_ptr<FerryEngine> ferry_;
+  std::unique_ptr<Engine> engine_;
 
   detail::Block* read_block_ = nullptr;  // the block being parsed (DATA: slices of it)
   SliceChain pending_;                   // frames the session produced, not yet written

@@ -4,8 +4,8 @@
 // connection's read block turns frames into calls on the streams (http2/stream.h) with no
 // callback per frame or per header; every frame it answers is written straight into the
 // connection's output chain (pooled blocks, no allocation per frame). It owns no socket: the
-// connection (http2/connection.h) feeds it what it reads and
-// writes what it produced. One per connection, its thread only.
+// connection (http2/connection.h) feeds it what it reads and writes what it produced. One per
+// connection, its thread only.
 //
 // Stream states (RFC 9113 §5.1), as this session keeps them (closed streams are not kept: an id
 // at or below the highest its end opened and not in the table is closed, streams/stream_ids.h):
