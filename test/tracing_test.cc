@@ -1,7 +1,8 @@
 // ferry::tracing (ferry/tracing.h) over loopback: gRFC A72's spans on both ends share one trace
 // with the right parents, in each propagation format; retries give an Attempt span each; a
 // handler's outgoing call is a child of its Recv span; an application's tracer joins; sampling
-// 0 records nothing yet propagates; malformed contexts start a new trace; statuses map as A72
+// 0 records nothing yet propagates (a sampled parent still records, an unsampled call's context
+// is worked out when asked); malformed contexts start a new trace; statuses map as A72
 // says; message events carry sizes.
 #include "ferry/tracing.h"
 
@@ -17,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "asio/read.hpp"
 #include "asio/write.hpp"
 #include "ferry/channel.h"
@@ -416,6 +418,141 @@ TEST(Tracing, SamplingZeroOnTheServerRecordsNothing) {
                     .ok());
   }
   EXPECT_TRUE(tracing.spans().empty());
+}
+
+// grpc-trace-bin version 0 with every field: trace id 0x11..., span id 0x22..., options flags.
+std::string trace_bin(std::uint8_t flags) {
+  std::string bin(1, '\0');
+  bin += '\0';
+  bin.append(16, '\x11');
+  bin += '\x01';
+  bin.append(8, '\x22');
+  bin += '\x02';
+  bin += static_cast<char>(flags);
+  return bin;
+}
+
+// Sends the trace headers it is given, as they are: the client refuses grpc-trace-bin as
+// metadata (a reserved key), a tracer may write it.
+class FixedTraceHeaders final : public CallTracer {
+ public:
+  FixedTraceHeaders(std::string traceparent, std::string bin)
+      : traceparent_(std::move(traceparent)), bin_(absl::Base64Escape(bin)) {
+    while (!bin_.empty() && bin_.back() == '=') bin_.pop_back();  // gRPC's -bin: unpadded
+  }
+  void add_attempt_headers(const TraceContext&, TraceHeaders& out) override {
+    if (!traceparent_.empty()) out.add_view("traceparent", traceparent_);
+    if (!bin_.empty()) out.add_view("grpc-trace-bin", bin_);
+  }
+
+ private:
+  const std::string traceparent_;
+  std::string bin_;  // base64
+};
+
+// A server sampling no new trace (ratio 0, parent-based) leaves an unsampled call's context to
+// the handler, worked out only if asked for, and still records the call of every sampled parent,
+// whichever header brought it: a sampled flag in a traceparent with whitespace around it or other
+// flags beside it, and a grpc-trace-bin read because the traceparent beside it is malformed. A
+// traceparent that says "not sampled" wins over a sampled grpc-trace-bin, as before.
+TEST(Tracing, SamplingZeroRecordsEverySampledParentAndOnlyThose) {
+  Tracing server(TracePropagation::kBoth, 0.0);
+  auto probe = std::make_shared<HeaderProbe>();
+  server.server_options.interceptors.push_back(probe);
+  Loopback loop(server.server_options, {});
+  const std::string w3c = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-";
+  const std::string malformed = "00-4bf92f3577b34da6a3ce929d0e0e4736-00F067AA0BA902B7-00";
+  struct Case {
+    std::string traceparent;  // empty: none sent
+    std::string bin;          // empty: none sent
+    bool recorded;
+  };
+  const Case cases[] = {
+      {w3c + "01", "", true},
+      {" " + w3c + "01 ", "", true},
+      {w3c + "03", "", true},
+      {w3c + "00", "", false},
+      {w3c + "02", "", false},
+      {w3c + "00", trace_bin(1), false},  // the valid traceparent is read, not the bin
+      {malformed, trace_bin(1), true},    // the bin is read
+      {malformed, trace_bin(0), false},
+      {"", trace_bin(1), true},
+      {"", trace_bin(0), false},
+      {"", trace_bin(1).substr(0, 27), false},  // no options field: flags 0
+      {"", "", false},
+  };
+  for (const Case& c : cases) {
+    const std::string name = c.traceparent + " / bin " + std::to_string(c.bin.size());
+    server.exporter->clear();
+    ClientContext ctx;
+    ctx.set_call_tracer(std::make_shared<FixedTraceHeaders>(c.traceparent, c.bin));
+    ctx.add_metadata("tracestate", "rojo=00f067aa0ba902b7");
+    EchoRequest request;
+    EchoResponse response;
+    const absl::Status s = loop.run([&]() -> asio::awaitable<absl::Status> {
+      co_return co_await loop.stub().Echo(ctx, request, response);
+    });
+    ASSERT_TRUE(s.ok()) << name << ": " << s;
+    if (c.recorded) {
+      ASSERT_TRUE(loop.wait_until([&] { return server.spans().size() == 1; })) << name;
+    } else {
+      EXPECT_TRUE(server.spans().empty()) << name;
+    }
+    // What the handler (here the probe after the tracing interceptor) reads.
+    std::lock_guard lock(probe->mutex);
+    EXPECT_TRUE(probe->context.valid()) << name;
+    EXPECT_EQ(probe->context.sampled(), c.recorded) << name;
+  }
+}
+
+// The context a handler reads at sampling 0 is worked out when it asks (once: it reads the same
+// one again), a child of the client's: its trace id and tracestate, a span id of its own, not
+// sampled; a call without a parent gets a new trace of its own.
+TEST(Tracing, SamplingZeroWorksTheContextOutWhenTheHandlerAsks) {
+  Tracing server(TracePropagation::kW3C, 0.0);
+  std::mutex mutex;  // read is written on the server's thread
+  std::vector<std::pair<TraceContext, TraceContext>> read;  // the first and second reading
+  Service service("ferry.test.TraceRead");
+  service.add_unary<EchoRequest, EchoResponse>(
+      "Read",
+      [&](ServerContext& ctx, const EchoRequest&, EchoResponse&) -> asio::awaitable<absl::Status> {
+        const TraceContext first = ctx.trace_context();
+        std::lock_guard lock(mutex);
+        read.emplace_back(first, ctx.trace_context());
+        co_return absl::OkStatus();
+      });
+  Loopback loop(server.server_options, {}, &service);
+  TraceContext parent;
+  ASSERT_TRUE(parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00", parent));
+  for (bool with_parent : {true, false, false}) {
+    ClientContext ctx;
+    if (with_parent) {
+      ctx.add_metadata("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00");
+      ctx.add_metadata("tracestate", "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7");
+    }
+    EchoRequest request;
+    EchoResponse response;
+    ASSERT_TRUE(loop.run([&]() -> asio::awaitable<absl::Status> {
+                      co_return co_await loop.channel().call("/ferry.test.TraceRead/Read", ctx,
+                                                             request, response);
+                    })
+                    .ok());
+  }
+  std::lock_guard lock(mutex);
+  ASSERT_EQ(read.size(), 3u);
+  for (const auto& [first, second] : read) {
+    EXPECT_TRUE(first.valid());
+    EXPECT_FALSE(first.sampled());
+    EXPECT_EQ(second.trace_id, first.trace_id);
+    EXPECT_EQ(second.span_id, first.span_id);
+  }
+  EXPECT_EQ(read[0].first.trace_id, parent.trace_id);
+  EXPECT_NE(read[0].first.span_id, parent.span_id);
+  EXPECT_EQ(read[0].first.tracestate, "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7");
+  EXPECT_NE(read[1].first.trace_id, parent.trace_id);
+  EXPECT_NE(read[1].first.trace_id, read[2].first.trace_id);
+  EXPECT_TRUE(read[1].first.tracestate.empty());
+  EXPECT_TRUE(server.spans().empty());
 }
 
 // A client without tracing sends a malformed traceparent: the call succeeds, and the server's

@@ -123,6 +123,14 @@ class ServerContext {
   // interceptor's. No allocation (but for a tracestate over 15 bytes).
   const TraceContext& trace_context() const;
   void set_trace_context(const TraceContext& context);
+  // The interceptor's alternative to set_trace_context for a call it will not record: the
+  // context is worked out only if someone reads it (trace_context(), from_server_context), by
+  // resolve(state, client_metadata(), out) on the reader's thread, once. A call whose handler
+  // never asks then costs no header parse and no new span id. state (the interceptor) must
+  // outlive the call; a later set_trace_context replaces the pending resolve.
+  using TraceContextResolver = void (*)(const void* state, const Metadata& client_metadata,
+                                        TraceContext& out);
+  void defer_trace_context(TraceContextResolver resolve, const void* state);
   // The tracer told of the call's messages (CallTracer::records_messages) and kept until the
   // call is over; the tracing interceptor's, read back by it. Null when none was set.
   void set_call_tracer(std::shared_ptr<CallTracer> tracer);

@@ -61,8 +61,22 @@ class ServerCall final : public CallStream {
   }
 
   // The call's trace context and tracer (ServerContext::trace_context, set_call_tracer).
-  const TraceContext& trace_context() const { return trace_context_; }
-  void set_trace_context(const TraceContext& context) { trace_context_ = context; }
+  const TraceContext& trace_context() const {
+    if (trace_resolve_ != nullptr) {
+      const auto resolve = trace_resolve_;
+      trace_resolve_ = nullptr;
+      resolve(trace_resolve_state_, client_metadata_, trace_context_);
+    }
+    return trace_context_;
+  }
+  void set_trace_context(const TraceContext& context) {
+    trace_resolve_ = nullptr;
+    trace_context_ = context;
+  }
+  void defer_trace_context(ServerContext::TraceContextResolver resolve, const void* state) {
+    trace_resolve_ = resolve;
+    trace_resolve_state_ = state;
+  }
   CallTracer* call_tracer() const { return tracer_owner_.get(); }
   void set_call_tracer(std::shared_ptr<CallTracer> tracer) {
     set_message_tracer(tracer != nullptr && tracer->records_messages() ? tracer.get() : nullptr);
@@ -222,7 +236,11 @@ class ServerCall final : public CallStream {
   std::string malformed_binary_key_;
   std::uint64_t connection_id_ = 0;               // the site's: a handler may outlive the stream
   std::shared_ptr<const PeerIdentity> identity_;  // the same for TLS: null in cleartext
-  TraceContext trace_context_;
+  // trace_context_ is worked out by trace_resolve_ when first read, if that is set
+  // (ServerContext::defer_trace_context).
+  mutable TraceContext trace_context_;
+  mutable ServerContext::TraceContextResolver trace_resolve_ = nullptr;
+  const void* trace_resolve_state_ = nullptr;
   std::shared_ptr<CallTracer> tracer_owner_;  // set_call_tracer
   CallAuthorization authorization_;           // views what authorization_owner_ holds
   std::shared_ptr<const void> authorization_owner_;

@@ -21,6 +21,9 @@ const TraceContext& ServerContext::trace_context() const { return call_->trace_c
 void ServerContext::set_trace_context(const TraceContext& context) {
   call_->set_trace_context(context);
 }
+void ServerContext::defer_trace_context(TraceContextResolver resolve, const void* state) {
+  call_->defer_trace_context(resolve, state);
+}
 void ServerContext::set_call_tracer(std::shared_ptr<CallTracer> tracer) {
   call_->set_call_tracer(std::move(tracer));
 }

@@ -300,6 +300,46 @@ TraceContext child_of(const TraceContext& parent, const TracingOptions& options)
   return span;
 }
 
+// Whether the sampled flag a traceparent value carries may be set: W3C §3.2.2.5's trace-flags
+// are the two hex digits at 53-54 (after optional whitespace), bit 0 sampled. False also means
+// the value is malformed (parse_traceparent then fails), never that it is sampled.
+bool traceparent_may_be_sampled(std::string_view value) {
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  if (value.size() < kTraceparentSize) return false;
+  const char flags = value[54];
+  if (flags >= '0' && flags <= '9') return ((flags - '0') & 1) != 0;
+  if (flags >= 'a' && flags <= 'f') return ((flags - 'a' + 10) & 1) != 0;
+  return false;
+}
+
+// The same for grpc-trace-bin, walking its fields as parse_grpc_trace_bin does: a missing
+// options field reads as 0.
+bool trace_bin_may_be_sampled(std::string_view bytes) {
+  if (bytes.empty() || bytes[0] != 0) return false;
+  std::size_t at = 1;
+  auto byte = [&](std::size_t i) { return static_cast<std::uint8_t>(bytes[i]); };
+  if (at < bytes.size() && byte(at) == 0) at += 17;
+  if (at < bytes.size() && byte(at) == 1) at += 9;
+  return at + 1 < bytes.size() && byte(at) == 2 && (byte(at + 1) & TraceContext::kSampled) != 0;
+}
+
+// Whether the server span of a call with this metadata is surely not sampled, without parsing its
+// trace headers: no new trace is sampled (ratio 0) and no parent the headers may carry has its
+// sampled flag set. extract_trace_context reads traceparent first and grpc-trace-bin when that
+// is missing or malformed; both are checked, so the answer holds whichever it takes. False when
+// unsure: the caller then works the context out at once.
+bool surely_unsampled(const Metadata& metadata, const TracingOptions& options) {
+  if (options.sample_ratio > 0) return false;  // a new trace might be sampled
+  if (!options.parent_based) return true;      // the ratio alone decides: never
+  const bool w3c = has(options.propagation, TracePropagation::kW3C);
+  const bool bin = has(options.propagation, TracePropagation::kGrpcTraceBin);
+  for (const auto& [key, value] : metadata) {
+    if (w3c && key == "traceparent" && traceparent_may_be_sampled(value)) return false;
+    if (bin && key == "grpc-trace-bin" && trace_bin_may_be_sampled(value)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 // The tracing interceptors' access to a processor's spare records (ferry/tracing.h).
@@ -372,6 +412,12 @@ class ServerTracing final : public ServerInterceptor {
   }
   // What the server's chain calls: no coroutine.
   std::optional<absl::Status> start_now(ServerContext& ctx, const CallInfo& call) override {
+    // A call that records nothing needs its context only if the handler asks for it (or makes a
+    // child call): the headers are parsed and the span id drawn then, if ever.
+    if (options_.processor == nullptr || surely_unsampled(ctx.client_metadata(), options_)) {
+      ctx.defer_trace_context(&ServerTracing::resolve_context, this);
+      return absl::OkStatus();
+    }
     // A malformed or missing context is no context: a new trace (W3C §3.2.2), never an error.
     const TraceContext parent = extract_trace_context(ctx.client_metadata(), options_.propagation);
     TraceContext span = child_of(parent, options_);
@@ -394,6 +440,13 @@ class ServerTracing final : public ServerInterceptor {
   }
 
  private:
+  // ServerContext::TraceContextResolver: the deferred context, as start_now would have made it
+  // (not sampled when surely_unsampled held; recorded by nobody when there is no processor).
+  static void resolve_context(const void* self, const Metadata& metadata, TraceContext& out) {
+    const TracingOptions& options = static_cast<const ServerTracing*>(self)->options_;
+    out = child_of(extract_trace_context(metadata, options.propagation), options);
+  }
+
   const TracingOptions options_;
 };
 
