@@ -1,20 +1,22 @@
 // Implementation of src/server/handler_runners.h.
 #include "server/handler_runners.h"
 
-#include <exception>
-
-#include "absl/strings/str_cat.h"
 #include "asio/co_spawn.hpp"
 #include "asio/detached.hpp"
 #include "asio/post.hpp"
 #include "asio/use_awaitable.hpp"
 #include "common/wakeups.h"
 #include "server/server_call.h"
+#include "server/server_interceptors.h"
 
 namespace ferry::detail {
 
 // Out of line, as the destructor: a Job's reference needs ServerCall whole.
 HandlerRunners::HandlerRunners(asio::any_io_executor executor) : executor_(std::move(executor)) {}
+
+void HandlerRunners::set_interceptors(const ServerInterceptorChain* chain) {
+  interceptors_ = chain;
+}
 
 HandlerRunners::~HandlerRunners() = default;
 
@@ -65,13 +67,33 @@ asio::awaitable<void> HandlerRunners::run(Slot* slot) {
       } else if (!another_called_) {
         call_another();  // takes the rest should this handler suspend
       }
+      ServerContext& ctx = job.call->context();
       absl::Status status;
-      try {
-        status = co_await job.method->handler(job.call->context());
-      } catch (const std::exception& e) {
-        status = absl::UnknownError(absl::StrCat("handler threw: ", e.what()));
-      } catch (...) {
-        status = absl::UnknownError("handler threw an exception");
+      if (interceptors_ == nullptr) {
+        try {
+          status = co_await job.method->handler(ctx);
+        } catch (...) {
+          status = ServerInterceptorChain::thrown_status("handler");
+        }
+      } else {
+        // The interceptors' hooks run here, in the runner's frame: the chain has no coroutine.
+        ServerInterceptorChain::Pass pass = interceptors_->begin(ctx, job.method->kind);
+        while (ServerInterceptor* next = interceptors_->start_next(ctx, pass)) {
+          try {
+            pass.status = co_await next->on_start(ctx, pass.info);
+          } catch (...) {
+            pass.status = ServerInterceptorChain::thrown_status("interceptor on_start");
+          }
+        }
+        status = pass.status;  // a rejection is the call's status: the handler does not run
+        if (status.ok()) {
+          try {
+            status = co_await job.method->handler(ctx);
+          } catch (...) {
+            status = ServerInterceptorChain::thrown_status("handler");
+          }
+        }
+        interceptors_->finish(ctx, pass, status);
       }
       job.call->handler_done(status);
       // Resumed from the executor's queue or a connection's wake-ups: nothing of the call's is

@@ -25,6 +25,7 @@
 namespace ferry::detail {
 
 class ServerCall;
+class ServerInterceptorChain;
 
 // One per I/O thread; every member is touched on that thread only. Destroy it before its
 // executor's io_context: idle runners' frames go with it.
@@ -37,7 +38,12 @@ class HandlerRunners {
   HandlerRunners(const HandlerRunners&) = delete;
   HandlerRunners& operator=(const HandlerRunners&) = delete;
 
-  // Runs method's handler for call, holding the reference it is given until the handler is done.
+  // The server's interceptors, run around every handler from now on (null: none). The chain
+  // must outlive the runners. Before the first submit.
+  void set_interceptors(const ServerInterceptorChain* chain);
+
+  // Runs method's handler for call, between the interceptors' hooks, holding the reference it
+  // is given until the handler is done.
   void submit(Ref<ServerCall> call, const Method* method);
 
   // Server shutdown: idle runners end, and busy ones end once they run out of jobs, so that
@@ -63,6 +69,7 @@ class HandlerRunners {
   void call_another();
 
   asio::any_io_executor executor_;
+  const ServerInterceptorChain* interceptors_ = nullptr;
   std::vector<Job> jobs_;
   std::size_t next_job_ = 0;
   bool another_called_ = false;  // a runner is on its way and has not started taking jobs yet

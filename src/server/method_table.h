@@ -18,13 +18,6 @@ class MethodTable {
   // Registers the service's methods under "/<full_name>/<method>"; before the server starts.
   void add(const Service& service);
 
-  // Replaces every registered handler with wrap(method) (the interceptor chain); before the
-  // server starts.
-  template <class Wrap>
-  void wrap_handlers(Wrap wrap) {
-    for (Method& method : method_storage_) method.handler = wrap(method);
-  }
-
   // The method registered for path, and the table's own copy of the path (which outlives every
   // call); null when there is none.
   const Method* find(std::string_view path, std::string_view* stable_path) const;

@@ -90,13 +90,13 @@ absl::StatusOr<int> Server::start(const std::string& host, int port) {
   if (!impl_->options.interceptors.empty() && impl_->interceptors == nullptr) {
     impl_->interceptors =
         std::make_unique<detail::ServerInterceptorChain>(impl_->options.interceptors);
-    impl_->methods.wrap_handlers([chain = impl_->interceptors.get()](const Method& method) {
-      return chain->wrap(method.handler, method.kind);
-    });
   }
   unsigned n = impl_->options.num_threads;
   if (n == 0) n = std::max(1u, std::thread::hardware_concurrency());
-  for (unsigned i = 0; i < n; ++i) impl_->threads.push_back(std::make_unique<IoThread>());
+  for (unsigned i = 0; i < n; ++i) {
+    impl_->threads.push_back(std::make_unique<IoThread>());
+    impl_->threads.back()->runners.set_interceptors(impl_->interceptors.get());
+  }
 
   absl::StatusOr<std::unique_ptr<detail::Listener>> listener =
       detail::Listener::open(impl_->threads[0]->io, host, port);

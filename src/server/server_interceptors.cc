@@ -1,7 +1,6 @@
 // Implementation of src/server/server_interceptors.h.
 #include "server/server_interceptors.h"
 
-#include <chrono>
 #include <exception>
 #include <optional>
 
@@ -9,9 +8,8 @@
 #include "server/server_call.h"
 
 namespace ferry::detail {
-namespace {
 
-absl::Status thrown(const char* where) {
+absl::Status ServerInterceptorChain::thrown_status(const char* where) {
   try {
     throw;
   } catch (const std::exception& e) {
@@ -21,65 +19,53 @@ absl::Status thrown(const char* where) {
   }
 }
 
-}  // namespace
-
-MethodHandler ServerInterceptorChain::wrap(MethodHandler handler, RpcKind kind) const {
-  return [this, kind, h = std::move(handler)](ServerContext& ctx) {
-    return run(RecycledFrame{}, *this, ctx, kind, h);
-  };
+ServerInterceptorChain::Pass ServerInterceptorChain::begin(const ServerContext& ctx,
+                                                           RpcKind kind) const {
+  using Clock = std::chrono::steady_clock;
+  Pass pass;
+  // No clock for a chain that reads no duration (ServerInterceptor::uses_duration).
+  if (timed_) pass.started = Clock::now();
+  pass.info.method = ctx.method();
+  pass.info.kind = kind;
+  return pass;
 }
 
-asio::awaitable<absl::Status> ServerInterceptorChain::run(RecycledFrame,
-                                                          const ServerInterceptorChain& chain,
-                                                          ServerContext& ctx, RpcKind kind,
-                                                          const MethodHandler& handler) {
-  const auto& interceptors = chain.interceptors_;
-  using Clock = std::chrono::steady_clock;
-  // No clock for a chain that reads no duration (ServerInterceptor::uses_duration).
-  const Clock::time_point started = chain.timed_ ? Clock::now() : Clock::time_point();
-  const CallInfo info{ctx.method(), kind};
-  absl::Status status;
-  std::size_t entered = 0;  // interceptors whose on_start ran: their on_finish runs
-  while (entered < interceptors.size() && status.ok()) {
-    ServerInterceptor& interceptor = *interceptors[entered++];
+ServerInterceptor* ServerInterceptorChain::start_next(ServerContext& ctx, Pass& pass) const {
+  while (pass.entered < interceptors_.size() && pass.status.ok()) {
+    ServerInterceptor& interceptor = *interceptors_[pass.entered++];
     try {
-      // A decision made at once (start_now) costs no coroutine; else on_start's.
-      std::optional<absl::Status> now = interceptor.start_now(ctx, info);
-      if (now.has_value()) {
-        status = *std::move(now);
-      } else {
-        status = co_await interceptor.on_start(ctx, info);
-      }
+      // A decision made at once (start_now) costs no coroutine; else on_start's, awaited by the
+      // caller.
+      std::optional<absl::Status> now = interceptor.start_now(ctx, pass.info);
+      if (!now.has_value()) return &interceptor;
+      pass.status = *std::move(now);
     } catch (...) {
-      status = thrown("interceptor on_start");
+      pass.status = thrown_status("interceptor on_start");
     }
   }
-  if (status.ok()) {
-    try {
-      status = co_await handler(ctx);
-    } catch (...) {
-      status = thrown("handler");
-    }
-  }
+  return nullptr;
+}
+
+void ServerInterceptorChain::finish(ServerContext& ctx, Pass& pass,
+                                    const absl::Status& returned) const {
   const ServerCall& call = *ctx.call_;
   CallOutcome outcome;
   // What goes (or went) to the client: when the handler or ferry ended the call already
   // (ServerContext::finish, deadline, cancellation, bad message), that status, whatever the
   // handler returned afterwards.
-  outcome.status = call.final_status(status);
-  if (chain.timed_) outcome.duration = Clock::now() - started;
+  outcome.status = call.final_status(returned);
+  if (timed_) outcome.duration = std::chrono::steady_clock::now() - pass.started;
   outcome.messages_sent = call.messages_sent();
   outcome.messages_received = call.messages_received();
   outcome.bytes_sent = call.message_bytes_sent();
   outcome.bytes_received = call.message_bytes_received();
-  while (entered > 0) {
+  while (pass.entered > 0) {
     try {
-      interceptors[--entered]->on_finish(ctx, info, outcome);
+      interceptors_[--pass.entered]->on_finish(ctx, pass.info, outcome);
     } catch (...) {
       // Too late to change the status; an observer's failure must not take the call down.
     }
   }
-  co_return status;
 }
 
 }  // namespace ferry::detail

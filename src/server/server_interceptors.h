@@ -1,16 +1,18 @@
-// The server's interceptor chain (server layer, private): wraps each registered method's
-// handler, once, when the server starts with interceptors, so that a server without any runs
-// exactly the code it ran before (no branch on the call path).
+// The server's interceptor chain (server layer, private): the on_start hooks before a handler
+// and the on_finish hooks after it, run by the handler runners (server/handler_runners.h) in
+// their own coroutine, so that a chain whose hooks decide at once (ServerInterceptor::start_now:
+// metrics, tracing, authorization) costs a call no coroutine frame of its own. A server without
+// interceptors has no chain and runs its handlers as before.
 #pragma once
 
+#include <chrono>
+#include <cstddef>
 #include <memory>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "asio/awaitable.hpp"
-#include "call/recycled_frame.h"
+#include "ferry/call_info.h"
 #include "ferry/server_interceptor.h"
-#include "ferry/service.h"
 
 namespace ferry::detail {
 
@@ -21,17 +23,31 @@ class ServerInterceptorChain {
     for (const auto& interceptor : interceptors_) timed_ = timed_ || interceptor->uses_duration();
   }
 
-  // handler with the chain around it. The chain must outlive the returned handler.
-  MethodHandler wrap(MethodHandler handler, RpcKind kind) const;
+  // One call's way through the chain, kept in the runner's frame.
+  struct Pass {
+    std::chrono::steady_clock::time_point started;  // when timed_
+    CallInfo info;
+    std::size_t entered = 0;  // interceptors whose on_start ran: their on_finish runs
+    absl::Status status;      // the on_start hooks' verdict so far: the handler runs when ok
+  };
+
+  // The call's pass, its clock started when an interceptor reads durations
+  // (ServerInterceptor::uses_duration).
+  Pass begin(const ServerContext& ctx, RpcKind kind) const;
+  // Runs the on_start hooks from the next one on while they decide at once and accept (an
+  // exception is UNKNOWN). Returns the interceptor whose on_start coroutine the caller must
+  // await next, its result going to pass.status (an exception: thrown_status("interceptor
+  // on_start")), then call again; null once the hooks are done: pass.status ok runs the handler.
+  ServerInterceptor* start_next(ServerContext& ctx, Pass& pass) const;
+  // The on_finish hooks of the interceptors entered, in reverse order, with the call's outcome
+  // (what went or goes to the client, read from the call); returned is the handler's status, or
+  // the rejection. Their exceptions are swallowed: too late to change the status.
+  void finish(ServerContext& ctx, Pass& pass, const absl::Status& returned) const;
+
+  // The status for the exception being handled, thrown by `where` ("handler threw: ...").
+  static absl::Status thrown_status(const char* where);
 
  private:
-  // One call: the on_start hooks, the handler unless one rejected, then the on_finish hooks.
-  // Exceptions from any of them end the call with UNKNOWN, as the handler runners do. Its
-  // frame is recycled per thread (call/recycled_frame.h): the call's own frames keep asio's.
-  static asio::awaitable<absl::Status> run(RecycledFrame, const ServerInterceptorChain& chain,
-                                           ServerContext& ctx, RpcKind kind,
-                                           const MethodHandler& handler);
-
   std::vector<std::shared_ptr<ServerInterceptor>> interceptors_;
   bool timed_ = false;  // an interceptor reads CallOutcome::duration: the chain times calls
 };
