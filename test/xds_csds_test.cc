@@ -3,8 +3,6 @@
 // the chain with its version, contents and ACKED; a NACKed cluster with its error and refused
 // version; the response bound; StreamClientStatus; and grpcurl asking through reflection.
 // Skipped when the peer is not installed.
-#include "ferry/csds.h"
-
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -19,6 +17,7 @@
 #include "envoy/service/status/v3/csds.pb.h"
 #include "ferry/blocking_stream.h"
 #include "ferry/channel.h"
+#include "ferry/csds.h"
 #include "ferry/reflection.h"
 #include "ferry/server.h"
 #include "ferry/xds.h"
@@ -255,8 +254,9 @@ TEST(XdsCsds, GrpcurlFetchesTheClientStatusThroughReflection) {
   // exclude_resource_contents: the resources' own types are not the service's imports, so
   // reflection cannot describe them to grpcurl's JSON printer.
   const std::string command = absl::StrCat(
-      grpcurl, " -plaintext -max-time 10 -d '{\"exclude_resource_contents\": true}' 127.0.0.1:",
-      csds.port(), " envoy.service.status.v3.ClientStatusDiscoveryService/FetchClientStatus 2>&1");
+      grpcurl,
+      " -plaintext -max-time 10 -d '{\"exclude_resource_contents\": true}' 127.0.0.1:", csds.port(),
+      " envoy.service.status.v3.ClientStatusDiscoveryService/FetchClientStatus 2>&1");
   FILE* pipe = popen(command.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   std::string output;

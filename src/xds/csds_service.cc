@@ -1,7 +1,5 @@
 // Implementation of ferry/csds.h: each request answered from all_client_status(), the process's
 // shared xDS clients' caches (src/xds/xds_client.cc), as envoy.service.status.v3 messages.
-#include "ferry/csds.h"
-
 #include <chrono>
 #include <cstdint>
 #include <vector>
@@ -9,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "envoy/config/core/v3/base.pb.h"
 #include "envoy/service/status/v3/csds.pb.h"
+#include "ferry/csds.h"
 #include "ferry/server_stream.h"
 #include "ferry/xds.h"
 #include "google/protobuf/any.pb.h"
@@ -48,8 +47,8 @@ constexpr std::size_t kEntryOverhead = 6;
 
 // The answer to one request, within max_bytes (ferry/csds.h says how): every status first, then
 // the resources' contents in order while they fit.
-absl::Status answer(const status_v3::ClientStatusRequest& request, std::size_t max_bytes,
-                    status_v3::ClientStatusResponse& response) {
+absl::Status csds_answer(const status_v3::ClientStatusRequest& request, std::size_t max_bytes,
+                         status_v3::ClientStatusResponse& response) {
   response.Clear();
   std::vector<ClientStatus> clients = all_client_status();
   std::size_t total = 0;
@@ -75,9 +74,8 @@ absl::Status answer(const status_v3::ClientStatusRequest& request, std::size_t m
       total += entry.ByteSizeLong() + kEntryOverhead;
       if (total > max_bytes) {
         response.Clear();
-        return absl::ResourceExhaustedError(
-            absl::StrCat("CSDS: the xDS clients' statuses exceed the response limit of ",
-                         max_bytes, " bytes"));
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "CSDS: the xDS clients' statuses exceed the response limit of ", max_bytes, " bytes"));
       }
     }
   }
@@ -108,18 +106,18 @@ CsdsService::CsdsService(CsdsServiceOptions options)
       "FetchClientStatus",
       [max_bytes](ServerContext&, const status_v3::ClientStatusRequest& request,
                   status_v3::ClientStatusResponse& response) -> asio::awaitable<absl::Status> {
-        co_return answer(request, max_bytes, response);
+        co_return csds_answer(request, max_bytes, response);
       });
   add_bidi_streaming<status_v3::ClientStatusRequest, status_v3::ClientStatusResponse>(
       "StreamClientStatus",
-      [max_bytes](ServerContext&,
-                  ServerReaderWriter<status_v3::ClientStatusRequest,
-                                     status_v3::ClientStatusResponse>& stream)
-          -> asio::awaitable<absl::Status> {
+      [max_bytes](
+          ServerContext&,
+          ServerReaderWriter<status_v3::ClientStatusRequest, status_v3::ClientStatusResponse>&
+              stream) -> asio::awaitable<absl::Status> {
         status_v3::ClientStatusRequest request;
         status_v3::ClientStatusResponse response;
         while (co_await stream.read(request)) {
-          if (absl::Status s = answer(request, max_bytes, response); !s.ok()) co_return s;
+          if (absl::Status s = csds_answer(request, max_bytes, response); !s.ok()) co_return s;
           if (absl::Status s = co_await stream.write(response); !s.ok()) co_return s;
         }
         co_return absl::OkStatus();
