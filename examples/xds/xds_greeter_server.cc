@@ -28,7 +28,8 @@ class GreeterImpl final : public xdsdemo::Greeter::Service {
  public:
   explicit GreeterImpl(std::string name) : name_(std::move(name)) {}
 
-  asio::awaitable<absl::Status> SayHello(ferry::ServerContext&, const xdsdemo::HelloRequest& request,
+  asio::awaitable<absl::Status> SayHello(ferry::ServerContext&,
+                                         const xdsdemo::HelloRequest& request,
                                          xdsdemo::HelloReply& reply) override {
     reply.set_message("Hello " + request.name());
     reply.set_server(name_);
