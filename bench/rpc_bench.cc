@@ -14,8 +14,11 @@
 // call's spans exported over OTLP to that Collector, interleaved; FERRY_BENCH_ROWS=none,metrics
 // keeps the rows whose names begin with those words, e.g. to profile one under callgrind); then
 // a channel with round_robin over two servers beside one connection (client calls/s and CPU per
-// call, 64 in flight) and the picker's own cost. Prints tables of medians. Servers run on core 0
-// and the client on core 1 (ServerCores below).
+// call, 64 in flight) and the picker's own cost ("xds" as the fifth argument: only an xds:///
+// channel beside a round_robin one to the same two servers, alternating, the control plane an
+// in-process ADS server made with ferry itself; FERRY_BENCH_ROWS=round_robin or xds runs one,
+// e.g. under callgrind). Prints tables of medians. Servers run on core 0 and the client on core 1
+// (ServerCores below).
 #include <pthread.h>
 #include <sched.h>
 
@@ -25,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -55,6 +59,19 @@
 #ifdef FERRY_BENCH_METRICS
 #include "ferry/metrics.h"
 #include "prometheus/registry.h"
+#endif
+#ifdef FERRY_BENCH_XDS
+#include "envoy/config/cluster/v3/cluster.pb.h"
+#include "envoy/config/endpoint/v3/endpoint.pb.h"
+#include "envoy/config/listener/v3/listener.pb.h"
+#include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
+#include "envoy/service/discovery/v3/ads.ferry.h"
+#include "ferry/xds.h"
+#endif
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#else
+#define CALLGRIND_TOGGLE_COLLECT
 #endif
 
 namespace ferry::bench {
@@ -582,6 +599,200 @@ BalancedResult measure_balanced(int servers, int calls) {
   return r;
 }
 
+#ifdef FERRY_BENCH_XDS
+namespace discovery_v3 = ::envoy::service::discovery::v3;
+
+// A control plane for the xds row: ADS answering each type's first request with the one
+// resource of that type (listener "svc" with inline routes to cluster "c", EDS cluster "c", its
+// endpoints: every server, one locality), version "1"; ACKs are not answered.
+class StaticAdsServer final : public discovery_v3::AggregatedDiscoveryService::Service {
+ public:
+  explicit StaticAdsServer(const std::vector<int>& ports) {
+    namespace hcm_v3 = ::envoy::extensions::filters::network::http_connection_manager::v3;
+    envoy::config::listener::v3::Listener listener;
+    listener.set_name("svc");
+    hcm_v3::HttpConnectionManager hcm;
+    auto* host = hcm.mutable_route_config()->add_virtual_hosts();
+    host->set_name("vh");
+    host->add_domains("*");
+    auto* route = host->add_routes();
+    route->mutable_match()->set_prefix("/");
+    route->mutable_route()->set_cluster("c");
+    auto* router = hcm.add_http_filters();
+    router->set_name("router");
+    router->mutable_typed_config()->set_type_url(
+        "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router");
+    listener.mutable_api_listener()->mutable_api_listener()->PackFrom(hcm);
+    resources_[listener.GetDescriptor()->full_name()].PackFrom(listener);
+    envoy::config::cluster::v3::Cluster cluster;
+    cluster.set_name("c");
+    cluster.set_type(envoy::config::cluster::v3::Cluster::EDS);
+    cluster.mutable_eds_cluster_config()->mutable_eds_config()->mutable_ads();
+    resources_[cluster.GetDescriptor()->full_name()].PackFrom(cluster);
+    envoy::config::endpoint::v3::ClusterLoadAssignment endpoints;
+    endpoints.set_cluster_name("c");
+    auto* locality = endpoints.add_endpoints();
+    locality->mutable_load_balancing_weight()->set_value(1);
+    for (int port : ports) {
+      auto* address = locality->add_lb_endpoints()
+                          ->mutable_endpoint()
+                          ->mutable_address()
+                          ->mutable_socket_address();
+      address->set_address("127.0.0.1");
+      address->set_port_value(static_cast<std::uint32_t>(port));
+    }
+    resources_[endpoints.GetDescriptor()->full_name()].PackFrom(endpoints);
+  }
+
+  asio::awaitable<absl::Status> StreamAggregatedResources(
+      ServerContext&,
+      ServerReaderWriter<discovery_v3::DiscoveryRequest, discovery_v3::DiscoveryResponse>& stream)
+      override {
+    discovery_v3::DiscoveryRequest request;
+    while (co_await stream.read(request)) {
+      if (request.version_info() == "1") continue;  // an ACK
+      const std::string_view url = request.type_url();
+      auto it = resources_.find(std::string(url.substr(url.rfind('/') + 1)));
+      if (it == resources_.end()) continue;
+      discovery_v3::DiscoveryResponse response;
+      response.set_version_info("1");
+      response.set_nonce("1");
+      response.set_type_url(request.type_url());
+      *response.add_resources() = it->second;
+      if (absl::Status s = co_await stream.write(response); !s.ok()) co_return s;
+    }
+    co_return absl::OkStatus();
+  }
+
+ private:
+  std::map<std::string, google::protobuf::Any> resources_;  // by message type
+};
+#endif
+
+// Client side of `calls` unary calls, 64 in flight, on an xds:/// channel (xds) or a round_robin
+// one (not xds) to the same two Echo servers, as measure_balanced does; the xds channel's
+// control plane is a StaticAdsServer. Under callgrind (--collect-atstart=no) only the measured
+// calls are collected.
+BalancedResult measure_xds_or_round_robin(bool xds, int calls) {
+  ServerOptions options;
+  options.num_threads = 1;
+  testing::EchoService echo;
+#ifdef FERRY_BENCH_XDS
+  std::unique_ptr<StaticAdsServer> ads;  // outlives the servers (one serves it)
+#endif
+  std::vector<std::unique_ptr<Server>> running;
+  std::vector<int> ports;
+  std::string target = "ipv4:";
+  for (int i = 0; i < 2; ++i) {
+    running.push_back(std::make_unique<Server>(options));
+    running.back()->add_service(echo);
+    ServerCores on_server_core;
+    ports.push_back(running.back()->start("127.0.0.1", 0).value());
+    target += (i == 0 ? "" : ",") + std::string("127.0.0.1:") + std::to_string(ports.back());
+  }
+  ChannelOptions channel_options;
+  channel_options.load_balancing = LoadBalancingPolicy::kRoundRobin;
+#ifdef FERRY_BENCH_XDS
+  if (xds) {
+    ads = std::make_unique<StaticAdsServer>(ports);
+    running.push_back(std::make_unique<Server>(options));
+    running.back()->add_service(*ads);
+    ServerCores on_server_core;
+    const int port = running.back()->start("127.0.0.1", 0).value();
+    auto bootstrap = xds::parse_bootstrap(
+        absl::StrCat(R"({"xds_servers": [{"server_uri": "127.0.0.1:)", port,
+                     R"(", "channel_creds": [{"type": "insecure"}]}], "node": {"id": "bench"}})"));
+    channel_options.resolver = xds::make_resolver("xds:///svc", bootstrap.value()).value();
+    target = "xds:///svc";
+  }
+#else
+  if (xds) {
+    std::fprintf(stderr, "rpc_bench: built without ferry::xds\n");
+    std::exit(1);
+  }
+#endif
+  asio::io_context io(1);
+  Channel channel(io, target, channel_options);
+  testing::Echo::Stub stub(channel);
+  auto worker = [&](int n) -> asio::awaitable<void> {
+    EchoRequest request;
+    request.set_payload(std::string(kPayload, 'p'));
+    EchoResponse response;
+    for (int i = 0; i < n; ++i) {
+      ClientContext ctx;
+      ctx.set_wait_for_ready(true);  // the xds channel's first calls wait for its configuration
+      absl::Status s = co_await stub.Echo(ctx, request, response);
+      if (!s.ok()) {
+        std::fprintf(stderr, "rpc_bench: %s call failed: %s\n", xds ? "xds" : "round_robin",
+                     s.ToString().c_str());
+        std::exit(1);
+      }
+    }
+  };
+  auto round = [&](int n) {
+    std::vector<std::future<void>> done;
+    for (int i = 0; i < kInFlight; ++i) {
+      done.push_back(asio::co_spawn(io, worker(n / kInFlight), asio::use_future));
+    }
+    for (auto& f : done) {
+      while (f.wait_for(std::chrono::seconds(0)) != std::future_status::ready) io.run_one();
+    }
+    return n / kInFlight * kInFlight;
+  };
+  round(4 * kInFlight);  // connects every server
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  round(2000);  // warm-up, now over every connection
+  CALLGRIND_TOGGLE_COLLECT;
+  const std::int64_t cpu_before = thread_cpu_ns();
+  const auto start = Clock::now();
+  const int n = round(calls);
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const std::int64_t cpu = thread_cpu_ns() - cpu_before;
+  CALLGRIND_TOGGLE_COLLECT;
+  BalancedResult r{};
+  r.calls_per_s = n / seconds;
+  r.client_cpu_us_per_call = static_cast<double>(cpu) / 1000.0 / n;
+  return r;
+}
+
+// "xds": an xds:/// channel beside a round_robin one to the same two servers, alternating in
+// each repetition (FERRY_BENCH_ROWS=round_robin or xds: that row alone).
+int xds_table(int repetitions, int calls) {
+  const char* only = std::getenv("FERRY_BENCH_ROWS");
+  const std::string_view rows = only != nullptr ? only : "";
+  const bool run_rr = rows.empty() || rows.find("round_robin") != std::string_view::npos;
+  const bool run_xds = rows.empty() || rows.find("xds") != std::string_view::npos;
+  std::vector<BalancedResult> rr, xd;
+  for (int i = 0; i < repetitions; ++i) {
+    if (run_rr) rr.push_back(measure_xds_or_round_robin(false, calls));
+    if (run_xds) xd.push_back(measure_xds_or_round_robin(true, calls));
+    std::printf("run %d: round_robin %.2f µs CPU/call (%.0f calls/s), xds %.2f µs (%.0f calls/s)\n",
+                i, rr.empty() ? 0.0 : rr.back().client_cpu_us_per_call,
+                rr.empty() ? 0.0 : rr.back().calls_per_s,
+                xd.empty() ? 0.0 : xd.back().client_cpu_us_per_call,
+                xd.empty() ? 0.0 : xd.back().calls_per_s);
+  }
+  auto m = [](const std::vector<BalancedResult>& v, double BalancedResult::*field) {
+    std::vector<double> x;
+    for (const auto& r : v) x.push_back(r.*field);
+    return x.empty() ? 0.0 : median(std::move(x));
+  };
+  const double r_cpu = m(rr, &BalancedResult::client_cpu_us_per_call);
+  const double x_cpu = m(xd, &BalancedResult::client_cpu_us_per_call);
+  const double r_qps = m(rr, &BalancedResult::calls_per_s);
+  const double x_qps = m(xd, &BalancedResult::calls_per_s);
+  std::printf(
+      "\nxds:/// (one route, one EDS cluster of 2 endpoints) beside round_robin over the same 2 "
+      "servers, %d in flight, client on 1 thread, medians of %d alternating runs of %d calls\n\n",
+      kInFlight, repetitions, calls);
+  std::printf("| measure | round_robin | xds:/// | ratio |\n|---|---:|---:|---:|\n");
+  std::printf("| unary calls/s | %.0f | %.0f | %.2f× |\n", r_qps, x_qps,
+              r_qps > 0 ? x_qps / r_qps : 0.0);
+  std::printf("| client CPU per call (µs) | %.2f | %.2f | %.2f× |\n", r_cpu, x_cpu,
+              r_cpu > 0 ? x_cpu / r_cpu : 0.0);
+  return 0;
+}
+
 // ns per Picker::pick() over `ready` connections (the call's hot-path share of load balancing).
 double picker_ns(int ready) {
   asio::io_context io(1);
@@ -707,6 +918,10 @@ int main(int argc, char** argv) {
   const bool tls_only = argc > 5 && std::string_view(argv[5]) == "tls";
   if (argc > 5 && std::string_view(argv[5]) == "telemetry") {
     return telemetry_table(repetitions, latency_calls, throughput_calls);
+  }
+  if (argc > 5 && std::string_view(argv[5]) == "xds") {
+    pin_this_thread(kClientCore);
+    return xds_table(repetitions, throughput_calls);
   }
 
   pin_this_thread(kClientCore);

@@ -29,7 +29,8 @@ build=${FERRY_FUZZ_BUILD:-build-fuzz}
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(frame_decoder_fuzzer wire_format_fuzzer gzip_fuzzer
                                      json_fuzzer service_config_fuzzer authz_policy_fuzzer
-                                     xds_bootstrap_fuzzer server_connection_fuzzer
+                                     xds_bootstrap_fuzzer xds_resources_fuzzer
+                                     server_connection_fuzzer
                                      http1_connection_fuzzer http1_client_fuzzer
                                      hpack_decoder_fuzzer hpack_differential_fuzzer
                                      h2_frame_server_fuzzer h2_frame_client_fuzzer

@@ -14,7 +14,7 @@
 #   PREFIX/bin/trace_peer_go  test/peers/trace_go: grpc-go's OpenTelemetry plugin  }
 #                        and the OpenTelemetry Go SDK (test/trace_interop_test.cc) }
 #   PREFIX/bin/xds_control_plane_go  test/peers/xds_control_plane_go: go-control-plane's }
-#                        snapshot cache served over ADS (test/xds_interop_test.cc)    }
+#                        snapshot cache served over ADS (test/xds_*_test.cc, examples/xds) }
 #   PREFIX/bin/xds_client_go  test/peers/xds_client_go: grpc-go's xDS client (same test)  }
 #   PREFIX/bin/http1_smuggling_go_server  test/http1_smuggling's Go net/http server   go build
 #   PREFIX/bin/ghz                                 go install (its own go.mod's versions)

@@ -12,6 +12,8 @@
 # library's compile several times). The wire format is unchanged. No field is dropped.
 #
 # Usage: scripts/vendor_envoy_api.sh [VERSION]    (default: the version in the README)
+#   ENVOY_API_JAR=path   use that jar (e.g. one already in a local Maven repository) instead of
+#                        fetching it; its sha256 is printed either way, to check against the README
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version=${1:-1.0.49}
@@ -19,10 +21,13 @@ dest=third_party/envoy-api
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-mvn -B -q -Dmaven.repo.local="$work/m2" \
-  org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy \
-  -Dartifact="io.envoyproxy.controlplane:api:$version" -DoutputDirectory="$work/jar"
-jar="$work/jar/api-$version.jar"
+jar=${ENVOY_API_JAR:-}
+if [ -z "$jar" ]; then
+  mvn -B -q -Dmaven.repo.local="$work/m2" \
+    org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy \
+    -Dartifact="io.envoyproxy.controlplane:api:$version" -DoutputDirectory="$work/jar"
+  jar="$work/jar/api-$version.jar"
+fi
 echo "sha256 of the jar: $(sha256sum "$jar" | cut -d' ' -f1)"
 mkdir -p "$work/src"
 (cd "$work/src" && unzip -q "$jar" '*.proto')
@@ -33,9 +38,10 @@ while read -r file; do
   # The annotation files define custom options (extensions of google.protobuf.*Options): their
   # messages are parsed while the generated pool builds a descriptor, under the pool's lock, and
   # a CODE_SIZE message parses through reflection, which takes that lock again (a deadlock on
-  # the first FindMessageTypeByName of an annotated message). They stay SPEED, unchanged.
+  # the first FindMessageTypeByName of an annotated message). They stay SPEED, unchanged. So does
+  # google/api (googleapis' HTTP annotations, which csds.proto imports): custom options too.
   case "$file" in
-    udpa/annotations/* | xds/annotations/* | envoy/annotations/* | validate/*)
+    udpa/annotations/* | xds/annotations/* | envoy/annotations/* | validate/* | google/api/*)
       cp "$work/src/$file" "$dest/$file"
       continue
       ;;

@@ -110,10 +110,26 @@ struct ResourceStatus {
   std::string version;  // of the version in use (empty: none yet)
   State state = State::kRequested;
   std::string error;  // kNacked: why the newest version was refused (the cached one is kept)
+  // The version in use as the control plane sent it: a serialized google.protobuf.Any of the
+  // resource's type (empty: none yet), and when it came.
+  std::string resource;
+  std::chrono::system_clock::time_point last_updated{};
+  // kNacked: the refused response's version_info and when it came.
+  std::string nacked_version;
+  std::chrono::system_clock::time_point nacked_at{};
 };
 
 // The cache of the shared client of this bootstrap and options, if one is alive; else empty.
 std::vector<ResourceStatus> client_status(const Bootstrap& bootstrap,
                                           const XdsClientOptions& options = {});
+
+// The cache of every shared client alive in the process, each with its bootstrap's node (what a
+// CSDS service answers, ferry/csds.h).
+struct ClientStatus {
+  Node node;
+  std::string server_uri;  // the control plane it talks to
+  std::vector<ResourceStatus> resources;
+};
+std::vector<ClientStatus> all_client_status();
 
 }  // namespace ferry::xds

@@ -88,6 +88,8 @@ ChannelOptions control_plane_options(const XdsServer& server) {
   return options;
 }
 
+}  // namespace
+
 envoy::config::core::v3::Node node_of(const Node& node) {
   envoy::config::core::v3::Node out;
   out.set_id(node.id);
@@ -101,7 +103,29 @@ envoy::config::core::v3::Node node_of(const Node& node) {
   return out;
 }
 
+namespace {
+
+// A resource as the control plane sent it, for CSDS: the Any itself, or the one inside an
+// envoy.service.discovery.v3.Resource wrapper (what decode_resource read).
+std::string resource_as_sent(const google::protobuf::Any& any) {
+  envoy::service::discovery::v3::Resource wrapper;
+  if (any.type_url() == "type.googleapis.com/envoy.service.discovery.v3.Resource" &&
+      any.UnpackTo(&wrapper) && wrapper.has_resource()) {
+    return wrapper.resource().SerializeAsString();
+  }
+  return any.SerializeAsString();
+}
+
 }  // namespace
+
+std::vector<std::shared_ptr<XdsClient>> XdsClient::all_shared() {
+  std::vector<std::shared_ptr<XdsClient>> out;
+  std::lock_guard lock(shared_mutex);
+  for (const auto& [key, weak] : shared_clients()) {
+    if (auto client = weak.lock()) out.push_back(std::move(client));
+  }
+  return out;
+}
 
 std::shared_ptr<XdsClient> XdsClient::shared(const Bootstrap& bootstrap,
                                              const XdsClientOptions& options) {
@@ -296,14 +320,19 @@ void XdsClient::handle_response(const ResponseView& view) {
       if (!decoded.value.ok()) {
         errors.push_back(absl::StrCat("resource '", decoded.name.substr(0, 200),
                                       "': ", decoded.value.status().message()));
-        if (it != t.resources.end())
+        if (it != t.resources.end()) {
           it->second.error = std::string(decoded.value.status().message());
+          it->second.nacked_version = response.version_info();
+          it->second.nacked_at = std::chrono::system_clock::now();
+        }
         continue;  // A46: the cached version stays in use
       }
       if (it == t.resources.end()) continue;  // not subscribed (any more): not kept
       CachedResource& r = it->second;
       r.value = *std::move(decoded.value);
       r.version = response.version_info();
+      r.raw = resource_as_sent(response.resources(i));
+      r.updated = std::chrono::system_clock::now();
       r.error.clear();
       r.does_not_exist = false;
       if (r.timer != nullptr) {
@@ -321,6 +350,7 @@ void XdsClient::handle_response(const ResponseView& view) {
         if (r.value.has_value() || !r.version.empty()) {
           r.value.reset();
           r.version.clear();
+          r.raw.clear();
           r.does_not_exist = true;
         }
       }
@@ -494,6 +524,10 @@ std::vector<ResourceStatus> XdsClient::status() {
         s.name = name;
         s.version = r.version;
         s.error = r.error;
+        s.resource = r.raw;
+        s.last_updated = r.updated;
+        s.nacked_version = r.nacked_version;
+        s.nacked_at = r.nacked_at;
         s.state = r.does_not_exist      ? ResourceStatus::State::kDoesNotExist
                   : !r.error.empty()    ? ResourceStatus::State::kNacked
                   : r.value.has_value() ? ResourceStatus::State::kAcked
@@ -521,6 +555,16 @@ std::vector<ResourceStatus> client_status(const Bootstrap& bootstrap,
   }
   if (client == nullptr) return {};
   return client->status();
+}
+
+std::vector<ClientStatus> all_client_status() {
+  std::vector<ClientStatus> out;
+  // Each client's status() runs on its own thread; none is asked while the registry is locked.
+  for (const auto& client : detail::XdsClient::all_shared()) {
+    out.push_back({client->bootstrap().node, client->bootstrap().xds_servers.front().server_uri,
+                   client->status()});
+  }
+  return out;
 }
 
 }  // namespace ferry::xds

@@ -32,7 +32,14 @@
 #include "ferry/xds.h"
 #include "xds/resources.h"
 
+namespace envoy::config::core::v3 {
+class Node;
+}
+
 namespace ferry::xds::detail {
+
+// The bootstrap's node as sent to the control plane (and reported by CSDS).
+envoy::config::core::v3::Node node_of(const Node& node);
 
 // What one control plane may make a client hold; each limit answers a hostile or broken one.
 // A response larger than this fails the stream (RESOURCE_EXHAUSTED) before it is buffered: the
@@ -81,13 +88,20 @@ class XdsClient : public std::enable_shared_from_this<XdsClient> {
 
   // The cache, for status pages and tests (ferry/xds.h's client_status). From any thread.
   std::vector<ResourceStatus> status();
+  const Bootstrap& bootstrap() const { return bootstrap_; }
+  // Every shared client alive in the process (ferry/xds.h's all_client_status). Any thread.
+  static std::vector<std::shared_ptr<XdsClient>> all_shared();
 
  private:
   struct CachedResource {
-    std::optional<Resource> value;              // the last good version
-    std::string version;                        // its response's version_info
-    std::string error;                          // the last NACK's reason for this resource, if any
-    bool does_not_exist = false;                // the timer fired, or LDS/CDS left it out
+    std::optional<Resource> value;  // the last good version
+    std::string version;            // its response's version_info
+    std::string error;              // the last NACK's reason for this resource, if any
+    bool does_not_exist = false;    // the timer fired, or LDS/CDS left it out
+    std::string raw;  // the last good version as sent (a serialized Any), for CSDS (gRFC A40)
+    std::chrono::system_clock::time_point updated{};  // when it came
+    std::string nacked_version;                       // the last NACKed response's version_info
+    std::chrono::system_clock::time_point nacked_at{};
     std::unique_ptr<asio::steady_timer> timer;  // resource-does-not-exist (gRFC A27)
   };
   struct TypeState {

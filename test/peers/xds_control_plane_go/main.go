@@ -29,7 +29,9 @@
 // snapshot's and resends at once when they differ, for ever. As a control plane should, this one
 // waits for a new snapshot instead: the NACK's version is taken to be the refused one.
 //
-// Runs until stdin closes.
+// Runs until stdin closes. With -snapshot FILE it serves that JSON file's resources (the JSON
+// above, as version -version) from the start and reads no commands: it runs until SIGINT or
+// SIGTERM (examples/xds runs it so, beside the example's servers and client).
 package main
 
 import (
@@ -41,9 +43,11 @@ import (
 	"log"
 	"net"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	cluster "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -279,6 +283,8 @@ type stats struct {
 
 func main() {
 	port := flag.Int("port", 0, "port on 127.0.0.1 (0: any free one)")
+	snapshotFile := flag.String("snapshot", "", "serve this JSON file's resources; no commands")
+	snapshotVersion := flag.String("version", "1", "the version of -snapshot's resources")
 	flag.Parse()
 
 	ctx := context.Background()
@@ -350,6 +356,36 @@ func main() {
 		fmt.Fprintf(out, format+"\n", args...)
 		out.Flush()
 	}
+	setSnapshot := func(version string, body []byte) error {
+		var s spec
+		if err := json.Unmarshal(body, &s); err != nil {
+			return err
+		}
+		res, err := build(&s)
+		if err != nil {
+			return err
+		}
+		snap, err := cachev3.NewSnapshot(version, res)
+		if err != nil {
+			return err
+		}
+		return cache.SetSnapshot(ctx, "all", snap)
+	}
+	if *snapshotFile != "" {
+		body, err := os.ReadFile(*snapshotFile)
+		if err == nil {
+			err = setSnapshot(*snapshotVersion, body)
+		}
+		if err != nil {
+			log.Fatalf("%s: %v", *snapshotFile, err)
+		}
+		reply("port %d", *port)
+		stop := make(chan os.Signal, 1)
+		signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+		<-stop
+		server.Stop()
+		return
+	}
 	reply("port %d", *port)
 
 	in := bufio.NewScanner(os.Stdin)
@@ -359,19 +395,7 @@ func main() {
 		switch cmd {
 		case "snapshot":
 			version, body, _ := strings.Cut(rest, " ")
-			var s spec
-			if err := json.Unmarshal([]byte(body), &s); err != nil {
-				reply("error %v", err)
-				continue
-			}
-			res, err := build(&s)
-			if err == nil {
-				var snap *cachev3.Snapshot
-				if snap, err = cachev3.NewSnapshot(version, res); err == nil {
-					err = cache.SetSnapshot(ctx, "all", snap)
-				}
-			}
-			if err != nil {
+			if err := setSnapshot(version, []byte(body)); err != nil {
 				reply("error %v", err)
 			} else {
 				reply("ok")
