@@ -422,7 +422,7 @@ TEST(XdsResourceValidation, RoutesClustersAndEndpoints) {
       ->mutable_socket_address()
       ->set_address("not-an-ip");
   EXPECT_FALSE(decode(xd::ResourceType::kEndpoints, cla).value.ok());
-  // Priority 1 is used only while priority 0 has no endpoint.
+  // addresses_to_use: the lowest priority's that has any (none: no healthy endpoint).
   cla = endpoints("c", 80);
   *cla.add_endpoints() = endpoints("c", 81, 1).endpoints(0);
   auto both = decode(xd::ResourceType::kEndpoints, cla);
@@ -451,6 +451,65 @@ TEST(XdsResourceValidation, VirtualHostsAreChosenByTheMostSpecificDomain) {
   EXPECT_EQ(xd::find_virtual_host(config, "other")->domains[0], "*");
   config.virtual_hosts.erase(config.virtual_hosts.begin());
   EXPECT_EQ(xd::find_virtual_host(config, "other"), nullptr);
+}
+
+// gRFC A27's endpoints as a hostile control plane may send them: priorities with gaps, a
+// priority's weights past 2^32-1, and ferry's bounds (xds/resources.h: 10,000 localities,
+// 10,000 endpoints, 1,000 priorities per ClusterLoadAssignment), each NACKed naming why; the
+// bounds themselves are accepted.
+TEST(XdsResourceValidation, EndpointsPastTheBoundsAreNacked) {
+  auto nacked = [](const envoy::config::endpoint::v3::ClusterLoadAssignment& cla) -> std::string {
+    xd::DecodedResource decoded = decode(xd::ResourceType::kEndpoints, cla);
+    return decoded.value.ok() ? "" : std::string(decoded.value.status().message());
+  };
+  auto locality = [](envoy::config::endpoint::v3::ClusterLoadAssignment& cla,
+                     std::uint32_t priority, std::uint32_t weight, int endpoints) {
+    auto* l = cla.add_endpoints();
+    l->set_priority(priority);
+    l->mutable_load_balancing_weight()->set_value(weight);
+    for (int e = 0; e < endpoints; ++e) {
+      auto* address = l->add_lb_endpoints()->mutable_endpoint()->mutable_address();
+      address->mutable_socket_address()->set_address("127.0.0.1");
+      address->mutable_socket_address()->set_port_value(1000 + e % 60000);
+    }
+  };
+  // Priorities 0 and 2: a gap.
+  envoy::config::endpoint::v3::ClusterLoadAssignment gap;
+  locality(gap, 0, 1, 1);
+  locality(gap, 2, 1, 1);
+  locality(gap, 2, 1, 1);
+  EXPECT_NE(nacked(gap).find("not contiguous"), std::string::npos) << nacked(gap);
+  // One priority's weights summing to 2^32: NACKed; to 2^32-1, or 2^32 over two priorities: not.
+  envoy::config::endpoint::v3::ClusterLoadAssignment heavy;
+  locality(heavy, 0, 4294967295u, 1);
+  EXPECT_EQ(nacked(heavy), "");
+  locality(heavy, 1, 1, 1);
+  EXPECT_EQ(nacked(heavy), "");
+  locality(heavy, 0, 1, 1);
+  EXPECT_NE(nacked(heavy).find("sum to over 2^32-1"), std::string::npos) << nacked(heavy);
+  // 10,000 localities of one endpoint each: taken; one more: NACKed.
+  envoy::config::endpoint::v3::ClusterLoadAssignment wide;
+  for (int i = 0; i < 10000; ++i) locality(wide, 0, 1, 1);
+  xd::DecodedResource decoded = decode(xd::ResourceType::kEndpoints, wide);
+  ASSERT_TRUE(decoded.value.ok()) << decoded.value.status();
+  EXPECT_EQ(std::get<xd::EndpointsResource>(*decoded.value).priorities.at(0).size(), 10000u);
+  locality(wide, 0, 1, 0);
+  EXPECT_NE(nacked(wide).find("10001 localities, over 10000"), std::string::npos) << nacked(wide);
+  // 10,001 endpoints in two localities (unhealthy ones count: they are read).
+  envoy::config::endpoint::v3::ClusterLoadAssignment crowded;
+  locality(crowded, 0, 1, 5000);
+  locality(crowded, 0, 1, 5000);
+  EXPECT_EQ(nacked(crowded), "");
+  crowded.mutable_endpoints(1)->add_lb_endpoints()->set_health_status(
+      envoy::config::core::v3::UNHEALTHY);
+  EXPECT_NE(nacked(crowded).find("10001 endpoints, over 10000"), std::string::npos)
+      << nacked(crowded);
+  // 1,000 priorities: taken; priority 1000: NACKed.
+  envoy::config::endpoint::v3::ClusterLoadAssignment deep;
+  for (std::uint32_t p = 0; p < 1000; ++p) locality(deep, p, 1, 1);
+  EXPECT_EQ(nacked(deep), "");
+  locality(deep, 1000, 1, 1);
+  EXPECT_NE(nacked(deep).find("over 1000 priorities"), std::string::npos) << nacked(deep);
 }
 
 // gRFC A28: route matching, one matcher kind at a time, on the decoded (validated) routes.
