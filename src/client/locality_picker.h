@@ -37,7 +37,9 @@ class LocalityPicker {
 
   // The hot path: null when no locality has a READY connection. A draw below the weights' total,
   // a binary search of their running sums (log2 of the localities' count, at most 14 steps for
-  // 10,000), then the locality's round robin. No allocation.
+  // 10,000), then the locality's round robin. No allocation. Measured (Release, the thread's CPU
+  // time on a loaded machine): 1.3 to 2.5 ns for one locality (Picker alone: 0.6 to 1.6), 11 to
+  // 12 for two, 50 for 100, 110 to 130 for 10,000.
   const std::shared_ptr<ChannelConnection>* pick() {
     const std::size_t n = pickers_.size();
     if (n <= 1) return n == 0 ? nullptr : pickers_[0].pick();
