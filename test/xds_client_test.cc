@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -965,6 +966,67 @@ TEST(XdsRouting, EachCallTakesItsRouteAndClusterAndABadUpdateIsNacked) {
               std::string::npos)
         << status;
   }
+}
+
+// gRFC A27 through a channel (the scripted control plane, no Go peer needed): priority 0 has two
+// localities of weights 3:1, priority 1 one more; calls split 3:1 over priority 0's, and once
+// both of its servers are gone, fail-fast calls go on, none failing, on priority 1's.
+TEST(XdsEndpoints, PrioritiesAndWeightedLocalitiesThroughAChannel) {
+  std::optional<Backend> a(std::in_place), b(std::in_place);
+  Backend c;
+  envoy::config::endpoint::v3::ClusterLoadAssignment cla;
+  cla.set_cluster_name("c");
+  auto add_locality = [&cla](std::uint32_t priority, std::uint32_t weight, int port) {
+    auto* locality = cla.add_endpoints();
+    locality->set_priority(priority);
+    locality->mutable_load_balancing_weight()->set_value(weight);
+    auto* address = locality->add_lb_endpoints()->mutable_endpoint()->mutable_address();
+    address->mutable_socket_address()->set_address("127.0.0.1");
+    address->mutable_socket_address()->set_port_value(port);
+  };
+  add_locality(0, 3, a->port());
+  add_locality(0, 1, b->port());
+  add_locality(1, 1, c.port());
+  FakeControlPlane cp([&](const DiscoveryRequest& request, int) -> Reply {
+    if (!first_of_its_type(request)) return {};
+    if (request.type_url() == kEds) return {{response(kEds, "1", "e1", {pack(cla)})}, {}};
+    return good_chain(request, 0);
+  });
+  absl::StatusOr<std::shared_ptr<Resolver>> resolver =
+      xds::make_resolver("xds:///svc", bootstrap_for(cp.port()), fast_options());
+  ASSERT_TRUE(resolver.ok());
+  ChannelOptions options;
+  options.resolver = *resolver;
+  Channel channel("xds:///svc", options);
+  testing::Echo::BlockingStub stub(channel);
+  auto call = [&](bool wait_for_ready) {
+    testing::EchoRequest request;
+    testing::EchoResponse response;
+    ClientContext ctx;
+    ctx.set_timeout(5s);
+    ctx.set_wait_for_ready(wait_for_ready);
+    return stub.Echo(ctx, request, response);
+  };
+  // Until both localities' connections are ready.
+  for (int i = 0; i < 200 && (a->calls() == 0 || b->calls() == 0); ++i) {
+    ASSERT_TRUE(call(true).ok()) << i;
+    if (a->calls() == 0 || b->calls() == 0) std::this_thread::sleep_for(10ms);
+  }
+  const int a0 = a->calls(), b0 = b->calls();
+  for (int i = 0; i < 800; ++i) ASSERT_TRUE(call(true).ok()) << i;
+  // 3:1 of 800: within 5 standard deviations (12.2) of 600 / 200; priority 1 takes nothing.
+  EXPECT_NEAR(a->calls() - a0, 600, 60);
+  EXPECT_NEAR(b->calls() - b0, 200, 60);
+  EXPECT_EQ(c.calls(), 0);
+  // Priority 0's servers go: its endpoints fail (connections refused), priority 1 takes over.
+  a.reset();
+  b.reset();
+  std::this_thread::sleep_for(200ms);  // the channel sees the GOAWAYs
+  for (int i = 0; i < 50; ++i) {
+    absl::Status status = call(/*wait_for_ready=*/false);
+    ASSERT_TRUE(status.ok()) << i << " " << status;
+  }
+  EXPECT_EQ(c.calls(), 50);
 }
 
 }  // namespace
