@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -422,7 +423,7 @@ TEST(XdsResourceValidation, RoutesClustersAndEndpoints) {
       ->mutable_socket_address()
       ->set_address("not-an-ip");
   EXPECT_FALSE(decode(xd::ResourceType::kEndpoints, cla).value.ok());
-  // Priority 1 is used only while priority 0 has no endpoint.
+  // addresses_to_use: the lowest priority's that has any (none: no healthy endpoint).
   cla = endpoints("c", 80);
   *cla.add_endpoints() = endpoints("c", 81, 1).endpoints(0);
   auto both = decode(xd::ResourceType::kEndpoints, cla);
@@ -451,6 +452,65 @@ TEST(XdsResourceValidation, VirtualHostsAreChosenByTheMostSpecificDomain) {
   EXPECT_EQ(xd::find_virtual_host(config, "other")->domains[0], "*");
   config.virtual_hosts.erase(config.virtual_hosts.begin());
   EXPECT_EQ(xd::find_virtual_host(config, "other"), nullptr);
+}
+
+// gRFC A27's endpoints as a hostile control plane may send them: priorities with gaps, a
+// priority's weights past 2^32-1, and ferry's bounds (xds/resources.h: 10,000 localities,
+// 10,000 endpoints, 1,000 priorities per ClusterLoadAssignment), each NACKed naming why; the
+// bounds themselves are accepted.
+TEST(XdsResourceValidation, EndpointsPastTheBoundsAreNacked) {
+  auto nacked = [](const envoy::config::endpoint::v3::ClusterLoadAssignment& cla) -> std::string {
+    xd::DecodedResource decoded = decode(xd::ResourceType::kEndpoints, cla);
+    return decoded.value.ok() ? "" : std::string(decoded.value.status().message());
+  };
+  auto locality = [](envoy::config::endpoint::v3::ClusterLoadAssignment& cla,
+                     std::uint32_t priority, std::uint32_t weight, int endpoints) {
+    auto* l = cla.add_endpoints();
+    l->set_priority(priority);
+    l->mutable_load_balancing_weight()->set_value(weight);
+    for (int e = 0; e < endpoints; ++e) {
+      auto* address = l->add_lb_endpoints()->mutable_endpoint()->mutable_address();
+      address->mutable_socket_address()->set_address("127.0.0.1");
+      address->mutable_socket_address()->set_port_value(1000 + e % 60000);
+    }
+  };
+  // Priorities 0 and 2: a gap.
+  envoy::config::endpoint::v3::ClusterLoadAssignment gap;
+  locality(gap, 0, 1, 1);
+  locality(gap, 2, 1, 1);
+  locality(gap, 2, 1, 1);
+  EXPECT_NE(nacked(gap).find("not contiguous"), std::string::npos) << nacked(gap);
+  // One priority's weights summing to 2^32: NACKed; to 2^32-1, or 2^32 over two priorities: not.
+  envoy::config::endpoint::v3::ClusterLoadAssignment heavy;
+  locality(heavy, 0, 4294967295u, 1);
+  EXPECT_EQ(nacked(heavy), "");
+  locality(heavy, 1, 1, 1);
+  EXPECT_EQ(nacked(heavy), "");
+  locality(heavy, 0, 1, 1);
+  EXPECT_NE(nacked(heavy).find("sum to over 2^32-1"), std::string::npos) << nacked(heavy);
+  // 10,000 localities of one endpoint each: taken; one more: NACKed.
+  envoy::config::endpoint::v3::ClusterLoadAssignment wide;
+  for (int i = 0; i < 10000; ++i) locality(wide, 0, 1, 1);
+  xd::DecodedResource decoded = decode(xd::ResourceType::kEndpoints, wide);
+  ASSERT_TRUE(decoded.value.ok()) << decoded.value.status();
+  EXPECT_EQ(std::get<xd::EndpointsResource>(*decoded.value).priorities.at(0).size(), 10000u);
+  locality(wide, 0, 1, 0);
+  EXPECT_NE(nacked(wide).find("10001 localities, over 10000"), std::string::npos) << nacked(wide);
+  // 10,001 endpoints in two localities (unhealthy ones count: they are read).
+  envoy::config::endpoint::v3::ClusterLoadAssignment crowded;
+  locality(crowded, 0, 1, 5000);
+  locality(crowded, 0, 1, 5000);
+  EXPECT_EQ(nacked(crowded), "");
+  crowded.mutable_endpoints(1)->add_lb_endpoints()->set_health_status(
+      envoy::config::core::v3::UNHEALTHY);
+  EXPECT_NE(nacked(crowded).find("10001 endpoints, over 10000"), std::string::npos)
+      << nacked(crowded);
+  // 1,000 priorities: taken; priority 1000: NACKed.
+  envoy::config::endpoint::v3::ClusterLoadAssignment deep;
+  for (std::uint32_t p = 0; p < 1000; ++p) locality(deep, p, 1, 1);
+  EXPECT_EQ(nacked(deep), "");
+  locality(deep, 1000, 1, 1);
+  EXPECT_NE(nacked(deep).find("over 1000 priorities"), std::string::npos) << nacked(deep);
 }
 
 // gRFC A28: route matching, one matcher kind at a time, on the decoded (validated) routes.
@@ -906,6 +966,67 @@ TEST(XdsRouting, EachCallTakesItsRouteAndClusterAndABadUpdateIsNacked) {
               std::string::npos)
         << status;
   }
+}
+
+// gRFC A27 through a channel (the scripted control plane, no Go peer needed): priority 0 has two
+// localities of weights 3:1, priority 1 one more; calls split 3:1 over priority 0's, and once
+// both of its servers are gone, fail-fast calls go on, none failing, on priority 1's.
+TEST(XdsEndpoints, PrioritiesAndWeightedLocalitiesThroughAChannel) {
+  std::optional<Backend> a(std::in_place), b(std::in_place);
+  Backend c;
+  envoy::config::endpoint::v3::ClusterLoadAssignment cla;
+  cla.set_cluster_name("c");
+  auto add_locality = [&cla](std::uint32_t priority, std::uint32_t weight, int port) {
+    auto* locality = cla.add_endpoints();
+    locality->set_priority(priority);
+    locality->mutable_load_balancing_weight()->set_value(weight);
+    auto* address = locality->add_lb_endpoints()->mutable_endpoint()->mutable_address();
+    address->mutable_socket_address()->set_address("127.0.0.1");
+    address->mutable_socket_address()->set_port_value(port);
+  };
+  add_locality(0, 3, a->port());
+  add_locality(0, 1, b->port());
+  add_locality(1, 1, c.port());
+  FakeControlPlane cp([&](const DiscoveryRequest& request, int) -> Reply {
+    if (!first_of_its_type(request)) return {};
+    if (request.type_url() == kEds) return {{response(kEds, "1", "e1", {pack(cla)})}, {}};
+    return good_chain(request, 0);
+  });
+  absl::StatusOr<std::shared_ptr<Resolver>> resolver =
+      xds::make_resolver("xds:///svc", bootstrap_for(cp.port()), fast_options());
+  ASSERT_TRUE(resolver.ok());
+  ChannelOptions options;
+  options.resolver = *resolver;
+  Channel channel("xds:///svc", options);
+  testing::Echo::BlockingStub stub(channel);
+  auto call = [&](bool wait_for_ready) {
+    testing::EchoRequest request;
+    testing::EchoResponse response;
+    ClientContext ctx;
+    ctx.set_timeout(5s);
+    ctx.set_wait_for_ready(wait_for_ready);
+    return stub.Echo(ctx, request, response);
+  };
+  // Until both localities' connections are ready.
+  for (int i = 0; i < 200 && (a->calls() == 0 || b->calls() == 0); ++i) {
+    ASSERT_TRUE(call(true).ok()) << i;
+    if (a->calls() == 0 || b->calls() == 0) std::this_thread::sleep_for(10ms);
+  }
+  const int a0 = a->calls(), b0 = b->calls();
+  for (int i = 0; i < 800; ++i) ASSERT_TRUE(call(true).ok()) << i;
+  // 3:1 of 800: within 5 standard deviations (12.2) of 600 / 200; priority 1 takes nothing.
+  EXPECT_NEAR(a->calls() - a0, 600, 60);
+  EXPECT_NEAR(b->calls() - b0, 200, 60);
+  EXPECT_EQ(c.calls(), 0);
+  // Priority 0's servers go: its endpoints fail (connections refused), priority 1 takes over.
+  a.reset();
+  b.reset();
+  std::this_thread::sleep_for(200ms);  // the channel sees the GOAWAYs
+  for (int i = 0; i < 50; ++i) {
+    absl::Status status = call(/*wait_for_ready=*/false);
+    ASSERT_TRUE(status.ok()) << i << " " << status;
+  }
+  EXPECT_EQ(c.calls(), 50);
 }
 
 }  // namespace

@@ -44,8 +44,9 @@ class PeerProcess {
     if (pid_ == 0) {
       dup2(in[0], 0);
       dup2(out[1], 1);
-      close(in[1]);
-      close(out[0]);
+      // Nothing else of this process's: a Backend's listening socket inherited by the peer would
+      // keep its port bound (and accepting, unanswered) after the Backend stops.
+      close_range(3, ~0U, 0);
       for (std::string& e : env) putenv(e.data());
       std::vector<char*> argv;
       for (std::string& a : argv_strings) argv.push_back(a.data());
@@ -515,6 +516,134 @@ TEST(XdsControlPlane, RoutesByHeader) {
   }
 }
 
+// gRFC A27's endpoint picking: an endpoint that can stop and start again on its port.
+class RestartableBackend {
+ public:
+  RestartableBackend() : service_(&probe_) { EXPECT_TRUE(start(0).ok()); }
+  ~RestartableBackend() { stop(); }
+  absl::Status start(int port) {
+    server_ = std::make_unique<Server>();
+    server_->add_service(service_);
+    absl::StatusOr<int> bound = server_->start("127.0.0.1", port);
+    if (!bound.ok()) return bound.status();
+    port_ = *bound;
+    return absl::OkStatus();
+  }
+  // On the same port, which the stopped server's sockets may hold a moment longer.
+  void restart() {
+    absl::Status status;
+    for (int i = 0; i < 100; ++i) {
+      status = start(port_);
+      if (status.ok()) return;
+      std::this_thread::sleep_for(50ms);
+    }
+    ADD_FAILURE() << status;
+  }
+  void stop() {
+    if (server_ != nullptr) server_->shutdown(100ms);
+    server_.reset();
+  }
+  std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
+  int calls() const { return probe_.started.load(); }
+
+ private:
+  testing::EchoProbe probe_;
+  testing::EchoService service_;
+  std::unique_ptr<Server> server_;
+  int port_ = 0;
+};
+
+// Listener "svc" -> cluster "c" whose ClusterLoadAssignment has two localities, {priority,
+// weight, address} each.
+struct LocalitySpec {
+  int priority;
+  int weight;
+  std::string address;
+};
+std::string localities_snapshot(const LocalitySpec& l1, const LocalitySpec& l2) {
+  auto locality = [](const LocalitySpec& l) {
+    return absl::StrCat(R"({"priority": )", l.priority, R"(, "weight": )", l.weight,
+                        R"(, "addresses": [")", l.address, R"("]})");
+  };
+  return absl::StrCat(
+      R"({"listeners": [{"name": "svc", "rds": "route-svc"}], "routes": [{"name": "route-svc", )",
+      R"("routes": [{"prefix": "/", "cluster": "c"}]}], "clusters": [{"name": "c"}], )",
+      R"("endpoints": [{"name": "c", "localities": [)", locality(l1), ", ", locality(l2), "]}]}");
+}
+constexpr int kWeightedCalls = 4000;
+
+// Two localities of weights 3:1 in one priority: a locality drawn by weight per call (gRPC's
+// weighted_target), 4,000 calls within 3% (120 calls, 4.4 standard deviations) of 3,000 / 1,000.
+// XdsGrpcGo.LocalitiesSplitCallsByWeight runs the same with grpc-go.
+TEST(XdsControlPlane, LocalitiesSplitCallsByWeight) {
+  if (peer_missing()) GTEST_SKIP() << "xds_control_plane_go not installed: " << peer_path();
+  ControlPlane cp;
+  Backend a, b;
+  ASSERT_EQ(
+      cp.command("snapshot 1 " + localities_snapshot({0, 3, a.address()}, {0, 1, b.address()})),
+      "ok");
+  auto channel = xds_channel(cp.port());
+  // Until both localities' connections are ready (a locality without one takes no call).
+  for (int i = 0; i < 200 && (a.calls() == 0 || b.calls() == 0); ++i) {
+    ASSERT_TRUE(echo(*channel).ok()) << i;
+    if (a.calls() == 0 || b.calls() == 0) std::this_thread::sleep_for(10ms);
+  }
+  const int a0 = a.calls(), b0 = b.calls();
+  for (int i = 0; i < kWeightedCalls; ++i) ASSERT_TRUE(echo(*channel).ok()) << i;
+  EXPECT_NEAR(a.calls() - a0, kWeightedCalls * 3 / 4, kWeightedCalls * 3 / 100);
+  EXPECT_NEAR(b.calls() - b0, kWeightedCalls / 4, kWeightedCalls * 3 / 100);
+  EXPECT_EQ(a.calls() - a0 + b.calls() - b0, kWeightedCalls);
+}
+
+// Priority 0's locality serves; its server stops: calls go on, on priority 1 (fail-fast calls:
+// none fails while priority 1 is healthy); it starts again on its port: the calls go back.
+// XdsGrpcGo.PriorityFailoverAndBack runs the same with grpc-go, with the same outcomes.
+TEST(XdsControlPlane, PriorityFailoverAndBack) {
+  if (peer_missing()) GTEST_SKIP() << "xds_control_plane_go not installed: " << peer_path();
+  ControlPlane cp;
+  RestartableBackend a;
+  Backend b;
+  ASSERT_EQ(
+      cp.command("snapshot 1 " + localities_snapshot({0, 1, a.address()}, {1, 1, b.address()})),
+      "ok");
+  xds::XdsClientOptions options = fast_options();
+  options.priority_failover_timeout = 2s;
+  absl::StatusOr<std::shared_ptr<Resolver>> resolver =
+      xds::make_resolver("xds:///svc", bootstrap_for(cp.port()), options);
+  ASSERT_TRUE(resolver.ok());
+  ChannelOptions channel_options;
+  channel_options.resolver = *resolver;
+  Channel channel("xds:///svc", channel_options);
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(echo(channel).ok()) << i;
+  EXPECT_EQ(a.calls(), 20);
+  EXPECT_EQ(b.calls(), 0);  // priority 1 is not even connected
+  a.stop();
+  std::this_thread::sleep_for(200ms);  // the client sees the GOAWAY (grpc-go's is given as long)
+  int failed = 0;
+  for (int i = 0; i < 100; ++i) {
+    absl::Status status = echo(channel, /*wait_for_ready=*/false);
+    if (!status.ok()) {
+      ++failed;
+      ADD_FAILURE() << i << " " << status;
+    }
+  }
+  EXPECT_EQ(failed, 0);
+  EXPECT_EQ(a.calls(), 20);
+  EXPECT_EQ(b.calls(), 100);
+  a.restart();
+  // Priority 0's connection is retried with back-off (1 s, then 1.6 times longer, jittered):
+  // once READY it takes the calls back.
+  for (int i = 0; i < 1000 && a.calls() == 20; ++i) {
+    ASSERT_TRUE(echo(channel, /*wait_for_ready=*/false).ok()) << i;
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_GT(a.calls(), 20);
+  const int a1 = a.calls(), b1 = b.calls();
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(echo(channel, /*wait_for_ready=*/false).ok()) << i;
+  EXPECT_EQ(a.calls() - a1, 20);
+  EXPECT_EQ(b.calls(), b1);
+}
+
 // The same scenarios through grpc-go's xDS client (xds_client_go), with the same bootstrap,
 // control plane and endpoints: the outcomes must match ferry's above.
 class GrpcGoXdsClient : public PeerProcess {
@@ -659,6 +788,54 @@ TEST(XdsGrpcGo, RoutesByHeader) {
     EXPECT_EQ(answer.rfind("error Unavailable", 0), 0u) << metadata << ": " << answer;
   }
   EXPECT_EQ(a.calls() + b.calls(), 10);
+}
+
+TEST(XdsGrpcGo, LocalitiesSplitCallsByWeight) {
+  if (grpc_go_missing()) GTEST_SKIP() << "xds peers not installed in " << FERRY_PEERS_DIR;
+  ControlPlane cp;
+  Backend a, b;
+  ASSERT_EQ(
+      cp.command("snapshot 1 " + localities_snapshot({0, 3, a.address()}, {0, 1, b.address()})),
+      "ok");
+  GrpcGoXdsClient client(cp.port());
+  for (int i = 0; i < 200 && (a.calls() == 0 || b.calls() == 0); ++i) {
+    ASSERT_EQ(client.call(1), "ok") << i;
+    if (a.calls() == 0 || b.calls() == 0) std::this_thread::sleep_for(10ms);
+  }
+  const int a0 = a.calls(), b0 = b.calls();
+  ASSERT_EQ(client.call(kWeightedCalls), "ok");
+  EXPECT_NEAR(a.calls() - a0, kWeightedCalls * 3 / 4, kWeightedCalls * 3 / 100);
+  EXPECT_NEAR(b.calls() - b0, kWeightedCalls / 4, kWeightedCalls * 3 / 100);
+  EXPECT_EQ(a.calls() - a0 + b.calls() - b0, kWeightedCalls);
+}
+
+TEST(XdsGrpcGo, PriorityFailoverAndBack) {
+  if (grpc_go_missing()) GTEST_SKIP() << "xds peers not installed in " << FERRY_PEERS_DIR;
+  ControlPlane cp;
+  RestartableBackend a;
+  Backend b;
+  ASSERT_EQ(
+      cp.command("snapshot 1 " + localities_snapshot({0, 1, a.address()}, {1, 1, b.address()})),
+      "ok");
+  GrpcGoXdsClient client(cp.port());
+  ASSERT_EQ(client.call(20), "ok");
+  EXPECT_EQ(a.calls(), 20);
+  EXPECT_EQ(b.calls(), 0);
+  a.stop();
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(client.command("fail_fast 100"), "ok");  // as ferry's: no call fails
+  EXPECT_EQ(a.calls(), 20);
+  EXPECT_EQ(b.calls(), 100);
+  a.restart();
+  for (int i = 0; i < 1000 && a.calls() == 20; ++i) {
+    ASSERT_EQ(client.command("fail_fast 1"), "ok") << i;
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_GT(a.calls(), 20);
+  const int a1 = a.calls(), b1 = b.calls();
+  ASSERT_EQ(client.command("fail_fast 20"), "ok");
+  EXPECT_EQ(a.calls() - a1, 20);
+  EXPECT_EQ(b.calls(), b1);
 }
 
 }  // namespace

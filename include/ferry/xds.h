@@ -81,15 +81,22 @@ struct XdsClientOptions {
   std::chrono::milliseconds resource_does_not_exist_timeout = std::chrono::seconds(15);
   // Between attempts to reach the control plane; reset once a stream got a response.
   BackoffOptions backoff{};
+  // gRFC A27's priority failover (a channel's priority policy, as gRPC's): a priority still
+  // CONNECTING this long hands over to the next one (as one whose endpoints all failed does at
+  // once); a lower priority a higher one took the calls back from keeps its connections this
+  // long (gRPC's child retention), then closes them.
+  std::chrono::milliseconds priority_failover_timeout = std::chrono::seconds(10);
+  std::chrono::milliseconds priority_retention_timeout = std::chrono::minutes(15);
 };
 
 // A resolver for an "xds:///listener" target (ChannelOptions::resolver), through the shared xDS
 // client of this bootstrap and options in the process (one ADS stream for every channel that
 // uses them). The resolver routes each call of its channel (gRFC A28): the first route of the
 // listener's virtual host that matches the call's path and metadata, then that route's cluster
-// or one of its weighted clusters; each cluster's calls are spread with round_robin over the
-// endpoints of its lowest priority that has any. It tells the channel at once when routes or
-// endpoints change (so give each channel a resolver of its own: it tells one channel).
+// or one of its weighted clusters; each cluster's calls go to its highest priority that is READY
+// (or still connecting within priority_failover_timeout), to a locality drawn by weight, and
+// round robin over that locality's ready endpoints (gRFC A27). It tells the channel at once when
+// routes or endpoints change (so give each channel a resolver of its own: it tells one channel).
 // INVALID_ARGUMENT for a target that is not xds:///name (an authority, xds://a/name, is gRFC A47's
 // federation: not supported).
 absl::StatusOr<std::shared_ptr<Resolver>> make_resolver(std::string_view target,

@@ -76,13 +76,13 @@ ChannelCore::ChannelCore(asio::io_context::executor_type executor, std::string t
 
 ChannelCore::~ChannelCore() {
   for (const auto& s : subchannels_) s->shutdown(/*graceful=*/false);
-  for (const auto& set : clusters_) {
-    for (const auto& s : set->subchannels) s->shutdown(/*graceful=*/false);
-  }
+  for (const auto& set : clusters_) set->policy->shutdown(/*graceful=*/false);
 }
 
 ChannelCore::ClusterSet::ClusterSet(ChannelCore& owner, std::string cluster_name)
-    : core(owner), name(std::move(cluster_name)), policy(make_round_robin(*this)) {}
+    : core(owner),
+      name(std::move(cluster_name)),
+      policy(std::make_unique<PriorityPolicy>(owner.executor_, *this)) {}
 
 void ChannelCore::set_state(ConnectivityState state) {
   if (state_.load(std::memory_order_relaxed) == ConnectivityState::kShutdown) return;
@@ -262,20 +262,22 @@ void ChannelCore::apply_routes(RoutingConfig config) {
     std::unique_ptr<ClusterSet> set = kept != clusters_.end()
                                           ? std::move(*kept)
                                           : std::make_unique<ClusterSet>(*this, cluster.name);
-    std::vector<Address> addresses;
     set->unavailable = cluster.addresses.status();
-    if (cluster.addresses.ok()) addresses = *std::move(cluster.addresses);
-    std::vector<std::shared_ptr<Subchannel>> gone = std::exchange(
-        set->subchannels, subchannels_for(std::move(addresses), set->subchannels, set.get()));
-    set->policy->update(set->subchannels);
-    for (const auto& s : gone) s->shutdown(/*graceful=*/true);  // its calls finish
+    std::vector<std::vector<RoutedLocality>> priorities;
+    if (cluster.addresses.ok()) {
+      priorities = std::move(cluster.priorities);
+      if (priorities.empty() && !cluster.addresses->empty()) {
+        priorities.push_back({RoutedLocality{1, *std::move(cluster.addresses)}});
+      }
+    }
+    set->policy->update(std::move(priorities), {config.failover_timeout, config.retention_timeout});
     next.push_back(std::move(set));
   }
   // The clusters no route names any more: their calls finish, their connections go.
   std::vector<std::unique_ptr<ClusterSet>> dropped;
   for (auto& set : clusters_) {
     if (set == nullptr) continue;
-    for (const auto& s : set->subchannels) s->shutdown(/*graceful=*/true);
+    set->policy->shutdown(/*graceful=*/true);  // its calls finish
     dropped.push_back(std::move(set));
   }
   if (!dropped.empty()) asio::post(executor_, [old = std::move(dropped)] {});
@@ -299,7 +301,7 @@ void ChannelCore::on_cluster_subchannel_state(ClusterSet& set, Subchannel* subch
   if (waiting_calls_ > 0 && set.state == ConnectivityState::kIdle) set.policy->exit_idle();
 }
 
-void ChannelCore::on_cluster_picker(ClusterSet& set, Picker picker, ConnectivityState state,
+void ChannelCore::on_cluster_picker(ClusterSet& set, LocalityPicker picker, ConnectivityState state,
                                     absl::Status error) {
   if (closed_) return;
   std::swap(set.picker, picker);
@@ -391,7 +393,6 @@ asio::awaitable<Ref<ClientCall>> ChannelCore::start_call(std::string_view method
       failure = target_error_;
       break;
     }
-    Picker* picker = &picker_;
     ConnectivityState s = state();
     const absl::Status* error = &error_;
     ClusterSet* set = nullptr;
@@ -406,11 +407,11 @@ asio::awaitable<Ref<ClientCall>> ChannelCore::start_call(std::string_view method
         break;
       }
       set = clusters_[cluster].get();
-      picker = &set->picker;
       s = set->state;
       error = &set->error;
     }
-    if (const std::shared_ptr<ChannelConnection>* conn = picker->pick()) {
+    if (const std::shared_ptr<ChannelConnection>* conn =
+            set != nullptr ? set->picker.pick() : picker_.pick()) {
       if ((*conn)->connection->accepts_new_streams()) {
         --waiting_calls_;
         co_return start_call_on(*conn, method, config, context, previous_attempts, unary);
@@ -539,9 +540,8 @@ void ChannelCore::close() {
   for (const auto& s : subchannels_) s->shutdown(/*graceful=*/false);
   subchannels_.clear();
   for (const auto& set : clusters_) {
-    set->picker = Picker();
-    for (const auto& s : set->subchannels) s->shutdown(/*graceful=*/false);
-    set->subchannels.clear();
+    set->picker = LocalityPicker();
+    set->policy->shutdown(/*graceful=*/false);
   }
   resolve_timer_.cancel();
   refresh_timer_.cancel();

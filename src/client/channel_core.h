@@ -22,6 +22,7 @@
 #include "client/call_router.h"
 #include "client/load_balancer.h"
 #include "client/method_config.h"
+#include "client/priority_policy.h"
 #include "client/retry.h"
 #include "client/subchannel.h"
 #include "common/ref.h"
@@ -123,22 +124,26 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   void close();
 
  private:
-  // One cluster of a routing resolver (client/call_router.h): its own subchannels, round_robin
-  // policy and picker, kept across updates by its name.
-  struct ClusterSet final : SubchannelListener, LoadBalancerHelper {
+  // One cluster of a routing resolver (client/call_router.h): its own subchannels, priority
+  // policy (gRFC A27: priorities, weighted localities, round_robin; client/priority_policy.h) and
+  // picker, kept across updates by its name.
+  struct ClusterSet final : SubchannelListener, PriorityPolicyHelper {
     ClusterSet(ChannelCore& core, std::string name);
     void on_subchannel_state(Subchannel* subchannel, ConnectivityState state) override {
       core.on_cluster_subchannel_state(*this, subchannel, state);
     }
-    void update_picker(Picker next, ConnectivityState next_state, absl::Status error) override {
+    std::shared_ptr<Subchannel> make_subchannel(Address address) override {
+      return std::make_shared<Subchannel>(core.executor_, std::move(address), core.settings_, this);
+    }
+    void update_picker(LocalityPicker next, ConnectivityState next_state,
+                       absl::Status error) override {
       core.on_cluster_picker(*this, std::move(next), next_state, std::move(error));
     }
     ChannelCore& core;
     std::string name;
     absl::Status unavailable;  // the cluster has no endpoints: why (its calls fail with it)
-    std::vector<std::shared_ptr<Subchannel>> subchannels;
-    std::unique_ptr<LoadBalancer> policy;
-    Picker picker;
+    std::unique_ptr<PriorityPolicy> policy;  // owns the cluster's subchannels
+    LocalityPicker picker;
     ConnectivityState state = ConnectivityState::kIdle;
     absl::Status error;  // in TRANSIENT_FAILURE: why
   };
@@ -147,7 +152,7 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   void apply_routes(RoutingConfig config);
   void on_cluster_subchannel_state(ClusterSet& set, Subchannel* subchannel,
                                    ConnectivityState state);
-  void on_cluster_picker(ClusterSet& set, Picker picker, ConnectivityState state,
+  void on_cluster_picker(ClusterSet& set, LocalityPicker picker, ConnectivityState state,
                          absl::Status error);
   // The channel's state from its clusters': READY if any is, else CONNECTING, IDLE, or
   // TRANSIENT_FAILURE.

@@ -337,6 +337,18 @@ absl::StatusOr<Resource> decode_cluster(const cluster_v3::Cluster& cluster) {
 absl::StatusOr<Resource> decode_endpoints(const endpoint_v3::ClusterLoadAssignment& cla) {
   EndpointsResource out;
   std::vector<std::uint64_t> weight_sums;
+  // Bounded before anything is kept (docs/xds.md: 10,000 localities and endpoints).
+  if (static_cast<std::size_t>(cla.endpoints_size()) > kMaxLocalitiesPerCluster) {
+    return invalid(
+        absl::StrCat(cla.endpoints_size(), " localities, over ", kMaxLocalitiesPerCluster));
+  }
+  std::size_t endpoints = 0;
+  for (const endpoint_v3::LocalityLbEndpoints& locality : cla.endpoints()) {
+    endpoints += static_cast<std::size_t>(locality.lb_endpoints_size());
+  }
+  if (endpoints > kMaxEndpointsPerCluster) {
+    return invalid(absl::StrCat(endpoints, " endpoints, over ", kMaxEndpointsPerCluster));
+  }
   for (int l = 0; l < cla.endpoints_size(); ++l) {
     const endpoint_v3::LocalityLbEndpoints& locality = cla.endpoints(l);
     const std::string where = absl::StrCat("endpoints[", l, "]");
@@ -348,6 +360,10 @@ absl::StatusOr<Resource> decode_endpoints(const endpoint_v3::ClusterLoadAssignme
     if (locality.priority() >= static_cast<std::uint32_t>(cla.endpoints_size())) {
       return invalid(absl::StrCat(where, ".priority ", locality.priority(),
                                   ": priorities are not contiguous from 0"));
+    }
+    if (locality.priority() >= kMaxPrioritiesPerCluster) {
+      return invalid(absl::StrCat(where, ".priority ", locality.priority(), ": over ",
+                                  kMaxPrioritiesPerCluster, " priorities"));
     }
     if (locality.priority() >= out.priorities.size()) {
       out.priorities.resize(locality.priority() + 1);

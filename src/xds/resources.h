@@ -101,13 +101,23 @@ struct ClusterResource {
 struct EndpointLocality {
   std::uint32_t weight = 0;
   std::vector<Address> addresses;
+  friend bool operator==(const EndpointLocality&, const EndpointLocality&) = default;
 };
 
 struct EndpointsResource {
   // priorities[p]: the localities of priority p, each with a non-zero weight (A27: a locality
   // without one is ignored). Priorities are contiguous from 0.
   std::vector<std::vector<EndpointLocality>> priorities;
+  friend bool operator==(const EndpointsResource&, const EndpointsResource&) = default;
 };
+
+// Bounds on a ClusterLoadAssignment (beyond them it is NACKed), the same as a channel's priority
+// policy keeps to (client/priority_policy.h): a channel connects to every endpoint of the
+// priorities it reaches, chooses a priority in time linear in their count on each change, and
+// rebuilds a priority's picker in time linear in its endpoints.
+inline constexpr std::size_t kMaxLocalitiesPerCluster = 10000;
+inline constexpr std::size_t kMaxEndpointsPerCluster = 10000;
+inline constexpr std::size_t kMaxPrioritiesPerCluster = 1000;
 
 using Resource = std::variant<ListenerResource, RouteConfig, ClusterResource, EndpointsResource>;
 
@@ -148,7 +158,7 @@ bool route_matches(const Route& route, std::string_view path, const Metadata& me
 // Which of route's weighted_clusters (not empty) a call goes to, by weight.
 std::size_t pick_weighted(const Route& route, RouteRandom& random);
 
-// The addresses a channel spreads its calls over: those of the lowest priority that has any.
+// The addresses of the lowest priority that has any (none: the cluster has no healthy endpoint).
 std::vector<Address> addresses_to_use(const EndpointsResource& endpoints);
 
 }  // namespace ferry::xds::detail

@@ -415,7 +415,7 @@ std::optional<WatchResult> XdsClient::follow(
     const std::string name(name_view);
     CachedResource& c = lookup(ResourceType::kCluster, name);
     std::optional<WatchResult> absent;  // why the cluster has no endpoints, when known
-    std::optional<std::vector<Address>> addresses;
+    std::optional<EndpointsResource> endpoints;
     if (!c.value.has_value()) {
       absent = missing(c, "cluster", name);
     } else {
@@ -424,16 +424,16 @@ std::optional<WatchResult> XdsClient::follow(
       if (!e.value.has_value()) {
         absent = missing(e, "endpoints", eds_name);
       } else {
-        addresses = addresses_to_use(std::get<EndpointsResource>(*e.value));
+        endpoints = std::get<EndpointsResource>(*e.value);
       }
     }
-    if (addresses.has_value()) {
-      if (addresses->empty()) {
+    if (endpoints.has_value()) {
+      if (addresses_to_use(*endpoints).empty()) {
         config.clusters.emplace_back(
             name, absl::UnavailableError(
                       absl::StrCat("xDS: cluster '", name, "' has no healthy endpoint")));
       } else {
-        config.clusters.emplace_back(name, *std::move(addresses));
+        config.clusters.emplace_back(name, *std::move(endpoints));
       }
     } else if (absent.has_value()) {
       config.clusters.emplace_back(name, absent->status());

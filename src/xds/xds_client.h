@@ -55,14 +55,14 @@ inline constexpr std::size_t kMaxNackMessageBytes = 4096;
 inline constexpr std::size_t kMaxWatches = 10000;
 
 // What a watch of a listener yields: the routes of its virtual host and, for every cluster they
-// name, the addresses its endpoints give or why it has none (gRFC A28: each call picks its route
-// and cluster). Or UNAVAILABLE saying why there is no configuration at all (the listener does not
-// exist, a resource was NACKed before any good version arrived, the control plane cannot be
-// reached and nothing is cached).
+// name, its endpoints by priority and locality (gRFC A27) or why it has none (gRFC A28: each call
+// picks its route and cluster). Or UNAVAILABLE saying why there is no configuration at all (the
+// listener does not exist, a resource was NACKed before any good version arrived, the control plane
+// cannot be reached and nothing is cached).
 struct XdsConfig {
   VirtualHost virtual_host;
   // By name, each once.
-  std::vector<std::pair<std::string, absl::StatusOr<std::vector<Address>>>> clusters;
+  std::vector<std::pair<std::string, absl::StatusOr<EndpointsResource>>> clusters;
   friend bool operator==(const XdsConfig&, const XdsConfig&) = default;
 };
 using WatchResult = absl::StatusOr<XdsConfig>;

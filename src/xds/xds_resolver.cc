@@ -17,6 +17,7 @@
 #include "asio/steady_timer.hpp"
 #include "asio/use_awaitable.hpp"
 #include "client/call_router.h"
+#include "client/priority_policy.h"
 #include "common/strings.h"
 #include "ferry/xds.h"
 #include "xds/xds_client.h"
@@ -75,15 +76,42 @@ class XdsRouter final : public ::ferry::detail::CallRouter {
   std::vector<std::vector<int>> targets_;  // per route: its clusters' indices
 };
 
-RoutingResult routing_of(const detail::WatchResult& result) {
+static_assert(detail::kMaxLocalitiesPerCluster == ::ferry::detail::kMaxLocalitiesPerCluster &&
+                  detail::kMaxEndpointsPerCluster == ::ferry::detail::kMaxEndpointsPerCluster &&
+                  detail::kMaxPrioritiesPerCluster == ::ferry::detail::kMaxPrioritiesPerCluster,
+              "what ferry::xds NACKs is what a channel's priority policy takes");
+
+// A cluster's endpoints as its channel's priority policy takes them (gRFC A27), and all its
+// addresses.
+::ferry::detail::RoutedCluster routed_cluster(const std::string& name,
+                                              const absl::StatusOr<detail::EndpointsResource>& e) {
+  if (!e.ok()) return {name, e.status()};
+  ::ferry::detail::RoutedCluster out{name, std::vector<Address>()};
+  std::vector<Address> all;
+  for (const auto& priority : e->priorities) {
+    std::vector<::ferry::detail::RoutedLocality> localities;
+    localities.reserve(priority.size());
+    for (const detail::EndpointLocality& locality : priority) {
+      localities.push_back({locality.weight, locality.addresses});
+      all.insert(all.end(), locality.addresses.begin(), locality.addresses.end());
+    }
+    out.priorities.push_back(std::move(localities));
+  }
+  out.addresses = std::move(all);
+  return out;
+}
+
+RoutingResult routing_of(const detail::WatchResult& result, const XdsClientOptions& options) {
   if (!result.ok()) return result.status();
   ::ferry::detail::RoutingConfig config;
   std::vector<std::string> names;
-  for (const auto& [name, addresses] : result->clusters) {
+  for (const auto& [name, endpoints] : result->clusters) {
     names.push_back(name);
-    config.clusters.push_back({name, addresses});
+    config.clusters.push_back(routed_cluster(name, endpoints));
   }
   config.router = std::make_shared<XdsRouter>(result->virtual_host, names);
+  config.failover_timeout = options.priority_failover_timeout;
+  config.retention_timeout = options.priority_retention_timeout;
   return config;
 }
 
@@ -97,16 +125,17 @@ struct ResolverState {
 
 class XdsResolver final : public Resolver, public ::ferry::detail::RoutingResolver {
  public:
-  XdsResolver(std::shared_ptr<detail::XdsClient> client, std::string listener)
+  XdsResolver(std::shared_ptr<detail::XdsClient> client, std::string listener,
+              const XdsClientOptions& options)
       : client_(std::move(client)), state_(std::make_shared<ResolverState>()) {
-    id_ = client_->watch(std::move(listener), [weak = std::weak_ptr<ResolverState>(state_)](
-                                                  const detail::WatchResult& result) {
+    id_ = client_->watch(std::move(listener), [weak = std::weak_ptr<ResolverState>(state_),
+                                               options](const detail::WatchResult& result) {
       auto state = weak.lock();
       if (state == nullptr) return;
       std::function<void()> changed;
       {
         std::lock_guard lock(state->mutex);
-        state->latest = routing_of(result);
+        state->latest = routing_of(result, options);
         for (auto& timer : state->waiters) {
           asio::post(timer->get_executor(), [timer] { timer->cancel(); });
         }
@@ -189,7 +218,7 @@ absl::StatusOr<std::shared_ptr<Resolver>> make_resolver(std::string_view target,
     return absl::InvalidArgumentError("xds bootstrap: no xds_servers");
   }
   return std::make_shared<XdsResolver>(detail::XdsClient::shared(bootstrap, options),
-                                       *std::move(listener));
+                                       *std::move(listener), options);
 }
 
 void register_resolver() {

@@ -8,6 +8,9 @@
 //	                 Collect, a client-streaming method, takes one request as a unary call) with
 //	                 the metadata given, each wait-for-ready with a 10 s deadline -> "ok" |
 //	                 "error CODE MESSAGE" (the first failure)
+//	fail_fast N [METHOD [KEY=VALUE...]]  the same without wait-for-ready (a call fails at once
+//	                 when its cluster is in TRANSIENT_FAILURE), all N made whatever fails -> "ok" |
+//	                 "failed K CODE MESSAGE" (K of them failed; the first failure's status)
 //
 // Requests and responses are sent as google.protobuf.Empty: an empty EchoRequest, and the
 // EchoResponse's fields kept as unknown ones. Runs until stdin closes.
@@ -44,7 +47,7 @@ func main() {
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		cmd, arg, _ := strings.Cut(in.Text(), " ")
-		if cmd != "call" {
+		if cmd != "call" && cmd != "fail_fast" {
 			fmt.Fprintf(out, "error unknown command %q\n", cmd)
 			out.Flush()
 			continue
@@ -64,16 +67,28 @@ func main() {
 			n, _ = strconv.Atoi(fields[0])
 		}
 		answer := "ok"
+		waitForReady := cmd == "call"
+		failed := 0
 		for i := 0; i < n; i++ {
 			ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(context.Background(), md...), 10*time.Second)
 			err := conn.Invoke(ctx, method, &emptypb.Empty{}, &emptypb.Empty{},
-				grpc.WaitForReady(true))
+				grpc.WaitForReady(waitForReady))
 			cancel()
 			if err != nil {
 				s := status.Convert(err)
-				answer = fmt.Sprintf("error %s %s", s.Code(), strings.ReplaceAll(s.Message(), "\n", " "))
-				break
+				message := strings.ReplaceAll(s.Message(), "\n", " ")
+				if waitForReady {
+					answer = fmt.Sprintf("error %s %s", s.Code(), message)
+					break
+				}
+				if failed == 0 {
+					answer = fmt.Sprintf("%s %s", s.Code(), message)
+				}
+				failed++
 			}
+		}
+		if failed > 0 {
+			answer = fmt.Sprintf("failed %d %s", failed, answer)
 		}
 		fmt.Fprintln(out, answer)
 		out.Flush()

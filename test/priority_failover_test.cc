@@ -1,0 +1,234 @@
+// gRFC A27's priority policy (client/priority_policy.h) over real connections to loopback ferry
+// servers: only the priorities it needs are created; a priority whose servers went away hands
+// the calls to the next without a TRANSIENT_FAILURE in between, and takes them back once its
+// servers are back on their ports; the lower priority keeps its connections for the retention
+// time only; a priority stuck connecting (a black-holed address) hands over when the failover
+// timer fires; every endpoint failing is TRANSIENT_FAILURE without spinning; priorities flapping
+// on every update neither spin nor pile up subchannels.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "asio/io_context.hpp"
+#include "asio/ip/tcp.hpp"
+#include "client/priority_policy.h"
+#include "ferry/server.h"
+#include "support/echo_service.h"
+
+namespace ferry::priority_failover_test {
+namespace {
+
+using namespace std::chrono_literals;
+using detail::PriorityPolicy;
+using detail::RoutedLocality;
+using detail::Subchannel;
+using State = ConnectivityState;
+
+Address loopback(int port) {
+  Address a;
+  a.tcp = asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"),
+                                  static_cast<unsigned short>(port));
+  return a;
+}
+
+// A ferry Echo server that can stop and start again on its port.
+class Backend {
+ public:
+  Backend() : service_(&probe_) { start(0); }
+  ~Backend() { stop(); }
+  void start(int port) {
+    server_.emplace();
+    server_->add_service(service_);
+    absl::StatusOr<int> bound = server_->start("127.0.0.1", port);
+    ASSERT_TRUE(bound.ok()) << bound.status();
+    port_ = *bound;
+  }
+  void restart() { start(port_); }
+  void stop() {
+    if (server_.has_value()) server_->shutdown(0ms);
+    server_.reset();
+  }
+  Address address() const { return loopback(port_); }
+
+ private:
+  testing::EchoProbe probe_;
+  testing::EchoService service_;
+  std::optional<Server> server_;
+  int port_ = 0;
+};
+
+// A cluster's channel side, as ChannelCore's ClusterSet is: makes the subchannels, hands their
+// reports to the policy, records what the policy publishes.
+class Cluster final : public detail::PriorityPolicyHelper, public detail::SubchannelListener {
+ public:
+  Cluster() {
+    auto settings = std::make_shared<detail::SubchannelSettings>();
+    settings->options.backoff.initial = 100ms;
+    settings->options.backoff.max = 200ms;
+    settings_ = std::move(settings);
+    policy_.emplace(io_.get_executor(), *this);
+  }
+  ~Cluster() override {
+    policy_->shutdown(/*graceful=*/false);
+    io_.run_for(20ms);
+  }
+  std::shared_ptr<Subchannel> make_subchannel(Address address) override {
+    ++subchannels_made;
+    return std::make_shared<Subchannel>(io_.get_executor(), std::move(address), settings_, this);
+  }
+  void update_picker(detail::LocalityPicker next, State next_state, absl::Status error) override {
+    picker = std::move(next);
+    state = next_state;
+    last_error = std::move(error);
+    states.push_back(next_state);
+  }
+  void on_subchannel_state(Subchannel* subchannel, State s) override {
+    policy_->on_subchannel_state(subchannel, s);
+  }
+
+  PriorityPolicy& policy() { return *policy_; }
+  void update(std::vector<std::vector<RoutedLocality>> priorities,
+              std::chrono::milliseconds failover = 10s,
+              std::chrono::milliseconds retention = 15min) {
+    policy_->update(std::move(priorities), {failover, retention});
+  }
+  // Runs the loop until done() (true) or timeout (false).
+  bool run_until(const std::function<bool()>& done, std::chrono::milliseconds timeout = 10s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!done()) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      io_.run_for(5ms);
+    }
+    return true;
+  }
+  void run_for(std::chrono::milliseconds d) { io_.run_for(d); }
+  bool ready_on(int priority) {
+    return policy_->current_priority() == priority && state == State::kReady && !picker.empty();
+  }
+
+  detail::LocalityPicker picker;
+  State state = State::kIdle;
+  absl::Status last_error;
+  std::vector<State> states;  // every published state, in order
+  int subchannels_made = 0;
+
+ private:
+  asio::io_context io_;
+  std::shared_ptr<const detail::SubchannelSettings> settings_;
+  std::optional<PriorityPolicy> policy_;
+};
+
+// A port nothing listens on (connections refused at once).
+int refused_port() {
+  asio::io_context io;
+  asio::ip::tcp::acceptor acceptor(io, asio::ip::tcp::endpoint(asio::ip::tcp::v4(), 0));
+  return acceptor.local_endpoint().port();
+}
+
+std::vector<std::vector<RoutedLocality>> two_priorities(const Address& p0, const Address& p1) {
+  return {{RoutedLocality{1, {p0}}}, {RoutedLocality{1, {p1}}}};
+}
+
+TEST(PriorityFailover, UsesPriorityZeroAndCreatesNoOther) {
+  Backend a, b;
+  Cluster cluster;
+  cluster.update(two_priorities(a.address(), b.address()));
+  ASSERT_TRUE(cluster.run_until([&] { return cluster.ready_on(0); }));
+  cluster.run_for(200ms);
+  // Lazy: priority 1 was never needed, so never connected.
+  EXPECT_EQ(cluster.policy().created_priorities(), 1u);
+  EXPECT_EQ(cluster.subchannels_made, 1);
+  EXPECT_TRUE(cluster.ready_on(0));
+}
+
+TEST(PriorityFailover, ServersGoneHandOverToTheNextPriorityAndBackOnTheirReturn) {
+  Backend a, b;
+  Cluster cluster;
+  cluster.update(two_priorities(a.address(), b.address()), 10s, /*retention=*/500ms);
+  ASSERT_TRUE(cluster.run_until([&] { return cluster.ready_on(0); }));
+  const std::size_t before = cluster.states.size();
+  a.stop();
+  // Priority 0's only endpoint refuses connections: TRANSIENT_FAILURE at once, so priority 1
+  // (created now) takes over well before the 10 s failover timer.
+  const auto stopped = std::chrono::steady_clock::now();
+  ASSERT_TRUE(cluster.run_until([&] { return cluster.ready_on(1); }, 5s));
+  EXPECT_LT(std::chrono::steady_clock::now() - stopped, 5s);
+  // Calls never saw TRANSIENT_FAILURE meanwhile (they waited while priority 1 connected).
+  for (std::size_t i = before; i < cluster.states.size(); ++i) {
+    EXPECT_NE(cluster.states[i], State::kTransientFailure) << i;
+  }
+  // Priority 0 stays created and retries: back on its port, it takes the calls back.
+  a.restart();
+  ASSERT_TRUE(cluster.run_until([&] { return cluster.ready_on(0); }, 5s));
+  // Priority 1 keeps its connections for the retention time, then lets them go.
+  EXPECT_EQ(cluster.policy().created_priorities(), 2u);
+  ASSERT_TRUE(cluster.run_until([&] { return cluster.policy().created_priorities() == 1; }, 3s));
+  EXPECT_TRUE(cluster.ready_on(0));
+}
+
+TEST(PriorityFailover, APriorityStillConnectingWhenTheFailoverTimerFiresHandsOver) {
+  // Accepts TCP (the kernel's backlog) but never speaks HTTP/2: CONNECTING for the attempt's
+  // 20 s connect timeout.
+  asio::io_context io;
+  asio::ip::tcp::acceptor black_hole(io, asio::ip::tcp::endpoint(asio::ip::tcp::v4(), 0));
+  Backend b;
+  Cluster cluster;
+  const auto start = std::chrono::steady_clock::now();
+  cluster.update(two_priorities(loopback(black_hole.local_endpoint().port()), b.address()),
+                 /*failover=*/300ms);
+  cluster.run_for(100ms);
+  EXPECT_EQ(cluster.policy().current_priority(), 0);
+  EXPECT_EQ(cluster.state, State::kConnecting);  // calls wait for it
+  EXPECT_EQ(cluster.policy().created_priorities(), 1u);
+  ASSERT_TRUE(cluster.run_until([&] { return cluster.ready_on(1); }, 5s));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 280ms);
+}
+
+TEST(PriorityFailover, EveryEndpointFailingIsTransientFailureWithoutSpinning) {
+  Cluster cluster;
+  cluster.update({{RoutedLocality{1, {loopback(refused_port())}}},
+                  {RoutedLocality{1, {loopback(refused_port())}}, RoutedLocality{0, {}}}});
+  ASSERT_TRUE(cluster.run_until([&] { return cluster.state == State::kTransientFailure; }, 5s));
+  EXPECT_EQ(cluster.policy().current_priority(), 1);  // the last one's failure is reported
+  EXPECT_TRUE(cluster.picker.empty());
+  EXPECT_FALSE(cluster.last_error.ok());
+  EXPECT_EQ(cluster.subchannels_made, 2);
+  // The endpoints retry with back-off (100 to 200 ms here): a handful of reports a second, and
+  // the state stays TRANSIENT_FAILURE (sticky, as gRPC's round_robin) while they do.
+  const std::size_t before = cluster.states.size();
+  cluster.run_for(1s);
+  EXPECT_LT(cluster.states.size() - before, 60u);
+  for (std::size_t i = before; i < cluster.states.size(); ++i) {
+    EXPECT_EQ(cluster.states[i], State::kTransientFailure) << i;
+  }
+}
+
+TEST(PriorityFailover, PrioritiesFlappingOnEveryUpdateNeitherSpinNorPileUp) {
+  Backend a, b;
+  Cluster cluster;
+  cluster.update(two_priorities(a.address(), b.address()));
+  ASSERT_TRUE(cluster.run_until([&] { return cluster.ready_on(0); }));
+  // 500 updates swapping the priorities, a millisecond apart at most.
+  for (int i = 0; i < 500; ++i) {
+    cluster.update(i % 2 == 0 ? two_priorities(b.address(), a.address())
+                              : two_priorities(a.address(), b.address()));
+    cluster.run_for(1ms);
+  }
+  // At most one new subchannel per update (an address moving to a priority not created), their
+  // predecessors shut down; once it settles, priority 0 serves again.
+  EXPECT_LE(cluster.subchannels_made, 502);
+  ASSERT_TRUE(cluster.run_until([&] { return cluster.ready_on(0); }));
+  // The bounds: priorities past 1,000, localities past 10,000 are dropped, never kept.
+  std::vector<std::vector<RoutedLocality>> many(1200, {RoutedLocality{1, {}}});
+  many[0] = {RoutedLocality{1, {a.address()}}};
+  cluster.update(std::move(many));
+  ASSERT_TRUE(cluster.run_until([&] { return cluster.ready_on(0); }));
+  EXPECT_EQ(cluster.policy().created_priorities(), 1u);
+}
+
+}  // namespace
+}  // namespace ferry::priority_failover_test
