@@ -609,6 +609,38 @@ void run_route_settings_scenarios(ControlPlane& cp, AttemptBackend& a,
   EXPECT_EQ(cp.command("nacks"), "0");
 }
 
+// gRFC A31: a call's retries go to the cluster its first attempt went to. Routes split 50/50
+// between c1 (backend a) and c2 (b), with one retry on UNAVAILABLE; both backends fail every
+// call's first attempt. call_n(n) makes n calls, call i with x-call-id "call-i", and answers
+// "ok" or the first failure.
+void run_retries_keep_their_cluster(ControlPlane& cp, AttemptBackend& a, AttemptBackend& b,
+                                    const std::function<std::string(int)>& call_n) {
+  a.service().fail_attempts = 1;
+  b.service().fail_attempts = 1;
+  auto cluster = [](const std::string& name, const AttemptBackend& backend) {
+    return absl::StrCat(R"({"name": ")", name,
+                        R"(", "localities": [{"priority": 0, "weight": 1, "addresses": [")",
+                        backend.address(), R"("]}]})");
+  };
+  ASSERT_EQ(cp.command(absl::StrCat(
+                "snapshot 1 ",
+                R"({"listeners": [{"name": "svc", "rds": "route-svc"}], "routes": [{"name": )",
+                R"("route-svc", "routes": [{"prefix": "/", "weighted": [{"cluster": "c1", )",
+                R"("weight": 50}, {"cluster": "c2", "weight": 50}], "retry_policy": )",
+                R"({"retry_on": "unavailable", "num_retries": 1, "base_interval_ms": 1}}]}], )",
+                R"("clusters": [{"name": "c1"}, {"name": "c2"}], "endpoints": [)", cluster("c1", a),
+                ", ", cluster("c2", b), "]}")),
+            "ok");
+  constexpr int kCalls = 40;
+  ASSERT_EQ(call_n(kCalls), "ok");
+  const auto by_a = a.service().attempts_by_call(), by_b = b.service().attempts_by_call();
+  for (const auto& [id, n] : by_a) EXPECT_EQ(n, 2) << id << " also went to b";
+  for (const auto& [id, n] : by_b) EXPECT_EQ(n, 2) << id << " also went to a";
+  EXPECT_EQ(by_a.size() + by_b.size(), static_cast<std::size_t>(kCalls));
+  EXPECT_GE(by_a.size(), 5u);
+  EXPECT_GE(by_b.size(), 5u);
+}
+
 std::string grpc_go_code_name(const absl::Status& status) {
   switch (status.code()) {
     case absl::StatusCode::kOk:
@@ -629,6 +661,21 @@ TEST(XdsControlPlane, RouteMaxStreamDurationAndRetryPolicy) {
   AttemptBackend a;
   auto channel = xds_channel(cp.port());
   run_route_settings_scenarios(cp, a, [&] { return grpc_go_code_name(echo(*channel)); });
+}
+
+TEST(XdsControlPlane, ARetryGoesToTheClusterOfItsCallsFirstAttempt) {
+  if (peer_missing()) GTEST_SKIP() << "xds_control_plane_go not installed: " << peer_path();
+  ControlPlane cp;
+  ASSERT_GT(cp.port(), 0);
+  AttemptBackend a, b;
+  auto channel = xds_channel(cp.port());
+  run_retries_keep_their_cluster(cp, a, b, [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      absl::Status status = echo(*channel, true, {{"x-call-id", absl::StrCat("call-", i)}});
+      if (!status.ok()) return grpc_go_code_name(status);
+    }
+    return std::string("ok");
+  });
 }
 
 // The same scenarios through grpc-go's xDS client (xds_client_go), with the same bootstrap,
@@ -787,6 +834,17 @@ TEST(XdsGrpcGo, RouteMaxStreamDurationAndRetryPolicy) {
     const std::string answer = client.call(1);
     if (answer.rfind("error ", 0) != 0) return answer;
     return answer.substr(6, answer.find(' ', 6) - 6);  // the code's name
+  });
+}
+
+TEST(XdsGrpcGo, ARetryGoesToTheClusterOfItsCallsFirstAttempt) {
+  if (grpc_go_missing()) GTEST_SKIP() << "xds peers not installed in " << FERRY_PEERS_DIR;
+  ControlPlane cp;
+  ASSERT_GT(cp.port(), 0);
+  AttemptBackend a, b;
+  GrpcGoXdsClient client(cp.port());
+  run_retries_keep_their_cluster(cp, a, b, [&](int n) {
+    return client.call(n, "/ferry.testing.Echo/Echo", "x-call-id=call-{i}");
   });
 }
 
