@@ -1374,5 +1374,60 @@ TEST(XdsRouteSettings, RawMessagesGoThroughOnARouteWithoutARetryPolicy) {
   EXPECT_EQ(a.service().attempts(), 1);
 }
 
+// A retry whose cluster has left the configuration meanwhile fails with UNAVAILABLE (gRFC A31:
+// the call keeps its cluster; ferry drops a cluster's connections with the configuration, where
+// gRPC keeps them until the cluster's calls end), rather than going to another cluster.
+TEST(XdsRouteSettings, ARetryWhoseClusterLeftTheConfigurationFailsWithUnavailable) {
+  AttemptBackend a, b;
+  a.service().fail_attempts = 1;
+  a.service().pushback_ms = 1000;  // the retry waits 1 s: the update comes in between
+  auto routes = [](int version) {
+    auto rc = route_config("route", version == 1 ? "ca" : "cb");
+    if (version == 1) {  // cb named too (subscribed from the start), for other calls
+      auto* other = rc.mutable_virtual_hosts(0)->add_routes();
+      *other = rc.virtual_hosts(0).routes(0);
+      other->mutable_route()->set_cluster("cb");
+      rc.mutable_virtual_hosts(0)->mutable_routes(0)->mutable_match()->set_prefix(
+          "/ferry.testing.Echo/");
+    }
+    return rc;
+  };
+  FakeControlPlane cp([&](const DiscoveryRequest& request, int) -> Reply {
+    if (request.type_url() == kEds && !first_of_its_type(request) &&
+        request.version_info() == "1" && !request.has_error_detail()) {
+      // The ACK of the endpoints: the channel has its configuration, and its call has started.
+      // Routes without ca come 300 ms later.
+      std::this_thread::sleep_for(300ms);
+      return {{response(kRds, "2", "r2", {pack(routes(2))})}, {}};
+    }
+    if (!first_of_its_type(request)) return {};
+    if (request.type_url() == kLds)
+      return {{response(kLds, "1", "l1", {pack(listener("svc", "route"))})}, {}};
+    if (request.type_url() == kRds) return {{response(kRds, "1", "r1", {pack(routes(1))})}, {}};
+    if (request.type_url() == kCds) {
+      return {{response(kCds, "1", "c1", {pack(eds_cluster("ca")), pack(eds_cluster("cb"))})}, {}};
+    }
+    return {{response(kEds, "1", "e1",
+                      {pack(endpoints("ca", a.port())), pack(endpoints("cb", b.port()))})},
+            {}};
+  });
+  absl::StatusOr<std::shared_ptr<Resolver>> resolver =
+      xds::make_resolver("xds:///svc", bootstrap_for(cp.port()), fast_options());
+  ASSERT_TRUE(resolver.ok());
+  ChannelOptions options;
+  options.resolver = *resolver;
+  options.method_config.retry_policy.emplace();
+  options.method_config.retry_policy->max_attempts = 2;
+  Channel channel("xds:///svc", options);
+  absl::Status status = echo_on(channel);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_NE(status.message().find("left the configuration"), std::string::npos) << status;
+  EXPECT_EQ(a.service().attempts(), 1);
+  EXPECT_EQ(b.service().attempts(), 0);
+  // Later calls take the new routes: to cb.
+  EXPECT_TRUE(echo_on(channel).ok());
+  EXPECT_EQ(b.service().attempts(), 1);
+}
+
 }  // namespace
 }  // namespace ferry::xds_client_test

@@ -1,8 +1,9 @@
 // An Echo service that sees a call's attempts (test support): for tests of how a channel retries
 // and times out calls (xDS routes, gRFC A31 and A44), whichever client makes them. Each attempt
 // of Echo is recorded with its call's x-call-id metadata, its grpc-previous-rpc-attempts, and
-// fails with UNAVAILABLE while that is under fail_attempts; every attempt first waits delay_ms
-// (ending early when the call is cancelled). Collect, Expand and Chat are not served.
+// fails with UNAVAILABLE while that is under fail_attempts (with a grpc-retry-pushback-ms trailer
+// when pushback_ms is set); every attempt first waits delay_ms (ending early when the call is
+// cancelled). Collect, Expand and Chat are not served.
 #pragma once
 
 #include <algorithm>
@@ -28,6 +29,8 @@ class AttemptEcho final : public Echo::Service {
   std::atomic<int> fail_attempts{0};
   // Each attempt's wait before it answers.
   std::atomic<int> delay_ms{0};
+  // Over 0: a failed attempt asks for this wait before the next (grpc-retry-pushback-ms).
+  std::atomic<int> pushback_ms{0};
 
   int attempts() const {
     std::lock_guard lock(mutex_);
@@ -64,6 +67,9 @@ class AttemptEcho final : public Echo::Service {
       co_await timer.async_wait(asio::use_awaitable);
     }
     if (previous < fail_attempts.load()) {
+      if (pushback_ms.load() > 0) {
+        ctx.add_trailing_metadata("grpc-retry-pushback-ms", std::to_string(pushback_ms.load()));
+      }
       co_return absl::UnavailableError("AttemptEcho: this attempt fails");
     }
     response.set_payload(request.payload());
