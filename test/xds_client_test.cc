@@ -1429,5 +1429,32 @@ TEST(XdsRouteSettings, ARetryWhoseClusterLeftTheConfigurationFailsWithUnavailabl
   EXPECT_EQ(b.service().attempts(), 1);
 }
 
+// A stream on an xDS channel is retried by its route's policy too (its kept request sent again),
+// to the same cluster.
+TEST(XdsRouteSettings, AStreamIsRetriedByItsRoutesPolicy) {
+  AttemptBackend a, b;
+  a.service().fail_attempts = 1;
+  auto rc = route_to_ca(
+      [](auto& r) { r.mutable_route()->mutable_retry_policy()->set_retry_on("unavailable"); });
+  RoutedControlPlane cp(rc, a.port(), b.port());
+  auto channel = cp.channel();
+  ClientContext ctx;
+  ctx.set_timeout(10s);
+  ctx.set_wait_for_ready(true);
+  ClientStream stream =
+      channel->open("/ferry.testing.Echo/Echo", RpcKind::kUnary, ctx, asio::use_future).get();
+  testing::EchoRequest request;
+  request.set_payload("again");
+  absl::Status written = stream.write_last(request, asio::use_future).get();
+  EXPECT_TRUE(written.ok()) << written;
+  testing::EchoResponse response;
+  EXPECT_TRUE(stream.read(response, asio::use_future).get());
+  absl::Status status = stream.finish(asio::use_future).get();
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(response.payload(), "again");
+  EXPECT_EQ(a.service().attempts(), 2);
+  EXPECT_EQ(b.service().attempts(), 0);
+}
+
 }  // namespace
 }  // namespace ferry::xds_client_test
