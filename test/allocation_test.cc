@@ -378,25 +378,30 @@ class SplitRouter final : public detail::CallRouter {
     rest.pattern = "/";
     rest.cluster = "a";
     host_.routes.push_back(rest);
+    // The route's settings (gRFC A31's timeout, A44's retry policy) apply per call as well.
+    config_.timeout = std::chrono::seconds(30);
+    config_.retry_policy.emplace();
+    config_.retry_policy->max_attempts = 3;
   }
-  int route(std::string_view method, const ClientContext& context,
-            absl::Status& error) const override {
+  detail::RouteChoice route(std::string_view method, const ClientContext& context,
+                            absl::Status& error) const override {
     const int r = xds::detail::match_route(host_, method, context.metadata(), random_);
     if (r < 0) {
       error = absl::UnavailableError("no route");
-      return -1;
+      return {};
     }
     const xds::detail::Route& route = host_.routes[r];
     const int cluster = route.weighted_clusters.empty()
                             ? 0
                             : static_cast<int>(xds::detail::pick_weighted(route, random_));
     ++picks_[cluster];
-    return cluster;
+    return {cluster, &config_};
   }
   std::int64_t picks(int cluster) const { return picks_[cluster]; }
 
  private:
   xds::detail::VirtualHost host_;
+  detail::RouteCallConfig config_;
   mutable xds::detail::RouteRandom random_{7};
   mutable std::int64_t picks_[2] = {0, 0};  // on the channel's thread only
 };

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "asio/use_future.hpp"
 #include "envoy/config/cluster/v3/cluster.pb.h"
 #include "envoy/config/endpoint/v3/endpoint.pb.h"
 #include "envoy/config/listener/v3/listener.pb.h"
@@ -30,6 +32,7 @@
 #include "ferry/server.h"
 #include "ferry/slice_chain.h"
 #include "ferry/xds.h"
+#include "support/attempt_echo.h"
 #include "support/echo_service.h"
 #include "xds/resources.h"
 
@@ -1027,6 +1030,550 @@ TEST(XdsEndpoints, PrioritiesAndWeightedLocalitiesThroughAChannel) {
     ASSERT_TRUE(status.ok()) << i << " " << status;
   }
   EXPECT_EQ(c.calls(), 50);
+}
+
+// gRFC A31 and A44: what a route sets for its calls besides their cluster.
+google::protobuf::Duration duration_of(std::int64_t seconds, std::int32_t nanos = 0) {
+  google::protobuf::Duration d;
+  d.set_seconds(seconds);
+  d.set_nanos(nanos);
+  return d;
+}
+
+envoy::config::listener::v3::Listener listener_with_max_stream_duration(
+    const google::protobuf::Duration& max) {
+  envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager hcm;
+  hcm.mutable_rds()->set_route_config_name("route");
+  hcm.mutable_rds()->mutable_config_source()->mutable_ads();
+  *hcm.mutable_common_http_protocol_options()->mutable_max_stream_duration() = max;
+  auto l = listener("svc", "route");
+  l.mutable_api_listener()->mutable_api_listener()->PackFrom(hcm);
+  return l;
+}
+
+TEST(XdsRouteSettings, MaxStreamDurationTakesGrpcTimeoutHeaderMaxFirstAndIsBounded) {
+  using Route = envoy::config::route::v3::Route;
+  auto decoded = [](const std::function<void(Route&)>& edit) {
+    return decoded_host(one_route(edit));
+  };
+  auto msd = [](Route& r) { return r.mutable_route()->mutable_max_stream_duration(); };
+  // Unset: nothing (the listener's default applies).
+  EXPECT_EQ(decoded([](Route&) {})->routes[0].max_stream_duration, std::nullopt);
+  EXPECT_EQ(decoded([&](Route& r) { msd(r); })->routes[0].max_stream_duration, std::nullopt);
+  // max_stream_duration alone.
+  EXPECT_EQ(decoded([&](Route& r) { *msd(r)->mutable_max_stream_duration() = duration_of(5); })
+                ->routes[0]
+                .max_stream_duration,
+            5000ms);
+  // grpc_timeout_header_max, when present, wins, even at 0 (no limit).
+  EXPECT_EQ(decoded([&](Route& r) {
+              *msd(r)->mutable_max_stream_duration() = duration_of(5);
+              *msd(r)->mutable_grpc_timeout_header_max() = duration_of(2);
+            })
+                ->routes[0]
+                .max_stream_duration,
+            2000ms);
+  EXPECT_EQ(decoded([&](Route& r) {
+              *msd(r)->mutable_max_stream_duration() = duration_of(5);
+              *msd(r)->mutable_grpc_timeout_header_max() = duration_of(0);
+            })
+                ->routes[0]
+                .max_stream_duration,
+            0ms);
+  // A part of a millisecond counts as one; the protobuf maximum (10,000 years) is taken whole.
+  EXPECT_EQ(decoded([&](Route& r) { *msd(r)->mutable_max_stream_duration() = duration_of(0, 1); })
+                ->routes[0]
+                .max_stream_duration,
+            1ms);
+  EXPECT_EQ(decoded([&](Route& r) {
+              *msd(r)->mutable_max_stream_duration() = duration_of(315576000000, 999999999);
+            })
+                ->routes[0]
+                .max_stream_duration,
+            std::chrono::milliseconds(315576000000000 + 1000));
+  // Out of the Duration's range: NACKed, naming the field.
+  auto nack = [&](const google::protobuf::Duration& d, bool header_max = false) {
+    auto host = decoded([&](Route& r) {
+      *(header_max ? msd(r)->mutable_grpc_timeout_header_max()
+                   : msd(r)->mutable_max_stream_duration()) = d;
+    });
+    return host.ok() ? std::string() : std::string(host.status().message());
+  };
+  EXPECT_NE(nack(duration_of(-1)).find("max_stream_duration.max_stream_duration: seconds -1"),
+            std::string::npos)
+      << nack(duration_of(-1));
+  EXPECT_NE(nack(duration_of(-1), true).find("grpc_timeout_header_max: seconds -1"),
+            std::string::npos);
+  EXPECT_NE(nack(duration_of(0, -1)).find("nanos -1"), std::string::npos);
+  EXPECT_NE(nack(duration_of(0, 1000000000)).find("nanos 1000000000"), std::string::npos);
+  EXPECT_NE(nack(duration_of(315576000001)).find("seconds 315576000001"), std::string::npos);
+  EXPECT_NE(nack(duration_of(std::numeric_limits<std::int64_t>::max())).find("is not in"),
+            std::string::npos);
+  EXPECT_NE(nack(duration_of(std::numeric_limits<std::int64_t>::min())).find("is not in"),
+            std::string::npos);
+  // The listener's default: HttpConnectionManager.common_http_protocol_options, validated alike.
+  xd::DecodedResource l =
+      decode(xd::ResourceType::kListener, listener_with_max_stream_duration(duration_of(3)));
+  ASSERT_TRUE(l.value.ok()) << l.value.status();
+  EXPECT_EQ(std::get<xd::ListenerResource>(*l.value).max_stream_duration, 3000ms);
+  l = decode(xd::ResourceType::kListener, listener_with_max_stream_duration(duration_of(-3)));
+  ASSERT_FALSE(l.value.ok());
+  EXPECT_NE(l.value.status().message().find("common_http_protocol_options.max_stream_duration"),
+            std::string::npos);
+  l = decode(xd::ResourceType::kListener, listener("svc", "route"));
+  EXPECT_EQ(std::get<xd::ListenerResource>(*l.value).max_stream_duration, std::nullopt);
+}
+
+TEST(XdsRouteSettings, RetryPoliciesAreConvertedAsA44SaysAndAbsurdOnesNacked) {
+  using RetryPolicy = envoy::config::route::v3::RetryPolicy;
+  auto with_policy = [](const std::function<void(RetryPolicy&)>& edit) {
+    return decoded_host(
+        one_route([&](auto& r) { edit(*r.mutable_route()->mutable_retry_policy()); }));
+  };
+  auto policy = [&](const std::function<void(RetryPolicy&)>& edit) {
+    absl::StatusOr<xd::VirtualHost> host = with_policy(edit);
+    EXPECT_TRUE(host.ok()) << host.status();
+    return host.ok() ? host->routes[0].retry_policy.value_or(xd::RouteRetryPolicy{})
+                     : xd::RouteRetryPolicy{};
+  };
+  auto nack = [&](const std::function<void(RetryPolicy&)>& edit) {
+    absl::StatusOr<xd::VirtualHost> host = with_policy(edit);
+    return host.ok() ? std::string() : std::string(host.status().message());
+  };
+  using Code = absl::StatusCode;
+  // retry_on: the five gRPC conditions, any other ignored; trimmed, any case, each once.
+  xd::RouteRetryPolicy all = policy([](RetryPolicy& p) {
+    p.set_retry_on(
+        "cancelled,deadline-exceeded,internal,resource-exhausted,unavailable,5xx,gateway-error");
+  });
+  EXPECT_EQ(all.retry_on,
+            (std::vector<Code>{Code::kCancelled, Code::kDeadlineExceeded, Code::kInternal,
+                               Code::kResourceExhausted, Code::kUnavailable}));
+  EXPECT_EQ(
+      policy([](RetryPolicy& p) { p.set_retry_on(" Unavailable ,bogus,unavailable,"); }).retry_on,
+      std::vector<Code>{Code::kUnavailable});
+  EXPECT_TRUE(policy([](RetryPolicy& p) { p.set_retry_on("5xx,reset"); }).retry_on.empty());
+  // The defaults: one retry (two attempts), 25 ms base and 250 ms max back-off.
+  xd::RouteRetryPolicy defaults = policy([](RetryPolicy&) {});
+  EXPECT_EQ(defaults.max_attempts, 2);
+  EXPECT_EQ(defaults.base_interval, 25ms);
+  EXPECT_EQ(defaults.max_interval, 250ms);
+  // num_retries: attempts = num_retries + 1, capped at 5; 2^32-1 does not wrap; 0 is NACKed.
+  EXPECT_EQ(policy([](RetryPolicy& p) { p.mutable_num_retries()->set_value(3); }).max_attempts, 4);
+  EXPECT_EQ(policy([](RetryPolicy& p) { p.mutable_num_retries()->set_value(4); }).max_attempts, 5);
+  EXPECT_EQ(
+      policy([](RetryPolicy& p) { p.mutable_num_retries()->set_value(4294967295u); }).max_attempts,
+      5);
+  EXPECT_NE(nack([](RetryPolicy& p) {
+              p.mutable_num_retries()->set_value(0);
+            }).find("retry_policy: num_retries must be at least 1"),
+            std::string::npos);
+  // retry_back_off: base_interval required and over 0, max_interval 10 x base by default.
+  auto backoff = [](std::optional<google::protobuf::Duration> base,
+                    std::optional<google::protobuf::Duration> max) {
+    return [=](RetryPolicy& p) {
+      auto* b = p.mutable_retry_back_off();
+      if (base) *b->mutable_base_interval() = *base;
+      if (max) *b->mutable_max_interval() = *max;
+    };
+  };
+  xd::RouteRetryPolicy tenfold = policy(backoff(duration_of(0, 100000000), std::nullopt));
+  EXPECT_EQ(tenfold.base_interval, 100ms);
+  EXPECT_EQ(tenfold.max_interval, 1000ms);
+  xd::RouteRetryPolicy both = policy(backoff(duration_of(1), duration_of(3)));
+  EXPECT_EQ(both.base_interval, 1000ms);
+  EXPECT_EQ(both.max_interval, 3000ms);
+  // Under a millisecond counts as one (A44); max equal to base is allowed.
+  xd::RouteRetryPolicy tiny = policy(backoff(duration_of(0, 1), duration_of(0, 1)));
+  EXPECT_EQ(tiny.base_interval, 1ms);
+  EXPECT_EQ(tiny.max_interval, 1ms);
+  EXPECT_NE(nack(backoff(std::nullopt, duration_of(1))).find("base_interval is required"),
+            std::string::npos);
+  EXPECT_NE(nack(backoff(duration_of(0), std::nullopt)).find("base_interval must be over 0"),
+            std::string::npos);
+  EXPECT_NE(nack(backoff(duration_of(1), duration_of(0))).find("max_interval must be over 0"),
+            std::string::npos);
+  EXPECT_NE(nack(backoff(duration_of(2), duration_of(1))).find("max_interval is under base"),
+            std::string::npos);
+  EXPECT_NE(nack(backoff(duration_of(0, 2), duration_of(0, 1))).find("max_interval is under"),
+            std::string::npos);  // compared before rounding to milliseconds
+  EXPECT_NE(nack(backoff(duration_of(-1), std::nullopt)).find("base_interval: seconds -1"),
+            std::string::npos);
+  EXPECT_NE(nack(backoff(duration_of(1), duration_of(-5))).find("max_interval: seconds -5"),
+            std::string::npos);
+  EXPECT_NE(nack(backoff(duration_of(std::numeric_limits<std::int64_t>::max()), std::nullopt))
+                .find("is not in"),
+            std::string::npos);
+  // The largest base_interval: its tenfold default max fits (no overflow).
+  xd::RouteRetryPolicy huge = policy(backoff(duration_of(315576000000), std::nullopt));
+  EXPECT_EQ(huge.max_interval, std::chrono::milliseconds(3155760000000000));
+  // The virtual host's policy applies to its routes that have none, and is validated too.
+  auto rc = route_config("r", "c");
+  auto* own = rc.mutable_virtual_hosts(0)->add_routes();
+  own->mutable_match()->set_prefix("/own");
+  own->mutable_route()->set_cluster("c");
+  own->mutable_route()->mutable_retry_policy()->set_retry_on("5xx");  // no gRPC condition
+  rc.mutable_virtual_hosts(0)->mutable_retry_policy()->set_retry_on("internal");
+  rc.mutable_virtual_hosts(0)->mutable_retry_policy()->mutable_num_retries()->set_value(2);
+  absl::StatusOr<xd::VirtualHost> host = decoded_host(rc);
+  ASSERT_TRUE(host.ok()) << host.status();
+  ASSERT_TRUE(host->routes[0].retry_policy.has_value());
+  EXPECT_EQ(host->routes[0].retry_policy->retry_on, std::vector<Code>{Code::kInternal});
+  EXPECT_EQ(host->routes[0].retry_policy->max_attempts, 3);
+  ASSERT_TRUE(host->routes[1].retry_policy.has_value());  // its own: no retries, not the host's
+  EXPECT_TRUE(host->routes[1].retry_policy->retry_on.empty());
+  rc.mutable_virtual_hosts(0)->mutable_retry_policy()->mutable_num_retries()->set_value(0);
+  host = decoded_host(rc);
+  ASSERT_FALSE(host.ok());
+  EXPECT_NE(host.status().message().find("virtual_hosts[0].retry_policy: num_retries"),
+            std::string::npos)
+      << host.status();
+}
+
+// A control plane for the route-settings scenarios: listener "svc" (with hcm_max as its
+// HttpConnectionManager's default max_stream_duration, if set) -> RDS "route" (rc) -> clusters
+// "ca" and "cb" at ports a and b.
+class RoutedControlPlane {
+ public:
+  RoutedControlPlane(envoy::config::route::v3::RouteConfiguration rc, int a, int b,
+                     std::optional<google::protobuf::Duration> hcm_max = std::nullopt)
+      : cp_([rc = std::move(rc), a, b, hcm_max](const DiscoveryRequest& request, int) -> Reply {
+          if (!first_of_its_type(request)) return {};
+          if (request.type_url() == kLds) {
+            return {{response(kLds, "1", "l1",
+                              {pack(hcm_max ? listener_with_max_stream_duration(*hcm_max)
+                                            : listener("svc", "route"))})},
+                    {}};
+          }
+          if (request.type_url() == kRds) return {{response(kRds, "1", "r1", {pack(rc)})}, {}};
+          if (request.type_url() == kCds) {
+            return {{response(kCds, "1", "c1", {pack(eds_cluster("ca")), pack(eds_cluster("cb"))})},
+                    {}};
+          }
+          return {{response(kEds, "1", "e1", {pack(endpoints("ca", a)), pack(endpoints("cb", b))})},
+                  {}};
+        }) {}
+  // A channel to "svc" through it, with options (their resolver set here).
+  std::unique_ptr<Channel> channel(ChannelOptions options = {}) {
+    absl::StatusOr<std::shared_ptr<Resolver>> resolver =
+        xds::make_resolver("xds:///svc", bootstrap_for(cp_.port()), fast_options());
+    EXPECT_TRUE(resolver.ok()) << resolver.status();
+    options.resolver = *resolver;
+    return std::make_unique<Channel>("xds:///svc", options);
+  }
+
+ private:
+  FakeControlPlane cp_;
+};
+
+// An AttemptEcho server (support/attempt_echo.h).
+class AttemptBackend {
+ public:
+  AttemptBackend() {
+    server_.add_service(service_);
+    absl::StatusOr<int> port = server_.start("127.0.0.1", 0);
+    port_ = port.ok() ? *port : 0;
+  }
+  ~AttemptBackend() { server_.shutdown(100ms); }
+  int port() const { return port_; }
+  testing::AttemptEcho& service() { return service_; }
+
+ private:
+  testing::AttemptEcho service_;
+  Server server_;
+  int port_ = 0;
+};
+
+absl::Status echo_on(Channel& channel, std::chrono::milliseconds timeout = 10s,
+                     const std::string& call_id = "") {
+  testing::Echo::BlockingStub stub(channel);
+  testing::EchoRequest request;
+  testing::EchoResponse response;
+  ClientContext ctx;
+  ctx.set_timeout(timeout);
+  ctx.set_wait_for_ready(true);
+  if (!call_id.empty()) ctx.add_metadata("x-call-id", call_id);
+  return stub.Echo(ctx, request, response);
+}
+
+// A route to cluster "ca" for every call, edited by edit.
+envoy::config::route::v3::RouteConfiguration route_to_ca(
+    const std::function<void(envoy::config::route::v3::Route&)>& edit = {}) {
+  auto rc = route_config("route", "ca");
+  if (edit) edit(*rc.mutable_virtual_hosts(0)->mutable_routes(0));
+  return rc;
+}
+
+// gRFC A31: every attempt of a call goes to the cluster its route chose first (any endpoint of
+// it); before, each retry picked its cluster again, here from a 50/50 split.
+TEST(XdsRouteSettings, EveryAttemptOfACallGoesToTheClusterChosenFirst) {
+  AttemptBackend a, b;
+  a.service().fail_attempts = 1;
+  b.service().fail_attempts = 1;
+  auto rc = route_to_ca([](auto& r) {
+    auto* wc = r.mutable_route()->mutable_weighted_clusters();
+    for (const char* name : {"ca", "cb"}) {
+      auto* c = wc->add_clusters();
+      c->set_name(name);
+      c->mutable_weight()->set_value(50);
+    }
+  });
+  RoutedControlPlane cp(rc, a.port(), b.port());
+  // The retries come from the channel's own policy here (the route has none).
+  ChannelOptions options;
+  options.method_config.retry_policy.emplace();
+  options.method_config.retry_policy->max_attempts = 2;
+  options.method_config.retry_policy->initial_backoff = 1ms;
+  options.method_config.retry_policy->max_backoff = 1ms;
+  auto channel = cp.channel(options);
+  constexpr int kCalls = 60;
+  for (int i = 0; i < kCalls; ++i) {
+    absl::Status status = echo_on(*channel, 10s, absl::StrCat("call-", i));
+    ASSERT_TRUE(status.ok()) << i << " " << status;
+  }
+  // Each call's two attempts met one backend; both took some calls.
+  const auto by_a = a.service().attempts_by_call(), by_b = b.service().attempts_by_call();
+  for (const auto& [id, n] : by_a) EXPECT_EQ(n, 2) << id << " also went to b";
+  for (const auto& [id, n] : by_b) EXPECT_EQ(n, 2) << id << " also went to a";
+  EXPECT_EQ(by_a.size() + by_b.size(), static_cast<std::size_t>(kCalls));
+  EXPECT_GT(by_a.size(), 5u);
+  EXPECT_GT(by_b.size(), 5u);
+}
+
+// gRFC A44 through a channel: the route's retry policy (or its virtual host's) retries the
+// call's attempts that fail with UNAVAILABLE; without one they fail; a route's policy replaces
+// its virtual host's and the channel's own.
+TEST(XdsRouteSettings, TheRoutesRetryPolicyRetriesAndReplacesTheOthers) {
+  AttemptBackend a, b;
+  using RetryPolicy = envoy::config::route::v3::RetryPolicy;
+  auto retrying = [](const std::string& retry_on, std::uint32_t retries) {
+    return [=](RetryPolicy& p) {
+      p.set_retry_on(retry_on);
+      p.mutable_num_retries()->set_value(retries);
+      *p.mutable_retry_back_off()->mutable_base_interval() = duration_of(0, 1000000);
+    };
+  };
+  struct Case {
+    const char* name;
+    std::function<void(envoy::config::route::v3::RouteConfiguration&)> edit;
+    int fail_attempts;
+    bool channel_policy;  // the channel's own: 5 attempts on UNAVAILABLE
+    absl::StatusCode want;
+    int want_attempts;
+  };
+  auto on_route = [](std::function<void(RetryPolicy&)> edit) {
+    return [=](envoy::config::route::v3::RouteConfiguration& rc) {
+      edit(
+          *rc.mutable_virtual_hosts(0)->mutable_routes(0)->mutable_route()->mutable_retry_policy());
+    };
+  };
+  auto on_host = [](std::function<void(RetryPolicy&)> edit) {
+    return [=](envoy::config::route::v3::RouteConfiguration& rc) {
+      edit(*rc.mutable_virtual_hosts(0)->mutable_retry_policy());
+    };
+  };
+  const std::vector<Case> cases = {
+      {"route: unavailable, 2 retries", on_route(retrying("unavailable", 2)), 2, false,
+       absl::StatusCode::kOk, 3},
+      {"no policy", {}, 1, false, absl::StatusCode::kUnavailable, 1},
+      {"the virtual host's", on_host(retrying("unavailable", 1)), 1, false, absl::StatusCode::kOk,
+       2},
+      {"the route's (no gRPC condition) over the host's",
+       [&](auto& rc) {
+         on_host(retrying("unavailable", 3))(rc);
+         on_route(retrying("5xx,gateway-error", 3))(rc);
+       },
+       1, false, absl::StatusCode::kUnavailable, 1},
+      {"the route's (internal) over the channel's", on_route(retrying("internal", 3)), 1, true,
+       absl::StatusCode::kUnavailable, 1},
+      {"the channel's without a route policy", {}, 1, true, absl::StatusCode::kOk, 2},
+      {"num_retries 2^32-1: 5 attempts", on_route(retrying("unavailable", 4294967295u)), 10, false,
+       absl::StatusCode::kUnavailable, 5},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto rc = route_to_ca();
+    if (c.edit) c.edit(rc);
+    RoutedControlPlane cp(rc, a.port(), b.port());
+    ChannelOptions options;
+    if (c.channel_policy) {
+      options.method_config.retry_policy.emplace();
+      options.method_config.retry_policy->max_attempts = 5;
+      options.method_config.retry_policy->initial_backoff = 1ms;
+      options.method_config.retry_policy->max_backoff = 1ms;
+    }
+    auto channel = cp.channel(options);
+    a.service().fail_attempts = c.fail_attempts;
+    const int before = a.service().attempts();
+    absl::Status status = echo_on(*channel);
+    EXPECT_EQ(status.code(), c.want) << status;
+    EXPECT_EQ(a.service().attempts() - before, c.want_attempts);
+  }
+  EXPECT_EQ(b.service().attempts(), 0);
+}
+
+// gRFC A31 through a channel: the route's max_stream_duration (or grpc_timeout_header_max, or
+// the listener's default) shortens a call's deadline: a slow call fails DEADLINE_EXCEEDED.
+TEST(XdsRouteSettings, MaxStreamDurationEndsSlowCallsWithDeadlineExceeded) {
+  AttemptBackend a, b;
+  a.service().delay_ms = 400;
+  using Route = envoy::config::route::v3::Route;
+  auto msd = [](Route& r) { return r.mutable_route()->mutable_max_stream_duration(); };
+  struct Case {
+    const char* name;
+    std::function<void(Route&)> edit;
+    std::optional<google::protobuf::Duration> listener_default;
+    std::chrono::milliseconds call_timeout;
+    absl::StatusCode want;
+  };
+  const std::vector<Case> cases = {
+      {"route 100 ms",
+       [&](Route& r) { *msd(r)->mutable_max_stream_duration() = duration_of(0, 100000000); },
+       std::nullopt, 10s, absl::StatusCode::kDeadlineExceeded},
+      {"grpc_timeout_header_max 100 ms over 10 s",
+       [&](Route& r) {
+         *msd(r)->mutable_max_stream_duration() = duration_of(10);
+         *msd(r)->mutable_grpc_timeout_header_max() = duration_of(0, 100000000);
+       },
+       std::nullopt, 10s, absl::StatusCode::kDeadlineExceeded},
+      {"grpc_timeout_header_max 0: no limit",
+       [&](Route& r) {
+         *msd(r)->mutable_max_stream_duration() = duration_of(0, 100000000);
+         *msd(r)->mutable_grpc_timeout_header_max() = duration_of(0);
+       },
+       duration_of(0, 100000000), 10s, absl::StatusCode::kOk},
+      {"the listener's 100 ms",
+       {},
+       duration_of(0, 100000000),
+       10s,
+       absl::StatusCode::kDeadlineExceeded},
+      {"route 0 over the listener's",
+       [&](Route& r) { *msd(r)->mutable_max_stream_duration() = duration_of(0); },
+       duration_of(0, 100000000), 10s, absl::StatusCode::kOk},
+      {"route 10,000 years",
+       [&](Route& r) { *msd(r)->mutable_max_stream_duration() = duration_of(315576000000); },
+       std::nullopt, 10s, absl::StatusCode::kOk},
+      {"the application's shorter deadline",
+       [&](Route& r) { *msd(r)->mutable_max_stream_duration() = duration_of(10); }, std::nullopt,
+       100ms, absl::StatusCode::kDeadlineExceeded},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    RoutedControlPlane cp(route_to_ca(c.edit), a.port(), b.port(), c.listener_default);
+    auto channel = cp.channel();
+    ASSERT_TRUE(echo_on(*channel, 10s).ok() || c.want != absl::StatusCode::kOk);
+    // Without the limit the call would succeed once the backend's 400 ms are over.
+    absl::Status status = echo_on(*channel, c.call_timeout);
+    EXPECT_EQ(status.code(), c.want) << status;
+  }
+}
+
+// An xDS channel's streams start as retriable ones (their route may have a retry policy) and
+// commit at once when it has none: then raw messages go through as on any channel.
+TEST(XdsRouteSettings, RawMessagesGoThroughOnARouteWithoutARetryPolicy) {
+  AttemptBackend a, b;
+  RoutedControlPlane cp(route_to_ca(), a.port(), b.port());
+  auto channel = cp.channel();
+  ClientContext ctx;
+  ctx.set_timeout(10s);
+  ctx.set_wait_for_ready(true);
+  ClientStream stream =
+      channel->open("/ferry.testing.Echo/Echo", RpcKind::kUnary, ctx, asio::use_future).get();
+  testing::EchoRequest request;
+  request.set_payload("raw bytes");
+  const std::string bytes = request.SerializeAsString();
+  SliceChain message;
+  message.append_copy(bytes.data(), bytes.size());
+  absl::Status written = stream.write_raw(message, asio::use_future).get();
+  EXPECT_TRUE(written.ok()) << written;
+  stream.writes_done(asio::use_future).get();
+  SliceChain answer;
+  EXPECT_TRUE(stream.read_raw(answer, asio::use_future).get());
+  absl::Status status = stream.finish(asio::use_future).get();
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(a.service().attempts(), 1);
+}
+
+// A retry whose cluster has left the configuration meanwhile fails with UNAVAILABLE (gRFC A31:
+// the call keeps its cluster; ferry drops a cluster's connections with the configuration, where
+// gRPC keeps them until the cluster's calls end), rather than going to another cluster.
+TEST(XdsRouteSettings, ARetryWhoseClusterLeftTheConfigurationFailsWithUnavailable) {
+  AttemptBackend a, b;
+  a.service().fail_attempts = 1;
+  a.service().pushback_ms = 1000;  // the retry waits 1 s: the update comes in between
+  auto routes = [](int version) {
+    auto rc = route_config("route", version == 1 ? "ca" : "cb");
+    if (version == 1) {  // cb named too (subscribed from the start), for other calls
+      auto* other = rc.mutable_virtual_hosts(0)->add_routes();
+      *other = rc.virtual_hosts(0).routes(0);
+      other->mutable_route()->set_cluster("cb");
+      rc.mutable_virtual_hosts(0)->mutable_routes(0)->mutable_match()->set_prefix(
+          "/ferry.testing.Echo/");
+    }
+    return rc;
+  };
+  FakeControlPlane cp([&](const DiscoveryRequest& request, int) -> Reply {
+    if (request.type_url() == kEds && !first_of_its_type(request) &&
+        request.version_info() == "1" && !request.has_error_detail()) {
+      // The ACK of the endpoints: the channel has its configuration, and its call has started.
+      // Routes without ca come 300 ms later.
+      std::this_thread::sleep_for(300ms);
+      return {{response(kRds, "2", "r2", {pack(routes(2))})}, {}};
+    }
+    if (!first_of_its_type(request)) return {};
+    if (request.type_url() == kLds)
+      return {{response(kLds, "1", "l1", {pack(listener("svc", "route"))})}, {}};
+    if (request.type_url() == kRds) return {{response(kRds, "1", "r1", {pack(routes(1))})}, {}};
+    if (request.type_url() == kCds) {
+      return {{response(kCds, "1", "c1", {pack(eds_cluster("ca")), pack(eds_cluster("cb"))})}, {}};
+    }
+    return {{response(kEds, "1", "e1",
+                      {pack(endpoints("ca", a.port())), pack(endpoints("cb", b.port()))})},
+            {}};
+  });
+  absl::StatusOr<std::shared_ptr<Resolver>> resolver =
+      xds::make_resolver("xds:///svc", bootstrap_for(cp.port()), fast_options());
+  ASSERT_TRUE(resolver.ok());
+  ChannelOptions options;
+  options.resolver = *resolver;
+  options.method_config.retry_policy.emplace();
+  options.method_config.retry_policy->max_attempts = 2;
+  Channel channel("xds:///svc", options);
+  absl::Status status = echo_on(channel);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_NE(status.message().find("left the configuration"), std::string::npos) << status;
+  EXPECT_EQ(a.service().attempts(), 1);
+  EXPECT_EQ(b.service().attempts(), 0);
+  // Later calls take the new routes: to cb.
+  EXPECT_TRUE(echo_on(channel).ok());
+  EXPECT_EQ(b.service().attempts(), 1);
+}
+
+// A stream on an xDS channel is retried by its route's policy too (its kept request sent again),
+// to the same cluster.
+TEST(XdsRouteSettings, AStreamIsRetriedByItsRoutesPolicy) {
+  AttemptBackend a, b;
+  a.service().fail_attempts = 1;
+  auto rc = route_to_ca(
+      [](auto& r) { r.mutable_route()->mutable_retry_policy()->set_retry_on("unavailable"); });
+  RoutedControlPlane cp(rc, a.port(), b.port());
+  auto channel = cp.channel();
+  ClientContext ctx;
+  ctx.set_timeout(10s);
+  ctx.set_wait_for_ready(true);
+  ClientStream stream =
+      channel->open("/ferry.testing.Echo/Echo", RpcKind::kUnary, ctx, asio::use_future).get();
+  testing::EchoRequest request;
+  request.set_payload("again");
+  absl::Status written = stream.write_last(request, asio::use_future).get();
+  EXPECT_TRUE(written.ok()) << written;
+  testing::EchoResponse response;
+  EXPECT_TRUE(stream.read(response, asio::use_future).get());
+  absl::Status status = stream.finish(asio::use_future).get();
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(response.payload(), "again");
+  EXPECT_EQ(a.service().attempts(), 2);
+  EXPECT_EQ(b.service().attempts(), 0);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -21,6 +22,7 @@
 #include "ferry/channel.h"
 #include "ferry/server.h"
 #include "ferry/xds.h"
+#include "support/attempt_echo.h"
 #include "support/echo_service.h"
 
 namespace ferry::xds_interop_test {
@@ -644,6 +646,167 @@ TEST(XdsControlPlane, PriorityFailoverAndBack) {
   EXPECT_EQ(b.calls(), b1);
 }
 
+// gRFC A31 and A44 through go-control-plane, for ferry's channel here and grpc-go's client in
+// XdsGrpcGo.RouteMaxStreamDurationAndRetryPolicy, with the same outcomes: a route's (or its
+// listener's) max_stream_duration ends a slow call with DEADLINE_EXCEEDED, grpc_timeout_header_max
+// 0 lifts it; a route's (or its virtual host's) retry policy on "unavailable" makes calls whose
+// first attempts fail succeed, each attempt counted at the server, and without it they fail.
+class AttemptBackend {
+ public:
+  AttemptBackend() {
+    server_.add_service(service_);
+    absl::StatusOr<int> port = server_.start("127.0.0.1", 0);
+    port_ = port.ok() ? *port : 0;
+  }
+  ~AttemptBackend() { server_.shutdown(100ms); }
+  std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
+  testing::AttemptEcho& service() { return service_; }
+
+ private:
+  testing::AttemptEcho service_;
+  Server server_;
+  int port_ = 0;
+};
+
+// Listener "svc" (listener_extra: its fields) -> RDS "route-svc" (host_extra: the virtual
+// host's) -> one route to cluster "c1" (route_extra: the route's) -> backend a.
+std::string settings_snapshot(const AttemptBackend& a, const std::string& route_extra,
+                              const std::string& listener_extra = "",
+                              const std::string& host_extra = "") {
+  return absl::StrCat(
+      R"({"listeners": [{"name": "svc", "rds": "route-svc")", listener_extra,
+      R"(}], "routes": [{"name": "route-svc")", host_extra,
+      R"(, "routes": [{"prefix": "/", "cluster": "c1")", route_extra,
+      R"(}]}], "clusters": [{"name": "c1"}], "endpoints": [{"name": "c1", "localities": )",
+      R"([{"priority": 0, "weight": 1, "addresses": [")", a.address(), R"("]}]}]})");
+}
+
+// The scenarios; call makes one Echo call and answers "ok" or grpc-go's name of its code
+// ("DeadlineExceeded", "Unavailable").
+void run_route_settings_scenarios(ControlPlane& cp, AttemptBackend& a,
+                                  const std::function<std::string()>& call) {
+  // Calls until one answers want (the new snapshot reached the client), at most 10 s.
+  auto until = [&](const std::string& want) {
+    std::string answer;
+    for (int i = 0; i < 100 && (answer = call()) != want; ++i) std::this_thread::sleep_for(20ms);
+    return answer;
+  };
+  a.service().delay_ms = 1000;
+  ASSERT_EQ(cp.command("snapshot 1 " + settings_snapshot(a, R"(, "max_stream_duration_ms": 150)")),
+            "ok");
+  EXPECT_EQ(call(), "DeadlineExceeded");
+  // grpc_timeout_header_max 0: no limit, the route's and the listener's ignored.
+  ASSERT_EQ(cp.command("snapshot 2 " + settings_snapshot(a,
+                                                         R"(, "max_stream_duration_ms": 150,)"
+                                                         R"( "grpc_timeout_header_max_ms": 0)",
+                                                         R"(, "max_stream_duration_ms": 150)")),
+            "ok");
+  EXPECT_EQ(until("ok"), "ok");
+  // The listener's default, for a route without its own.
+  ASSERT_EQ(
+      cp.command("snapshot 3 " + settings_snapshot(a, "", R"(, "max_stream_duration_ms": 150)")),
+      "ok");
+  EXPECT_EQ(until("DeadlineExceeded"), "DeadlineExceeded");
+  a.service().delay_ms = 0;
+  // The route's retry policy: two retries on UNAVAILABLE; each call's first two attempts fail.
+  a.service().fail_attempts = 2;
+  ASSERT_EQ(cp.command("snapshot 4 " +
+                       settings_snapshot(a, R"(, "retry_policy": {"retry_on": "unavailable,5xx",)"
+                                            R"( "num_retries": 2, "base_interval_ms": 1})")),
+            "ok");
+  EXPECT_EQ(until("ok"), "ok");
+  int before = a.service().attempts();
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(call(), "ok") << i;
+  EXPECT_EQ(a.service().attempts() - before, 15);  // three attempts each
+  // Without it: the first attempt's failure is the call's.
+  ASSERT_EQ(cp.command("snapshot 5 " + settings_snapshot(a, "")), "ok");
+  EXPECT_EQ(until("Unavailable"), "Unavailable");
+  before = a.service().attempts();
+  EXPECT_EQ(call(), "Unavailable");
+  EXPECT_EQ(a.service().attempts() - before, 1);
+  // The virtual host's policy, for a route without its own: one retry.
+  a.service().fail_attempts = 1;
+  ASSERT_EQ(cp.command("snapshot 6 " +
+                       settings_snapshot(a, "", "",
+                                         R"(, "retry_policy": {"retry_on": "unavailable",)"
+                                         R"( "num_retries": 1, "base_interval_ms": 1})")),
+            "ok");
+  EXPECT_EQ(until("ok"), "ok");
+  before = a.service().attempts();
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(call(), "ok") << i;
+  EXPECT_EQ(a.service().attempts() - before, 10);
+  EXPECT_EQ(cp.command("nacks"), "0");
+}
+
+// gRFC A31: a call's retries go to the cluster its first attempt went to. Routes split 50/50
+// between c1 (backend a) and c2 (b), with one retry on UNAVAILABLE; both backends fail every
+// call's first attempt. call_n(n) makes n calls, call i with x-call-id "call-i", and answers
+// "ok" or the first failure.
+void run_retries_keep_their_cluster(ControlPlane& cp, AttemptBackend& a, AttemptBackend& b,
+                                    const std::function<std::string(int)>& call_n) {
+  a.service().fail_attempts = 1;
+  b.service().fail_attempts = 1;
+  auto cluster = [](const std::string& name, const AttemptBackend& backend) {
+    return absl::StrCat(R"({"name": ")", name,
+                        R"(", "localities": [{"priority": 0, "weight": 1, "addresses": [")",
+                        backend.address(), R"("]}]})");
+  };
+  ASSERT_EQ(cp.command(absl::StrCat(
+                "snapshot 1 ",
+                R"({"listeners": [{"name": "svc", "rds": "route-svc"}], "routes": [{"name": )",
+                R"("route-svc", "routes": [{"prefix": "/", "weighted": [{"cluster": "c1", )",
+                R"("weight": 50}, {"cluster": "c2", "weight": 50}], "retry_policy": )",
+                R"({"retry_on": "unavailable", "num_retries": 1, "base_interval_ms": 1}}]}], )",
+                R"("clusters": [{"name": "c1"}, {"name": "c2"}], "endpoints": [)", cluster("c1", a),
+                ", ", cluster("c2", b), "]}")),
+            "ok");
+  constexpr int kCalls = 40;
+  ASSERT_EQ(call_n(kCalls), "ok");
+  const auto by_a = a.service().attempts_by_call(), by_b = b.service().attempts_by_call();
+  for (const auto& [id, n] : by_a) EXPECT_EQ(n, 2) << id << " also went to b";
+  for (const auto& [id, n] : by_b) EXPECT_EQ(n, 2) << id << " also went to a";
+  EXPECT_EQ(by_a.size() + by_b.size(), static_cast<std::size_t>(kCalls));
+  EXPECT_GE(by_a.size(), 5u);
+  EXPECT_GE(by_b.size(), 5u);
+}
+
+std::string grpc_go_code_name(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kOk:
+      return "ok";
+    case absl::StatusCode::kDeadlineExceeded:
+      return "DeadlineExceeded";
+    case absl::StatusCode::kUnavailable:
+      return "Unavailable";
+    default:
+      return absl::StatusCodeToString(status.code());
+  }
+}
+
+TEST(XdsControlPlane, RouteMaxStreamDurationAndRetryPolicy) {
+  if (peer_missing()) GTEST_SKIP() << "xds_control_plane_go not installed: " << peer_path();
+  ControlPlane cp;
+  ASSERT_GT(cp.port(), 0);
+  AttemptBackend a;
+  auto channel = xds_channel(cp.port());
+  run_route_settings_scenarios(cp, a, [&] { return grpc_go_code_name(echo(*channel)); });
+}
+
+TEST(XdsControlPlane, ARetryGoesToTheClusterOfItsCallsFirstAttempt) {
+  if (peer_missing()) GTEST_SKIP() << "xds_control_plane_go not installed: " << peer_path();
+  ControlPlane cp;
+  ASSERT_GT(cp.port(), 0);
+  AttemptBackend a, b;
+  auto channel = xds_channel(cp.port());
+  run_retries_keep_their_cluster(cp, a, b, [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      absl::Status status = echo(*channel, true, {{"x-call-id", absl::StrCat("call-", i)}});
+      if (!status.ok()) return grpc_go_code_name(status);
+    }
+    return std::string("ok");
+  });
+}
+
 // The same scenarios through grpc-go's xDS client (xds_client_go), with the same bootstrap,
 // control plane and endpoints: the outcomes must match ferry's above.
 class GrpcGoXdsClient : public PeerProcess {
@@ -836,6 +999,30 @@ TEST(XdsGrpcGo, PriorityFailoverAndBack) {
   ASSERT_EQ(client.command("fail_fast 20"), "ok");
   EXPECT_EQ(a.calls() - a1, 20);
   EXPECT_EQ(b.calls(), b1);
+}
+
+TEST(XdsGrpcGo, RouteMaxStreamDurationAndRetryPolicy) {
+  if (grpc_go_missing()) GTEST_SKIP() << "xds peers not installed in " << FERRY_PEERS_DIR;
+  ControlPlane cp;
+  ASSERT_GT(cp.port(), 0);
+  AttemptBackend a;
+  GrpcGoXdsClient client(cp.port());
+  run_route_settings_scenarios(cp, a, [&] {
+    const std::string answer = client.call(1);
+    if (answer.rfind("error ", 0) != 0) return answer;
+    return answer.substr(6, answer.find(' ', 6) - 6);  // the code's name
+  });
+}
+
+TEST(XdsGrpcGo, ARetryGoesToTheClusterOfItsCallsFirstAttempt) {
+  if (grpc_go_missing()) GTEST_SKIP() << "xds peers not installed in " << FERRY_PEERS_DIR;
+  ControlPlane cp;
+  ASSERT_GT(cp.port(), 0);
+  AttemptBackend a, b;
+  GrpcGoXdsClient client(cp.port());
+  run_retries_keep_their_cluster(cp, a, b, [&](int n) {
+    return client.call(n, "/ferry.testing.Echo/Echo", "x-call-id=call-{i}");
+  });
 }
 
 }  // namespace

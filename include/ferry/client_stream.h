@@ -96,8 +96,8 @@ class ClientStream {
   // for a large `bytes` field): write_raw shares message's slices with the connection until
   // they are written (never copied, never compressed); read_raw replaces message's bytes with
   // the next response's, as slices of the blocks it arrived in. Not on a call retried by its
-  // method's retry policy (raw messages are not kept for replay): write_raw then fails with
-  // UNIMPLEMENTED, and read_raw ends the call with that status and returns false.
+  // method's retry policy until it commits (raw messages are not kept for replay): write_raw
+  // then fails with UNIMPLEMENTED, and read_raw ends the call with that status and returns false.
   // Completion signatures: void(absl::Status) and void(bool).
   template <class Token = const asio::use_awaitable_t<>&>
   auto write_raw(const SliceChain& message, Token&& token = asio::use_awaitable) {

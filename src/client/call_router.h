@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,20 +22,49 @@
 #include "asio/awaitable.hpp"
 #include "ferry/client_context.h"
 #include "ferry/resolver.h"
+#include "ferry/retry.h"
 
 namespace ferry::detail {
 
-// Chooses a call's cluster. Immutable once handed over; called on the channel's thread, once per
-// call attempt (and again when a waiting call re-picks after a change). It must not allocate on
-// the common path.
+// What a route sets for its calls on top of the channel's MethodConfig (gRFC A31, A44).
+struct RouteCallConfig {
+  // A31: the call's deadline becomes min(its own, now + timeout) when its route is chosen;
+  // unset or zero: no limit (the channel's MethodConfig timeout, if any, still applies).
+  std::optional<std::chrono::milliseconds> timeout;
+  // A44: in place of the channel's MethodConfig retry policy for the call when set; one with no
+  // retryable codes (or one attempt) means no retries.
+  std::optional<RetryPolicy> retry_policy;
+};
+
+// A router's choice for a call.
+struct RouteChoice {
+  int cluster = -1;                         // the index in RoutingConfig::clusters, or -1
+  const RouteCallConfig* config = nullptr;  // the route's settings (the router's); may be null
+};
+
+// Chooses a call's route and cluster. Immutable once handed over; called on the channel's
+// thread, once per call (gRFC A31: a call's retries keep its first choice). It must not
+// allocate on the common path.
 class CallRouter {
  public:
   virtual ~CallRouter() = default;
-  // The index in RoutingConfig::clusters of the cluster that takes a call of method (its :path)
-  // with context's metadata, or -1 with error set (UNAVAILABLE: no route matches, or the route
+  // The cluster that takes a call of method (its :path) with context's metadata and the
+  // route's settings, or cluster -1 with error set (UNAVAILABLE: no route matches, or the route
   // does not forward): the call fails with it.
-  virtual int route(std::string_view method, const ClientContext& context,
-                    absl::Status& error) const = 0;
+  virtual RouteChoice route(std::string_view method, const ClientContext& context,
+                            absl::Status& error) const = 0;
+};
+
+// A call's route on a routing resolver's channel, chosen once (by its first attempt, or when a
+// waiting call first finds a configuration) and kept by the call's later attempts, which go to
+// the same cluster (any of its endpoints) with the same settings, as gRFC A31 says. Owned by
+// the call (a unary call's frame, a retried stream), on the channel's thread.
+struct CallRoute {
+  std::shared_ptr<const CallRouter> router;  // the router that chose; null: not chosen yet
+  const RouteCallConfig* config = nullptr;   // the route's settings, kept alive by router
+  std::uint64_t cluster_id = 0;              // the channel's id of the cluster's connection set
+  std::size_t cluster_index = 0;             // where that set was (a hint: checked by id)
+  absl::Status error;                        // no route takes the call: why (it fails with it)
 };
 
 // One locality of a cluster's priority (gRFC A27): its load_balancing_weight and endpoints.

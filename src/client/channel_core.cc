@@ -82,6 +82,7 @@ ChannelCore::~ChannelCore() {
 ChannelCore::ClusterSet::ClusterSet(ChannelCore& owner, std::string cluster_name)
     : core(owner),
       name(std::move(cluster_name)),
+      id(owner.next_cluster_id_++),
       policy(std::make_unique<PriorityPolicy>(owner.executor_, *this)) {}
 
 void ChannelCore::set_state(ConnectivityState state) {
@@ -338,15 +339,53 @@ void ChannelCore::aggregate_cluster_states() {
   }
 }
 
+bool ChannelCore::choose_route(std::string_view method, ClientContext& context, CallRoute& route) {
+  const RouteChoice choice = router_->route(method, context, route.error);
+  if (choice.cluster < 0) {
+    if (route.error.ok()) route.error = absl::UnavailableError("no route takes the call");
+    return false;
+  }
+  if (static_cast<std::size_t>(choice.cluster) >= clusters_.size()) {
+    route.error = absl::InternalError("the router chose a cluster it did not list");
+    return false;
+  }
+  route.router = router_;  // keeps choice.config alive for the call's later attempts
+  route.config = choice.config;
+  route.cluster_index = static_cast<std::size_t>(choice.cluster);
+  route.cluster_id = clusters_[route.cluster_index]->id;
+  // gRFC A31: the route's max_stream_duration shortens the call's deadline, never lengthens it.
+  if (choice.config != nullptr && choice.config->timeout.has_value()) {
+    shorten_deadline(context, *choice.config->timeout);
+  }
+  return true;
+}
+
+ChannelCore::ClusterSet* ChannelCore::cluster_of(CallRoute& route) const {
+  // The set stays at its index until the configuration changes; after, it is found by its id
+  // (a set kept across updates by its name keeps its id), or is gone.
+  if (route.cluster_index < clusters_.size() &&
+      clusters_[route.cluster_index]->id == route.cluster_id) {
+    return clusters_[route.cluster_index].get();
+  }
+  for (std::size_t i = 0; i < clusters_.size(); ++i) {
+    if (clusters_[i]->id == route.cluster_id) {
+      route.cluster_index = i;
+      return clusters_[i].get();
+    }
+  }
+  return nullptr;
+}
+
 Ref<ClientCall> ChannelCore::try_start_routed(std::string_view method, const MethodConfig* config,
                                               ClientContext& context, int previous_attempts,
-                                              bool unary) {
-  absl::Status error;
-  const int cluster = router_->route(method, context, error);
-  if (cluster < 0 || static_cast<std::size_t>(cluster) >= clusters_.size()) {
-    return {};  // start_call fails it, saying why
-  }
-  const std::shared_ptr<ChannelConnection>* conn = clusters_[cluster]->picker.pick();
+                                              bool unary, CallRoute* route) {
+  CallRoute own;  // a caller that keeps no route: chosen for this attempt alone
+  if (route == nullptr) route = &own;
+  if (!route->error.ok()) return {};  // start_call fails it, saying why
+  if (route->router == nullptr && !choose_route(method, context, *route)) return {};
+  ClusterSet* set = cluster_of(*route);
+  if (set == nullptr) return {};  // its cluster is gone: start_call fails it
+  const std::shared_ptr<ChannelConnection>* conn = set->picker.pick();
   if (conn == nullptr || !(*conn)->connection->accepts_new_streams()) return {};
   return start_call_on(*conn, method, config, context, previous_attempts, unary);
 }
@@ -374,8 +413,11 @@ asio::awaitable<void> ChannelCore::wait_for_change(std::chrono::steady_clock::ti
 
 asio::awaitable<Ref<ClientCall>> ChannelCore::start_call(std::string_view method,
                                                          ClientContext& context,
-                                                         int previous_attempts, bool unary) {
-  if (Ref<ClientCall> call = try_start_call(method, context, previous_attempts, unary)) {
+                                                         int previous_attempts, bool unary,
+                                                         CallRoute* route) {
+  CallRoute own;  // a caller that keeps no route: chosen for this attempt alone
+  if (route == nullptr) route = &own;
+  if (Ref<ClientCall> call = try_start_call(method, context, previous_attempts, unary, route)) {
     co_return call;
   }
   const MethodConfig* config = nullptr;  // try_start_call applied it to context already
@@ -397,16 +439,20 @@ asio::awaitable<Ref<ClientCall>> ChannelCore::start_call(std::string_view method
     const absl::Status* error = &error_;
     ClusterSet* set = nullptr;
     if (router_ != nullptr) {
-      // A routing resolver's channel: the call's cluster, chosen again on each pass (the
-      // configuration may have changed meanwhile, gRFC A28).
-      absl::Status route_error;
-      const int cluster = router_->route(method, context, route_error);
-      if (cluster < 0 || static_cast<std::size_t>(cluster) >= clusters_.size()) {
-        failure = cluster < 0 ? std::move(route_error)
-                              : absl::InternalError("the router chose a cluster it did not list");
+      // A routing resolver's channel: the call's route and cluster, chosen once, on the first
+      // pass with a configuration, and kept by its later passes and attempts (gRFC A31).
+      if (!route->error.ok() ||
+          (route->router == nullptr && !choose_route(method, context, *route))) {
+        failure = route->error;
         break;
       }
-      set = clusters_[cluster].get();
+      set = cluster_of(*route);
+      if (set == nullptr) {
+        // A31: a call whose cluster is deleted fails with UNAVAILABLE (gRPC keeps the cluster
+        // until its calls end; ferry's connection set went with the configuration).
+        failure = absl::UnavailableError("xDS: the call's cluster left the configuration");
+        break;
+      }
       s = set->state;
       error = &set->error;
     }
@@ -483,8 +529,9 @@ Ref<ClientCall> ChannelCore::start_call_on(const std::shared_ptr<ChannelConnecti
 
 std::optional<std::chrono::milliseconds> ChannelCore::retry_after(
     std::string_view method, const absl::Status& status, bool committed, int attempts_made,
-    std::int64_t pushback_ms, int& backoff_step, std::chrono::steady_clock::time_point deadline) {
-  const RetryPolicy* policy = retry_policy_of(method_config_for(method));
+    std::int64_t pushback_ms, int& backoff_step, std::chrono::steady_clock::time_point deadline,
+    const CallRoute* route) {
+  const RetryPolicy* policy = retry_policy_for(method, route);
   if (policy == nullptr || !is_retryable(*policy, status)) return std::nullopt;
   // gRFC A6: every failure with a retryable status takes a token first, whatever decides the
   // call's fate after (committed, the last attempt, the server's pushback), as gRPC C++ records
@@ -503,8 +550,22 @@ std::optional<std::chrono::milliseconds> ChannelCore::retry_after(
     const double draw = std::uniform_real_distribution<double>(0.0, 1.0)(engine);
     wait = retry_delay(*policy, ++backoff_step, draw);
   }
-  if (std::chrono::steady_clock::now() + wait >= deadline) return std::nullopt;
+  // Compared in milliseconds: now + wait could overflow the clock's nanoseconds for a policy's
+  // huge back-off (an xDS route's may reach 3e15 ms), and deadline may be the clock's max.
+  const auto now = std::chrono::steady_clock::now();
+  if (deadline <= now || wait >= std::chrono::ceil<std::chrono::milliseconds>(deadline - now)) {
+    return std::nullopt;
+  }
   return wait;
+}
+
+const RetryPolicy* ChannelCore::retry_policy_for(std::string_view method,
+                                                 const CallRoute* route) const {
+  if (route != nullptr && route->config != nullptr && route->config->retry_policy.has_value()) {
+    const RetryPolicy& policy = *route->config->retry_policy;
+    return policy.max_attempts > 1 && !policy.retryable_status_codes.empty() ? &policy : nullptr;
+  }
+  return retry_policy_of(method_config_for(method));
 }
 
 asio::awaitable<bool> ChannelCore::wait_for_state_change(

@@ -50,13 +50,17 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   // CANCELLED once the channel is closed).
   // previous_attempts: a retry's count of earlier attempts (client/retry.h). The method's
   // MethodConfig (timeout, wait_for_ready) is applied to context first. unary: a unary call
-  // (which the Connect protocol sends unenveloped).
+  // (which the Connect protocol sends unenveloped). route: the call's route on a routing
+  // resolver's channel (client/call_router.h), chosen by its first attempt and kept by the
+  // others, which the call owns across its attempts; null: chosen for this attempt alone.
   asio::awaitable<Ref<ClientCall>> start_call(std::string_view method, ClientContext& context,
-                                              int previous_attempts = 0, bool unary = false);
+                                              int previous_attempts = 0, bool unary = false,
+                                              CallRoute* route = nullptr);
   // start_call without suspending, when the picker has a connection (the usual case); else
   // null. Spares a call the frame of start_call.
   Ref<ClientCall> try_start_call(std::string_view method, ClientContext& context,
-                                 int previous_attempts = 0, bool unary = false) {
+                                 int previous_attempts = 0, bool unary = false,
+                                 CallRoute* route = nullptr) {
     const MethodConfig* config = nullptr;  // looked up once per call, only when there are any
     if (has_method_configs_) {
       config = &method_config_for(method);
@@ -68,7 +72,7 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
       // A routing resolver's channel has no picker of its own but one per cluster: only it
       // gets here, so the other channels' hot path stays the single picker's.
       if (router_ == nullptr) return {};
-      return try_start_routed(method, config, context, previous_attempts, unary);
+      return try_start_routed(method, config, context, previous_attempts, unary, route);
     }
     if (!(*conn)->connection->accepts_new_streams()) return {};
     return start_call_on(*conn, method, config, context, previous_attempts, unary);
@@ -90,13 +94,20 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   // deadline would pass first). pushback_ms: the attempt's grpc-retry-pushback-ms
   // (client/retry.h); a value replaces the back-off and restarts it (backoff_step, the call's
   // count of back-off waits so far, kept by the caller from 0). A failure with a retryable
-  // status takes a throttle token first, whatever follows (gRFC A6).
+  // status takes a throttle token first, whatever follows (gRFC A6). route: the call's (its
+  // route's retry policy replaces the method's, gRFC A44), or null.
   std::optional<std::chrono::milliseconds> retry_after(
       std::string_view method, const absl::Status& status, bool committed, int attempts_made,
-      std::int64_t pushback_ms, int& backoff_step, std::chrono::steady_clock::time_point deadline);
-  // Whether a streaming call of method is retried by a policy (client/retrying_stream.h).
+      std::int64_t pushback_ms, int& backoff_step, std::chrono::steady_clock::time_point deadline,
+      const CallRoute* route = nullptr);
+  // The retry policy of a call of method with route (null: none chosen): its route's when the
+  // route sets one (gRFC A44), else the method's; null when the call is not retried.
+  const RetryPolicy* retry_policy_for(std::string_view method, const CallRoute* route) const;
+  // Whether a streaming call of method may be retried by a policy (client/retrying_stream.h):
+  // on a routing resolver's channel, whenever its route may say so (the stream commits at once
+  // when its route turns out to have no policy).
   bool retries_streams(std::string_view method) const {
-    return retry_policy_of(method_config_for(method)) != nullptr;
+    return routing_ != nullptr || retry_policy_of(method_config_for(method)) != nullptr;
   }
   std::size_t retry_buffer_per_call() const { return options_.retry_buffer_per_call; }
   // A call succeeded: refills the retry throttle when there is one.
@@ -141,6 +152,7 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
     }
     ChannelCore& core;
     std::string name;
+    std::uint64_t id = 0;      // unique in the channel: a call's route finds its set by it
     absl::Status unavailable;  // the cluster has no endpoints: why (its calls fail with it)
     std::unique_ptr<PriorityPolicy> policy;  // owns the cluster's subchannels
     LocalityPicker picker;
@@ -148,7 +160,13 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
     absl::Status error;  // in TRANSIENT_FAILURE: why
   };
   Ref<ClientCall> try_start_routed(std::string_view method, const MethodConfig* config,
-                                   ClientContext& context, int previous_attempts, bool unary);
+                                   ClientContext& context, int previous_attempts, bool unary,
+                                   CallRoute* route);
+  // Chooses the route and cluster of a call of method (router_ set) and applies the route's
+  // timeout to context; false when no route takes the call (route.error says why).
+  bool choose_route(std::string_view method, ClientContext& context, CallRoute& route);
+  // The connection set of route's cluster (chosen); null when it left the configuration.
+  ClusterSet* cluster_of(CallRoute& route) const;
   void apply_routes(RoutingConfig config);
   void on_cluster_subchannel_state(ClusterSet& set, Subchannel* subchannel,
                                    ConnectivityState state);
@@ -199,6 +217,7 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
   // Set by the routing resolver's first configuration: picks each call's cluster.
   std::shared_ptr<const CallRouter> router_;
   std::vector<std::unique_ptr<ClusterSet>> clusters_;  // in the router's order
+  std::uint64_t next_cluster_id_ = 1;
   bool applying_routes_ = false;
   std::shared_ptr<const SubchannelSettings> settings_;
   std::unique_ptr<LoadBalancer> policy_;

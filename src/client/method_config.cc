@@ -16,11 +16,19 @@ const MethodConfig& find_method_config(
   return fallback;
 }
 
+void shorten_deadline(ClientContext& context, std::chrono::milliseconds timeout) {
+  if (timeout.count() <= 0) return;  // zero is no timeout, as in gRPC
+  const auto now = ClientContext::Clock::now();
+  const auto deadline = context.deadline();
+  if (deadline <= now) return;
+  // Compared in milliseconds first: now + timeout in the clock's nanoseconds overflows for a
+  // timeout over about 292 years, which a service config or an xDS route may give.
+  if (timeout >= std::chrono::ceil<std::chrono::milliseconds>(deadline - now)) return;
+  context.set_deadline(now + timeout);
+}
+
 void apply_method_config(const MethodConfig& config, ClientContext& context) {
-  if (config.timeout && config.timeout->count() > 0) {  // zero is no timeout, as in gRPC
-    const auto limit = ClientContext::Clock::now() + *config.timeout;
-    if (limit < context.deadline()) context.set_deadline(limit);
-  }
+  if (config.timeout) shorten_deadline(context, *config.timeout);
   if (config.wait_for_ready && !context.wait_for_ready_set()) {
     const bool wait = *config.wait_for_ready;
     context.set_wait_for_ready(wait);

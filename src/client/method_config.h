@@ -3,6 +3,7 @@
 // (a shorter deadline, wait_for_ready when the context left it unset).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <string>
@@ -25,6 +26,10 @@ const MethodConfig& find_method_config(
 // Idempotent for a call's retries (a later attempt's now + timeout is never earlier than the
 // first's).
 void apply_method_config(const MethodConfig& config, ClientContext& context);
+
+// Shortens context's deadline to now + timeout when that is earlier; a timeout of zero or less
+// leaves it. Safe for any timeout (one past the clock's range leaves the deadline as it is).
+void shorten_deadline(ClientContext& context, std::chrono::milliseconds timeout);
 
 // The message limits of a call under config: the channel's, with the method's request and
 // response limits in their place where config sets them.

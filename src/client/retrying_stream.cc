@@ -57,8 +57,11 @@ void RetryingStream::unref() {
 
 asio::awaitable<void> RetryingStream::start(const google::protobuf::MessageLite* request) {
   Ref<RetryingStream> hold(this);
-  call_ = co_await core_->start_call(method_, *context_, 0, unary_);
+  call_ = co_await core_->start_call(method_, *context_, 0, unary_, &route_);
   if (observer_ != nullptr) observer_->attempt_started(/*transparent=*/false);
+  // A routed call whose route has no retry policy (and its method none): committed at once,
+  // so that its messages are not kept for attempts that will never come.
+  if (core_->retry_policy_for(method_, &route_) == nullptr) commit();
   if (request != nullptr) {
     keep(*request, WriteOptions{});
     half_closed_ = true;
@@ -129,7 +132,8 @@ asio::awaitable<bool> RetryingStream::retry() {
     if (committed_) {
       // Not retried, but a retryable failure still counts against the throttle (gRFC A6).
       (void)core_->retry_after(method_, status, /*committed=*/true, attempts_ + 1,
-                               failed->retry_pushback_ms(), backoff_step_, context_->deadline());
+                               failed->retry_pushback_ms(), backoff_step_, context_->deadline(),
+                               &route_);
       break;
     }
     bool transparent = false;
@@ -139,9 +143,9 @@ asio::awaitable<bool> RetryingStream::retry() {
       if (observer_ != nullptr) observer_->attempt_ended(*failed);
     } else {
       ++attempts_;
-      std::optional<std::chrono::milliseconds> wait =
-          core_->retry_after(method_, status, /*committed=*/false, attempts_,
-                             failed->retry_pushback_ms(), backoff_step_, context_->deadline());
+      std::optional<std::chrono::milliseconds> wait = core_->retry_after(
+          method_, status, /*committed=*/false, attempts_, failed->retry_pushback_ms(),
+          backoff_step_, context_->deadline(), &route_);
       if (!wait) break;
       // Over: another attempt follows (the observer ignores a second report of it, should
       // a cancellation during the wait make it the last after all).
@@ -151,7 +155,8 @@ asio::awaitable<bool> RetryingStream::retry() {
         if (cancelled_) break;
       }
     }
-    Ref<ClientCall> next = co_await core_->start_call(method_, *context_, attempts_, unary_);
+    Ref<ClientCall> next =
+        co_await core_->start_call(method_, *context_, attempts_, unary_, &route_);
     if (single_message_) next->expect_single_message();
     if (observer_ != nullptr) observer_->attempt_started(transparent);
     call_ = next;
@@ -298,11 +303,25 @@ absl::Status no_raw_on_retried_calls() {
 
 }  // namespace
 
-asio::awaitable<absl::Status> RetryingStream::write_raw(const SliceChain&) {
+// A committed call is an ordinary one, whose raw messages go as they are: one whose route (an
+// xDS channel's) has no retry policy commits as it starts.
+asio::awaitable<absl::Status> RetryingStream::write_raw(const SliceChain& message) {
+  if (committed_) {
+    Ref<RetryingStream> hold(this);
+    if (retrying_) co_await wait_for_retry();
+    Ref<ClientCall> attempt = call_;
+    co_return co_await attempt->write_raw(message);
+  }
   co_return no_raw_on_retried_calls();
 }
 
-asio::awaitable<bool> RetryingStream::read_raw(SliceChain&) {
+asio::awaitable<bool> RetryingStream::read_raw(SliceChain& message) {
+  if (committed_) {
+    Ref<RetryingStream> hold(this);
+    if (retrying_) co_await wait_for_retry();
+    Ref<ClientCall> attempt = call_;
+    co_return co_await attempt->read_raw(message);
+  }
   cancel(no_raw_on_retried_calls());
   co_return false;
 }

@@ -18,6 +18,7 @@
 #include "asio/awaitable.hpp"
 #include "asio/steady_timer.hpp"
 #include "call/event.h"
+#include "client/call_router.h"
 #include "client/stream_call.h"
 #include "common/ref.h"
 #include "ferry/client_context.h"
@@ -69,8 +70,9 @@ class RetryingStream final : public StreamCall {
   void cancel(absl::Status why) override;
   void expect_single_message() override;
   bool last_message_compressed() const override;
-  // Raw messages are not kept for replay: write_raw fails with UNIMPLEMENTED, and read_raw ends
-  // the call with that status and returns false.
+  // Raw messages are not kept for replay: until the call commits, write_raw fails with
+  // UNIMPLEMENTED, and read_raw ends the call with that status and returns false; once it has
+  // committed (at its start when its route has no retry policy), they go through as on any call.
   asio::awaitable<absl::Status> write_raw(const SliceChain& message) override;
   asio::awaitable<bool> read_raw(SliceChain& message) override;
   void drop() override { cancel(absl::CancelledError("the client dropped the call")); }
@@ -121,6 +123,7 @@ class RetryingStream final : public StreamCall {
   int attempts_ = 0;     // failed attempts counted by the retry policy
   int transparent_ = 0;  // transparent retries (never processed by the server)
   int backoff_step_ = 0;
+  CallRoute route_;  // on a routing resolver's channel: chosen by the first attempt, kept
   asio::steady_timer backoff_timer_;
   Signal retried_;  // a retry ended
 };

@@ -46,11 +46,14 @@ asio::awaitable<absl::Status> unary_call(std::shared_ptr<ChannelCore> core, std:
   int attempts = 0;  // completed attempts that count for the retry policy
   int backoff_step = 0;
   bool transparent_retry = false;  // the attempt about to start is a transparent retry
+  // On a routing resolver's channel: the call's route and cluster, chosen by its first attempt
+  // and kept by the others (gRFC A31); untouched on other channels.
+  CallRoute route;
   while (true) {
     // Inline: a unary call is the hot path, and a nested coroutine would cost it one more frame
     // per call.
-    Ref<ClientCall> call = core->try_start_call(method, context, attempts, /*unary=*/true);
-    if (!call) call = co_await core->start_call(method, context, attempts, /*unary=*/true);
+    Ref<ClientCall> call = core->try_start_call(method, context, attempts, /*unary=*/true, &route);
+    if (!call) call = co_await core->start_call(method, context, attempts, /*unary=*/true, &route);
     call->expect_single_message();
     if (observer != nullptr) observer->attempt_started(transparent_retry);
     if (!call->done()) {
@@ -82,7 +85,7 @@ asio::awaitable<absl::Status> unary_call(std::shared_ptr<ChannelCore> core, std:
     } else {
       ++attempts;
       wait = core->retry_after(method, status, committed, attempts, pushback_ms, backoff_step,
-                               context.deadline());
+                               context.deadline(), &route);
       again = wait.has_value();
       transparent_retry = false;
     }

@@ -13,6 +13,7 @@
 #include "asio/ip/address.hpp"
 #include "common/strings.h"
 #include "envoy/config/cluster/v3/cluster.pb.h"
+#include "envoy/config/core/v3/protocol.pb.h"
 #include "envoy/config/endpoint/v3/endpoint.pb.h"
 #include "envoy/config/listener/v3/listener.pb.h"
 #include "envoy/config/route/v3/route.pb.h"
@@ -21,6 +22,7 @@
 #include "envoy/type/matcher/v3/string.pb.h"
 #include "envoy/type/v3/percent.pb.h"
 #include "google/protobuf/any.pb.h"
+#include "xds/route_settings.h"
 
 namespace ferry::xds::detail {
 namespace {
@@ -159,6 +161,15 @@ absl::StatusOr<RouteConfig> decode_route_config(const route_v3::RouteConfigurati
     }
     std::set<std::string_view> clusters;  // the distinct clusters the host's routes name
     std::size_t header_matchers = 0;
+    // A44: the virtual host's retry policy, for its routes that have none (validated even when
+    // every route has its own, as gRPC does).
+    std::optional<RouteRetryPolicy> host_retry_policy;
+    if (vh.has_retry_policy()) {
+      absl::StatusOr<RouteRetryPolicy> policy = decode_route_retry_policy(
+          vh.retry_policy(), absl::StrCat("virtual_hosts[", v, "].retry_policy"));
+      if (!policy.ok()) return policy.status();
+      host_retry_policy = *std::move(policy);
+    }
     for (int r = 0; r < vh.routes_size(); ++r) {
       const route_v3::Route& route = vh.routes(r);
       const std::string where = absl::StrCat("virtual_hosts[", v, "].routes[", r, "]");
@@ -207,6 +218,19 @@ absl::StatusOr<RouteConfig> decode_route_config(const route_v3::RouteConfigurati
       if (match.query_parameters_size() > 0) continue;
       if (route.has_route()) {
         const route_v3::RouteAction& action = route.route();
+        // A31 and A44: what the route sets for its calls besides their cluster.
+        absl::StatusOr<std::optional<std::chrono::milliseconds>> max_stream_duration =
+            decode_route_max_stream_duration(action, absl::StrCat(where, ".route"));
+        if (!max_stream_duration.ok()) return max_stream_duration.status();
+        out_route.max_stream_duration = *max_stream_duration;
+        if (action.has_retry_policy()) {
+          absl::StatusOr<RouteRetryPolicy> policy = decode_route_retry_policy(
+              action.retry_policy(), absl::StrCat(where, ".route.retry_policy"));
+          if (!policy.ok()) return policy.status();
+          out_route.retry_policy = *std::move(policy);
+        } else {
+          out_route.retry_policy = host_retry_policy;
+        }
         switch (action.cluster_specifier_case()) {
           case route_v3::RouteAction::kCluster:
             if (action.cluster().empty()) {
@@ -289,6 +313,15 @@ absl::StatusOr<Resource> decode_listener(const listener_v3::Listener& listener) 
     }
   }
   ListenerResource out;
+  // A31: the default max_stream_duration of the listener's routes.
+  if (hcm.has_common_http_protocol_options() &&
+      hcm.common_http_protocol_options().has_max_stream_duration()) {
+    absl::StatusOr<std::chrono::milliseconds> max =
+        decode_xds_duration(hcm.common_http_protocol_options().max_stream_duration(),
+                            "listener: common_http_protocol_options.max_stream_duration");
+    if (!max.ok()) return max.status();
+    out.max_stream_duration = *max;
+  }
   switch (hcm.route_specifier_case()) {
     case hcm_v3::HttpConnectionManager::kRds:
       if (!is_ads_or_self(hcm.rds().config_source())) {

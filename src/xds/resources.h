@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -13,6 +14,7 @@
 #include <variant>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "ferry/metadata.h"
 #include "ferry/resolver.h"
@@ -49,6 +51,21 @@ struct HeaderMatcher {
   friend bool operator==(const HeaderMatcher&, const HeaderMatcher&) = default;
 };
 
+// gRFC A44's retry policy: Envoy's RetryPolicy as gRPC reads it (its other fields ignored).
+struct RouteRetryPolicy {
+  // retry_on's gRPC conditions (cancelled, deadline-exceeded, internal, resource-exhausted,
+  // unavailable), each once; the others are ignored. Empty: the route's calls are not retried
+  // (and its virtual host's policy does not apply either, as in gRPC).
+  std::vector<absl::StatusCode> retry_on;
+  int max_attempts = 2;  // num_retries + 1 (num_retries defaults to 1), at most 5 as in gRPC
+  // retry_back_off: base_interval (the first back-off's bound, doubled per retry) and
+  // max_interval (10 x base_interval when unset); 25 ms and 250 ms without retry_back_off.
+  // Each over 0; a part of a millisecond counts as one.
+  std::chrono::milliseconds base_interval{25};
+  std::chrono::milliseconds max_interval{250};
+  friend bool operator==(const RouteRetryPolicy&, const RouteRetryPolicy&) = default;
+};
+
 struct Route {
   // safe_regex path matchers are NACKed: ferry has no RE2 (docs/xds.md).
   enum class Match { kPrefix, kPath };
@@ -62,6 +79,13 @@ struct Route {
   std::string cluster;
   std::vector<std::pair<std::string, std::uint32_t>> weighted_clusters;  // weights > 0
   std::uint32_t total_weight = 0;  // of weighted_clusters: > 0, within 32 bits
+  // gRFC A31: the longest a call of the route may take (its deadline is shortened to it):
+  // RouteAction.max_stream_duration's grpc_timeout_header_max when set, else its
+  // max_stream_duration. Zero: no limit; unset: the listener's default
+  // (ListenerResource::max_stream_duration).
+  std::optional<std::chrono::milliseconds> max_stream_duration;
+  // gRFC A44: the route's retry_policy, else its virtual host's; unset: none from xDS.
+  std::optional<RouteRetryPolicy> retry_policy;
   bool forwards() const { return !cluster.empty() || !weighted_clusters.empty(); }
   friend bool operator==(const Route&, const Route&) = default;
 };
@@ -92,6 +116,9 @@ inline constexpr std::size_t kMaxClustersPerVirtualHost = 256;
 struct ListenerResource {
   std::string rds_name;                      // the RouteConfiguration to fetch, or
   std::optional<RouteConfig> inline_routes;  // the routes the listener carries itself
+  // gRFC A31: the HttpConnectionManager's common_http_protocol_options.max_stream_duration, the
+  // default for routes that set none.
+  std::optional<std::chrono::milliseconds> max_stream_duration;
 };
 
 struct ClusterResource {

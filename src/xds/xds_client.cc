@@ -405,6 +405,7 @@ std::optional<WatchResult> XdsClient::follow(
   // endpoints); the configuration waits for each to be known, found absent or NACKed.
   XdsConfig config;
   config.virtual_host = *host;
+  config.max_stream_duration = lr.max_stream_duration;
   std::set<std::string_view> clusters;
   for (const Route& route : host->routes) {
     if (!route.cluster.empty()) clusters.insert(route.cluster);

@@ -61,6 +61,8 @@ inline constexpr std::size_t kMaxWatches = 10000;
 // cannot be reached and nothing is cached).
 struct XdsConfig {
   VirtualHost virtual_host;
+  // gRFC A31: the listener's default max_stream_duration, for routes that set none.
+  std::optional<std::chrono::milliseconds> max_stream_duration;
   // By name, each once.
   std::vector<std::pair<std::string, absl::StatusOr<EndpointsResource>>> clusters;
   friend bool operator==(const XdsConfig&, const XdsConfig&) = default;

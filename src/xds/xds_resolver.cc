@@ -33,8 +33,10 @@ using RoutingResult = absl::StatusOr<::ferry::detail::RoutingConfig>;
 // made on the xDS client's thread once per configuration, used on the channel's per call.
 class XdsRouter final : public ::ferry::detail::CallRouter {
  public:
-  // clusters: the configuration's, in the order the channel gets them.
-  XdsRouter(detail::VirtualHost host, const std::vector<std::string>& clusters)
+  // clusters: the configuration's, in the order the channel gets them. max_stream_duration:
+  // the listener's default (gRFC A31).
+  XdsRouter(detail::VirtualHost host, const std::vector<std::string>& clusters,
+            std::optional<std::chrono::milliseconds> max_stream_duration)
       : host_(std::move(host)) {
     auto index_of = [&clusters](const std::string& name) {
       return static_cast<int>(std::lower_bound(clusters.begin(), clusters.end(), name) -
@@ -47,33 +49,59 @@ class XdsRouter final : public ::ferry::detail::CallRouter {
         indices.push_back(index_of(name));
       }
       targets_.push_back(std::move(indices));
+      configs_.push_back(call_config_of(route, max_stream_duration));
     }
   }
 
-  int route(std::string_view method, const ClientContext& context,
-            absl::Status& error) const override {
+  ::ferry::detail::RouteChoice route(std::string_view method, const ClientContext& context,
+                                     absl::Status& error) const override {
     thread_local detail::RouteRandom random{
         static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count() ^
                                    reinterpret_cast<std::uintptr_t>(&error))};
     const int r = detail::match_route(host_, method, context.metadata(), random);
     if (r < 0) {
       error = absl::UnavailableError(absl::StrCat("xDS: no route matches ", to_absl(method)));
-      return -1;
+      return {};
     }
     const detail::Route& route = host_.routes[r];
     const std::vector<int>& targets = targets_[r];
     if (targets.empty()) {
       error = absl::UnavailableError(absl::StrCat("xDS: the route for ", to_absl(method),
                                                   " does not forward (a non-route action)"));
-      return -1;
+      return {};
     }
-    if (route.weighted_clusters.empty()) return targets[0];
-    return targets[detail::pick_weighted(route, random)];
+    const ::ferry::detail::RouteCallConfig* config = configs_[r] ? &*configs_[r] : nullptr;
+    if (route.weighted_clusters.empty()) return {targets[0], config};
+    return {targets[detail::pick_weighted(route, random)], config};
   }
 
  private:
+  // What a route sets for its calls: gRFC A31's timeout (the route's max_stream_duration, else
+  // the listener's; zero or neither: none) and A44's retry policy (a route whose retry_on has no
+  // gRPC condition keeps one without codes: no retries, the virtual host's not taken either).
+  static std::optional<::ferry::detail::RouteCallConfig> call_config_of(
+      const detail::Route& route, std::optional<std::chrono::milliseconds> listener_default) {
+    ::ferry::detail::RouteCallConfig config;
+    const auto timeout = route.max_stream_duration ? route.max_stream_duration : listener_default;
+    if (timeout && timeout->count() > 0) config.timeout = timeout;
+    if (route.retry_policy) {
+      const detail::RouteRetryPolicy& xds = *route.retry_policy;
+      RetryPolicy policy;
+      policy.max_attempts = xds.max_attempts;
+      policy.initial_backoff = xds.base_interval;
+      policy.max_backoff = xds.max_interval;
+      policy.backoff_multiplier = 2;  // A44
+      policy.retryable_status_codes = xds.retry_on;
+      config.retry_policy = std::move(policy);
+    }
+    if (!config.timeout && !config.retry_policy) return std::nullopt;
+    return config;
+  }
+
   detail::VirtualHost host_;
   std::vector<std::vector<int>> targets_;  // per route: its clusters' indices
+  // Per route: its settings, when it has any (pointed to by the calls that take it).
+  std::vector<std::optional<::ferry::detail::RouteCallConfig>> configs_;
 };
 
 static_assert(detail::kMaxLocalitiesPerCluster == ::ferry::detail::kMaxLocalitiesPerCluster &&
@@ -109,7 +137,8 @@ RoutingResult routing_of(const detail::WatchResult& result, const XdsClientOptio
     names.push_back(name);
     config.clusters.push_back(routed_cluster(name, endpoints));
   }
-  config.router = std::make_shared<XdsRouter>(result->virtual_host, names);
+  config.router =
+      std::make_shared<XdsRouter>(result->virtual_host, names, result->max_stream_duration);
   config.failover_timeout = options.priority_failover_timeout;
   config.retention_timeout = options.priority_retention_timeout;
   return config;

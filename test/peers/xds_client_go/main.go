@@ -6,8 +6,9 @@
 //
 //	call N [METHOD [KEY=VALUE...]]  N unary calls of METHOD (default /ferry.testing.Echo/Echo;
 //	                 Collect, a client-streaming method, takes one request as a unary call) with
-//	                 the metadata given, each wait-for-ready with a 10 s deadline -> "ok" |
-//	                 "error CODE MESSAGE" (the first failure)
+//	                 the metadata given ("{i}" in a value: the call's number, from 0), each
+//	                 wait-for-ready with a 10 s deadline -> "ok" | "error CODE MESSAGE" (the
+//	                 first failure)
 //	fail_fast N [METHOD [KEY=VALUE...]]  the same without wait-for-ready (a call fails at once
 //	                 when its cluster is in TRANSIENT_FAILURE), all N made whatever fails -> "ok" |
 //	                 "failed K CODE MESSAGE" (K of them failed; the first failure's status)
@@ -62,6 +63,13 @@ func main() {
 			k, v, _ := strings.Cut(kv, "=")
 			md = append(md, k, v)
 		}
+		withNumber := func(i int) []string {
+			out := make([]string, len(md))
+			for j, s := range md {
+				out[j] = strings.ReplaceAll(s, "{i}", strconv.Itoa(i))
+			}
+			return out
+		}
 		n := 0
 		if len(fields) > 0 {
 			n, _ = strconv.Atoi(fields[0])
@@ -70,7 +78,7 @@ func main() {
 		waitForReady := cmd == "call"
 		failed := 0
 		for i := 0; i < n; i++ {
-			ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(context.Background(), md...), 10*time.Second)
+			ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(context.Background(), withNumber(i)...), 10*time.Second)
 			err := conn.Invoke(ctx, method, &emptypb.Empty{}, &emptypb.Empty{},
 				grpc.WaitForReady(waitForReady))
 			cancel()

@@ -17,12 +17,22 @@
 //
 //	{"listeners": [{"name": "svc", "rds": "route-a"} | {"name": "svc", "routes": [ROUTE...]}
 //	               | {"name": "bad", "no_api_listener": true}],
-//	 "routes":    [{"name": "route-a", "domains": ["*"], "routes": [ROUTE...]}],
+//	 "routes":    [{"name": "route-a", "domains": ["*"], "routes": [ROUTE...],
+//	               "retry_policy": RETRY}],
 //	 "clusters":  [{"name": "c", "service_name": "", "type": "EDS"|"STATIC", "lb_policy": "ROUND_ROBIN"|"MAGLEV"}],
 //	 "endpoints": [{"name": "c", "localities": [{"priority": 0, "weight": 1, "addresses": ["127.0.0.1:5000"]}]}]}
 //	ROUTE: {"prefix": "/" | "path": "/s/M" | "regex": "...", "cluster": "c"
 //	        | "weighted": [{"cluster": "c", "weight": 3}, ...],
-//	        "headers": [{"name": "x-h", "exact": "v" | "prefix": "v" | "present": true, "invert": false}]}
+//	        "headers": [{"name": "x-h", "exact": "v" | "prefix": "v" | "present": true, "invert": false}],
+//	        "max_stream_duration_ms": 300, "grpc_timeout_header_max_ms": 0, "retry_policy": RETRY}
+//	RETRY: {"retry_on": "unavailable,5xx", "num_retries": 2, "base_interval_ms": 10, "max_interval_ms": 50}
+//
+// A listener's "max_stream_duration_ms" is its HttpConnectionManager's
+// common_http_protocol_options.max_stream_duration (gRFC A31's default for its routes); a
+// ROUTE's are its RouteAction.max_stream_duration's max_stream_duration and
+// grpc_timeout_header_max; RETRY is a RetryPolicy (gRFC A44), on a route's action or on the
+// route configuration's virtual host. Durations are milliseconds, negative ones allowed (for
+// validation tests); fields left out are left unset.
 //
 // A NACK is not answered with the snapshot it refused: go-control-plane's snapshot cache compares
 // the request's version_info (a NACK carries the last version the client accepted) with the
@@ -48,6 +58,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	cluster "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -64,6 +75,7 @@ import (
 	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
@@ -73,6 +85,38 @@ type headerSpec struct {
 	Prefix  *string `json:"prefix"`
 	Present *bool   `json:"present"`
 	Invert  bool    `json:"invert"`
+}
+
+// gRFC A44's RetryPolicy fields; nil ones are left unset.
+type retrySpec struct {
+	RetryOn        string  `json:"retry_on"`
+	NumRetries     *uint32 `json:"num_retries"`
+	BaseIntervalMs *int64  `json:"base_interval_ms"`
+	MaxIntervalMs  *int64  `json:"max_interval_ms"`
+}
+
+func millis(ms int64) *durationpb.Duration {
+	return durationpb.New(time.Duration(ms) * time.Millisecond)
+}
+
+func buildRetryPolicy(r *retrySpec) *route.RetryPolicy {
+	if r == nil {
+		return nil
+	}
+	p := &route.RetryPolicy{RetryOn: r.RetryOn}
+	if r.NumRetries != nil {
+		p.NumRetries = wrapperspb.UInt32(*r.NumRetries)
+	}
+	if r.BaseIntervalMs != nil || r.MaxIntervalMs != nil {
+		p.RetryBackOff = &route.RetryPolicy_RetryBackOff{}
+		if r.BaseIntervalMs != nil {
+			p.RetryBackOff.BaseInterval = millis(*r.BaseIntervalMs)
+		}
+		if r.MaxIntervalMs != nil {
+			p.RetryBackOff.MaxInterval = millis(*r.MaxIntervalMs)
+		}
+	}
+	return p
 }
 
 type routeSpec struct {
@@ -85,6 +129,9 @@ type routeSpec struct {
 		Cluster string `json:"cluster"`
 		Weight  uint32 `json:"weight"`
 	} `json:"weighted"`
+	MaxStreamDurationMs    *int64     `json:"max_stream_duration_ms"`
+	GrpcTimeoutHeaderMaxMs *int64     `json:"grpc_timeout_header_max_ms"`
+	RetryPolicy            *retrySpec `json:"retry_policy"`
 }
 
 type spec struct {
@@ -93,11 +140,14 @@ type spec struct {
 		RDS           string      `json:"rds"`
 		Routes        []routeSpec `json:"routes"`
 		NoAPIListener bool        `json:"no_api_listener"`
+		// gRFC A31's default for the listener's routes.
+		MaxStreamDurationMs *int64 `json:"max_stream_duration_ms"`
 	} `json:"listeners"`
 	Routes []struct {
-		Name    string      `json:"name"`
-		Domains []string    `json:"domains"`
-		Routes  []routeSpec `json:"routes"`
+		Name        string      `json:"name"`
+		Domains     []string    `json:"domains"`
+		Routes      []routeSpec `json:"routes"`
+		RetryPolicy *retrySpec  `json:"retry_policy"`
 	} `json:"routes"`
 	Clusters []struct {
 		Name        string `json:"name"`
@@ -156,6 +206,16 @@ func buildRoutes(specs []routeSpec) ([]*route.Route, error) {
 		} else {
 			action.ClusterSpecifier = &route.RouteAction_Cluster{Cluster: r.Cluster}
 		}
+		if r.MaxStreamDurationMs != nil || r.GrpcTimeoutHeaderMaxMs != nil {
+			action.MaxStreamDuration = &route.RouteAction_MaxStreamDuration{}
+			if r.MaxStreamDurationMs != nil {
+				action.MaxStreamDuration.MaxStreamDuration = millis(*r.MaxStreamDurationMs)
+			}
+			if r.GrpcTimeoutHeaderMaxMs != nil {
+				action.MaxStreamDuration.GrpcTimeoutHeaderMax = millis(*r.GrpcTimeoutHeaderMaxMs)
+			}
+		}
+		action.RetryPolicy = buildRetryPolicy(r.RetryPolicy)
 		out = append(out, &route.Route{Match: m, Action: &route.Route_Route{Route: action}})
 	}
 	return out, nil
@@ -180,6 +240,10 @@ func build(s *spec) (map[resourcev3.Type][]types.Resource, error) {
 		manager := &hcm.HttpConnectionManager{
 			HttpFilters: []*hcm.HttpFilter{{Name: "router",
 				ConfigType: &hcm.HttpFilter_TypedConfig{TypedConfig: routerAny}}},
+		}
+		if l.MaxStreamDurationMs != nil {
+			manager.CommonHttpProtocolOptions = &core.HttpProtocolOptions{
+				MaxStreamDuration: millis(*l.MaxStreamDurationMs)}
 		}
 		if l.RDS != "" {
 			manager.RouteSpecifier = &hcm.HttpConnectionManager_Rds{Rds: &hcm.Rds{
@@ -210,7 +274,8 @@ func build(s *spec) (map[resourcev3.Type][]types.Resource, error) {
 			domains = []string{"*"}
 		}
 		res[resourcev3.RouteType] = append(res[resourcev3.RouteType], &route.RouteConfiguration{
-			Name: r.Name, VirtualHosts: []*route.VirtualHost{{Name: "vh", Domains: domains, Routes: routes}}})
+			Name: r.Name, VirtualHosts: []*route.VirtualHost{{Name: "vh", Domains: domains, Routes: routes,
+				RetryPolicy: buildRetryPolicy(r.RetryPolicy)}}})
 	}
 	for _, c := range s.Clusters {
 		out := &cluster.Cluster{Name: c.Name}
