@@ -67,7 +67,12 @@ hpack::Field to_field(std::string_view name, std::string_view value, bool no_ind
   if (no_index) return {name, value, hpack::Indexing::kNever, /*raw=*/true};
   return {name, value, hpack::Indexing::kAuto};
 }
-hpack::Field to_field(const HeaderField& f) { return to_field(f.name, f.value, f.no_index); }
+// A literal's strings never change: the encoder trusts its hint for them without comparing.
+hpack::Field to_field(const HeaderField& f) {
+  hpack::Field field = to_field(f.name, f.value, f.no_index);
+  field.immutable = f.static_storage;
+  return field;
+}
 
 using FieldList = absl::InlinedVector<hpack::Field, 16>;
 
