@@ -1123,6 +1123,45 @@ TEST(Decoder, RepeatedLiteralsDecodeTheSame) {
   EXPECT_EQ(out.list_size(), 70u);
 }
 
+// A field sent by index is a view of the dynamic table's bytes. A later field of the same block
+// that enters the table may evict that entry and write over its bytes, or grow the table's ring
+// (a new allocation): the fields before it still read what they were when decoded.
+TEST(Decoder, FieldsByIndexOutliveAnInsertionInTheirBlock) {
+  auto literal_indexed = [](std::string_view name, std::string_view value) {
+    return testing::hpack_literal_indexed(name, value);
+  };
+  auto block_of = [](const std::string& fields) { return Bytes(fields.begin(), fields.end()); };
+  {
+    // A 128-byte table holds one entry of 3 + 40 + 32 = 75 bytes: x-b evicts x-a and is
+    // written where x-a was.
+    Decoder decoder(DecoderLimits{.max_table_size = 128}, 128);
+    const std::string a(40, 'a'), b(40, 'b');
+    Headers headers;
+    ASSERT_TRUE(decode(decoder, block_of(literal_indexed("x-a", a)), headers).ok());
+    ASSERT_TRUE(
+        decode(decoder, block_of("\xbe" + literal_indexed("x-b", b) + "\xbe"), headers).ok());
+    EXPECT_EQ(headers, (Headers{{"x-a", a}, {"x-b", b}, {"x-b", b}}));
+    EXPECT_EQ(table_of(decoder.table()), (Headers{{"x-b", b}}));
+  }
+  {
+    // The ring starts at 256 bytes: a 300-byte entry moves it to a larger allocation.
+    Decoder decoder;
+    const std::string big(120, 'z');
+    Headers headers;
+    ASSERT_TRUE(decode(decoder, block_of(literal_indexed("x-a", "first")), headers).ok());
+    ASSERT_TRUE(decode(decoder, block_of(literal_indexed("x-b", "second")), headers).ok());
+    const std::string block =
+        "\xbf\xbe" + literal_indexed("x-big", big) + literal_indexed("x-big2", big) + "\xc0\xc1";
+    ASSERT_TRUE(decode(decoder, block_of(block), headers).ok());
+    EXPECT_EQ(headers, (Headers{{"x-a", "first"},
+                                {"x-b", "second"},
+                                {"x-big", big},
+                                {"x-big2", big},
+                                {"x-b", "second"},
+                                {"x-a", "first"}}));
+  }
+}
+
 // Block after block, the output and the table stop growing: no allocation in steady state.
 TEST(Decoder, SteadyStateHoldsItsStorage) {
   Encoder encoder;

@@ -113,6 +113,23 @@ void Decoder::memo_insert(const std::uint8_t* encoded, std::uint32_t size, const
   entry.decoded = decoded_size;
 }
 
+void Decoder::copy_table_views(DecodedHeaders& out) {
+  if (!out.views_in_table_) return;
+  out.views_in_table_ = false;
+  for (DecodedField& field : out.fields_) {
+    // A view's name and value are one entry's, side by side.
+    if (!table_.holds(field.name.data())) continue;
+    const std::size_t n = field.name.size();
+    const std::size_t v = field.value.size();
+    out.reserve(n + v);
+    char* at = out.tail();
+    std::memcpy(at, field.name.data(), n + v);
+    field.name = std::string_view(at, n);
+    field.value = std::string_view(at + n, v);
+    out.used_ += n + v;
+  }
+}
+
 void Decoder::set_max_table_size(std::uint32_t max_table_size) {
   limits_.max_table_size = max_table_size;
   // RFC 7541 §4.2: the peer's encoder must acknowledge a smaller maximum with a size update,
@@ -264,7 +281,7 @@ absl::Status Decoder::decode(std::span<const std::uint8_t> block, DecodedHeaders
     bool keep = !over_limit && out.fields_.size() < limits_.max_header_count &&
                 out.list_size_ + kEntryOverhead <= limits_.max_header_list_size;
     std::size_t room = keep ? limits_.max_header_list_size - out.list_size_ - kEntryOverhead : 0;
-    const std::size_t used_before = out.used_;
+    std::size_t used_before = out.used_;
 
     if (first & 0x80) {
       // RFC 7541 §6.1: an indexed field.
@@ -290,6 +307,14 @@ absl::Status Decoder::decode(std::span<const std::uint8_t> block, DecodedHeaders
       const std::uint32_t n = table_.name_size(i);
       const std::uint32_t v = table_.value_size(i);
       if (keep && std::size_t{n} + v <= room) {
+        std::string_view name, value;
+        if (table_.view(i, name, value)) {
+          // In place: no copy (copy_table_views makes one before the table changes).
+          out.fields_.push_back({name, value, false, table_.syntax_ok(i)});
+          out.views_in_table_ = true;
+          out.list_size_ += n + v + kEntryOverhead;
+          continue;
+        }
         out.reserve(std::size_t{n} + v);
         char* at = out.tail();
         table_.copy_name(i, at);
@@ -307,6 +332,12 @@ absl::Status Decoder::decode(std::span<const std::uint8_t> block, DecodedHeaders
     // RFC 7541 §6.2: a literal field, with incremental indexing (01), without indexing (0000)
     // or never indexed (0001).
     const bool index_it = first & 0x40;
+    if (index_it) {
+      // This field enters the table, which may overwrite or move the bytes the fields before it
+      // view: they are copied out first, while nothing of this field is in `out` yet.
+      copy_table_views(out);
+      used_before = out.used_;
+    }
     const bool never_indexed = !index_it && (first & 0x10);
     memoizable = !index_it && !never_indexed;
     std::uint32_t name_index;

@@ -47,6 +47,21 @@ class DynamicTable {
   void copy_value(std::uint32_t i, char* out) const;
   bool name_equals(std::uint32_t i, std::string_view name) const;
   bool value_equals(std::uint32_t i, std::string_view value) const;
+  // Entry `i`'s name and value as views of the table's bytes, when they lie in one piece (all
+  // but the entry the ring wraps under); false otherwise. The views hold until the next
+  // insert() (which may overwrite or move the bytes) or the table's destruction.
+  bool view(std::uint32_t i, std::string_view& name, std::string_view& value) const {
+    const Entry& e = entry(i);
+    if (e.offset + e.name_size + e.value_size > bytes_capacity_) return false;
+    const char* at = bytes_.get() + e.offset;
+    name = std::string_view(at, e.name_size);
+    value = std::string_view(at + e.name_size, e.value_size);
+    return true;
+  }
+  // Whether `p` points into the table's bytes (a view()'s name does).
+  bool holds(const char* p) const {
+    return p >= bytes_.get() && p < bytes_.get() + bytes_capacity_;
+  }
   // Whether entry `i` holds this name and value (one comparison, no scan).
   bool entry_equals(std::uint32_t i, std::string_view name, std::string_view value) const;
 
