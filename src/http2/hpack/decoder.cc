@@ -276,12 +276,12 @@ absl::Status Decoder::decode(std::span<const std::uint8_t> block, DecodedHeaders
     }
     at_start = false;
 
-    // How much of the list's budget is left for this field's name and value, and whether it
-    // may be kept at all.
-    bool keep = !over_limit && out.fields_.size() < limits_.max_header_count &&
-                out.list_size_ + kEntryOverhead <= limits_.max_header_list_size;
-    std::size_t room = keep ? limits_.max_header_list_size - out.list_size_ - kEntryOverhead : 0;
-    std::size_t used_before = out.used_;
+    // Whether a field of `size` name and value bytes may be kept: within the list's size (32
+    // more for the field) and count.
+    auto fits = [&](std::uint64_t size) {
+      return !over_limit && out.fields_.size() < limits_.max_header_count &&
+             out.list_size_ + kEntryOverhead + size <= limits_.max_header_list_size;
+    };
 
     if (first & 0x80) {
       // RFC 7541 §6.1: an indexed field.
@@ -292,7 +292,7 @@ absl::Status Decoder::decode(std::span<const std::uint8_t> block, DecodedHeaders
       if (index == 0) return compression_error("index 0 (RFC 7541 §6.1)");
       if (index <= kStaticTableSize) {
         const StaticEntry& e = static_entry(index);
-        if (keep && e.name.size() + e.value.size() <= room) {
+        if (fits(e.name.size() + e.value.size())) {
           out.fields_.push_back({e.name, e.value, false, /*syntax_checked=*/true});
           out.list_size_ += e.name.size() + e.value.size() + kEntryOverhead;
         } else {
@@ -306,7 +306,7 @@ absl::Status Decoder::decode(std::span<const std::uint8_t> block, DecodedHeaders
       }
       const std::uint32_t n = table_.name_size(i);
       const std::uint32_t v = table_.value_size(i);
-      if (keep && std::size_t{n} + v <= room) {
+      if (fits(std::uint64_t{n} + v)) {
         std::string_view name, value;
         if (table_.view(i, name, value)) {
           // In place: no copy (copy_table_views makes one before the table changes).
@@ -330,7 +330,11 @@ absl::Status Decoder::decode(std::span<const std::uint8_t> block, DecodedHeaders
     }
 
     // RFC 7541 §6.2: a literal field, with incremental indexing (01), without indexing (0000)
-    // or never indexed (0001).
+    // or never indexed (0001). How much of the list's budget is left for its name and value,
+    // and whether it may be kept at all.
+    bool keep = fits(0);
+    std::size_t room = keep ? limits_.max_header_list_size - out.list_size_ - kEntryOverhead : 0;
+    std::size_t used_before = out.used_;
     const bool index_it = first & 0x40;
     if (index_it) {
       // This field enters the table, which may overwrite or move the bytes the fields before it
