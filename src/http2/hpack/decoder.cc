@@ -116,7 +116,10 @@ void Decoder::memo_insert(const std::uint8_t* encoded, std::uint32_t size, const
 void Decoder::copy_table_views(DecodedHeaders& out) {
   if (!out.views_in_table_) return;
   out.views_in_table_ = false;
-  for (DecodedField& field : out.fields_) {
+  // From the first view on only: a field is looked at once however many insertions follow it
+  // (a block alternating references and insertions costs O(fields), not O(fields^2)).
+  for (std::size_t k = out.first_view_; k < out.fields_.size(); ++k) {
+    DecodedField& field = out.fields_[k];
     // A view's name and value are one entry's, side by side.
     if (!table_.holds(field.name.data())) continue;
     const std::size_t n = field.name.size();
@@ -310,8 +313,11 @@ absl::Status Decoder::decode(std::span<const std::uint8_t> block, DecodedHeaders
         std::string_view name, value;
         if (table_.view(i, name, value)) {
           // In place: no copy (copy_table_views makes one before the table changes).
+          if (!out.views_in_table_) {
+            out.views_in_table_ = true;
+            out.first_view_ = out.fields_.size();
+          }
           out.fields_.push_back({name, value, false, table_.syntax_ok(i)});
-          out.views_in_table_ = true;
           out.list_size_ += n + v + kEntryOverhead;
           continue;
         }

@@ -80,6 +80,7 @@ class DecodedHeaders {
   std::vector<DecodedField> fields_;
   std::uint32_t list_size_ = 0;
   bool views_in_table_ = false;  // some field is a view of the decoder's dynamic table
+  std::size_t first_view_ = 0;   // then none before this one is
 };
 
 class Decoder {
