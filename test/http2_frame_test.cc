@@ -1,14 +1,18 @@
-// ferry's HTTP/2 frame layer (src/http2/frame, streams/stream_ids.h, limits/defences.h): every
-// frame type written and parsed back, every RFC 9113 §4-§6 error a frame alone can carry mapped
-// to its code, the same bytes split at every offset and fed one byte at a time giving the same
-// events, the stream-id rules of §5.1.1, and the floods of the 2019-2024 advisories mounted
-// against the parser and the defences.
+// ferry's HTTP/2 frame layer (src/http2/frame, streams/, limits/defences.h): every frame type
+// written and parsed back, every RFC 9113 §4-§6 error a frame alone can carry mapped to its code,
+// the same bytes split at every offset and fed one byte at a time giving the same events, the
+// stream-id rules of §5.1.1 and the table of open streams, and the floods of the 2019-2024
+// advisories mounted against the parser and the defences.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "http2/frame/parser.h"
@@ -16,6 +20,7 @@
 #include "http2/hpack/decoder.h"
 #include "http2/limits/defences.h"
 #include "http2/streams/stream_ids.h"
+#include "http2/streams/stream_table.h"
 
 namespace ferry::http2::frame::http2_frame_test {
 namespace {
@@ -572,6 +577,86 @@ TEST(Http2FrameTest, StreamIdsOnTheClient) {
   std::uint32_t id = 0;
   for (int i = 0; i < 3; ++i) id = last.open_local();
   EXPECT_EQ(id, 5u);
+}
+
+// The session's table of open streams against a std::map, under the orders a peer may open and
+// close streams in: oldest first (64 unary calls in flight), newest first, at random, and a
+// stream that stays open while thousands come and go after it. Its storage stays bounded by the
+// most streams open at once.
+TEST(Http2FrameTest, StreamTableAgreesWithAMap) {
+  struct Item {
+    std::uint32_t id;
+  };
+  std::minstd_rand random(38);
+  enum class Order { kOldestFirst, kNewestFirst, kRandom, kOneStaysOpen };
+  for (const Order order :
+       {Order::kOldestFirst, Order::kNewestFirst, Order::kRandom, Order::kOneStaysOpen}) {
+    SCOPED_TRACE(static_cast<int>(order));
+    streams::StreamTable<Item> table;
+    std::map<std::uint32_t, std::unique_ptr<Item>> open;
+    std::uint32_t next_id = 1;
+    constexpr std::size_t kMostOpen = 64;
+    std::size_t memory_at_most = 0;
+    for (int step = 0; step < 20000; ++step) {
+      const bool opening = open.size() < kMostOpen && (open.size() < 2 || random() % 2 == 0);
+      if (opening) {
+        auto item = std::make_unique<Item>(Item{next_id});
+        table.insert(next_id, item.get());
+        open.emplace(next_id, std::move(item));
+        next_id += 2 + 2 * (random() % 3);  // ids only grow, with gaps
+      } else {
+        auto it = open.begin();
+        switch (order) {
+          case Order::kOldestFirst:
+            break;
+          case Order::kNewestFirst:
+            it = std::prev(open.end());
+            break;
+          case Order::kRandom:
+            std::advance(it, random() % open.size());
+            break;
+          case Order::kOneStaysOpen:
+            it = std::next(open.begin(), 1 + random() % (open.size() - 1));
+            break;
+        }
+        table.erase(it->first, it->second.get());
+        open.erase(it);
+      }
+      ASSERT_EQ(table.size(), open.size());
+      ASSERT_EQ(table.highest(), open.empty() ? nullptr : open.rbegin()->second.get());
+      // Every open stream is found, ids between and around them are not.
+      if (step % 97 == 0) {
+        std::vector<std::uint32_t> seen;
+        table.for_each([&](std::uint32_t id, Item* item) {
+          EXPECT_EQ(item->id, id);
+          seen.push_back(id);
+          return true;
+        });
+        std::vector<std::uint32_t> expected;
+        for (const auto& [id, item] : open) expected.push_back(id);
+        ASSERT_EQ(seen, expected);
+        std::vector<std::uint32_t> probes = {0, 1, next_id};
+        for (const auto& [id, item] : open) {
+          for (const std::uint32_t near : {id - 2, id - 1, id, id + 1, id + 2}) {
+            probes.push_back(near);
+          }
+        }
+        for (const std::uint32_t id : probes) {
+          const auto it = open.find(id);
+          ASSERT_EQ(table.find(id), it == open.end() ? nullptr : it->second.get()) << id;
+        }
+      }
+      memory_at_most = std::max(memory_at_most, table.memory());
+    }
+    // Twice the open streams and the slack, in a vector that grows by doubling.
+    EXPECT_LE(memory_at_most, 4 * (2 * kMostOpen + 17) * sizeof(std::pair<std::uint32_t, Item*>));
+    // An erase of what the table does not hold (an id it never had, or another stream's) is a
+    // no-op.
+    Item stranger{next_id};
+    table.erase(next_id, &stranger);
+    if (!open.empty()) table.erase(open.begin()->first, &stranger);
+    EXPECT_EQ(table.size(), open.size());
+  }
 }
 
 TEST(Http2FrameTest, TokenBucketRefillsAtItsRate) {

@@ -123,6 +123,11 @@ class Stream {
     std::uint64_t data_received = 0;   // DATA payload bytes received
     Stream* send_next = nullptr;       // the session's queue of streams with output
     bool in_send_queue = false;
+    // In the session's table (open). The session's entry points that take a Stream* the
+    // caller keeps alive (submit_response, resume, reset, consume) ask this instead of looking
+    // the id up; after calling into a stream, which may have closed and released it, the
+    // session looks the id up (Session::find) rather than touch the object.
+    bool in_table = false;
     bool sending = false;           // HEADERS sent: the outbound queue is the body
     bool local_closed = false;      // END_STREAM (or RST_STREAM) written
     bool remote_closed = false;     // the peer's END_STREAM received

@@ -6,16 +6,6 @@
 
 namespace ferry::http2::frame {
 
-void write_frame_header(std::uint8_t* out, std::uint32_t length, FrameType type,
-                        std::uint8_t frame_flags, std::uint32_t stream_id) {
-  out[0] = static_cast<std::uint8_t>(length >> 16);
-  out[1] = static_cast<std::uint8_t>(length >> 8);
-  out[2] = static_cast<std::uint8_t>(length);
-  out[3] = static_cast<std::uint8_t>(type);
-  out[4] = frame_flags;
-  write_u32(out + 5, stream_id & kStreamIdMask);
-}
-
 std::size_t headers_size(std::size_t block_size, std::uint32_t max_frame_size) {
   const std::size_t frames =
       block_size == 0 ? 1 : (block_size + max_frame_size - 1) / max_frame_size;

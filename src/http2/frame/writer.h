@@ -4,8 +4,10 @@
 // functions; a buffer too small gets nothing written and 0 returned. No allocation, no state.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 
 #include "http2/error_code.h"
@@ -13,9 +15,21 @@
 
 namespace ferry::http2::frame {
 
-// The 9-byte frame header (RFC 9113 §4.1).
-void write_frame_header(std::uint8_t* out, std::uint32_t length, FrameType type,
-                        std::uint8_t frame_flags, std::uint32_t stream_id);
+// The 9-byte frame header (RFC 9113 §4.1). Inline, as two 32-bit stores and a byte: every
+// frame a call sends starts with one.
+inline void write_frame_header(std::uint8_t* out, std::uint32_t length, FrameType type,
+                               std::uint8_t frame_flags, std::uint32_t stream_id) {
+  auto big_endian = [](std::uint32_t v) {
+    if constexpr (std::endian::native == std::endian::little) return __builtin_bswap32(v);
+    return v;
+  };
+  // Length (24 bits) and type, then the flags, then the stream id without its reserved bit.
+  const std::uint32_t length_and_type = big_endian((length << 8) | static_cast<std::uint8_t>(type));
+  const std::uint32_t stream = big_endian(stream_id & kStreamIdMask);
+  std::memcpy(out, &length_and_type, 4);
+  out[4] = frame_flags;
+  std::memcpy(out + 5, &stream, 4);
+}
 
 // A header block as HEADERS and as many CONTINUATIONs as `max_frame_size` (the peer's
 // SETTINGS_MAX_FRAME_SIZE) needs, END_HEADERS on the last, END_STREAM on the HEADERS.

@@ -113,6 +113,26 @@ void Decoder::memo_insert(const std::uint8_t* encoded, std::uint32_t size, const
   entry.decoded = decoded_size;
 }
 
+void Decoder::copy_table_views(DecodedHeaders& out) {
+  if (!out.views_in_table_) return;
+  out.views_in_table_ = false;
+  // From the first view on only: a field is looked at once however many insertions follow it
+  // (a block alternating references and insertions costs O(fields), not O(fields^2)).
+  for (std::size_t k = out.first_view_; k < out.fields_.size(); ++k) {
+    DecodedField& field = out.fields_[k];
+    // A view's name and value are one entry's, side by side.
+    if (!table_.holds(field.name.data())) continue;
+    const std::size_t n = field.name.size();
+    const std::size_t v = field.value.size();
+    out.reserve(n + v);
+    char* at = out.tail();
+    std::memcpy(at, field.name.data(), n + v);
+    field.name = std::string_view(at, n);
+    field.value = std::string_view(at + n, v);
+    out.used_ += n + v;
+  }
+}
+
 void Decoder::set_max_table_size(std::uint32_t max_table_size) {
   limits_.max_table_size = max_table_size;
   // RFC 7541 §4.2: the peer's encoder must acknowledge a smaller maximum with a size update,
@@ -259,12 +279,12 @@ absl::Status Decoder::decode(std::span<const std::uint8_t> block, DecodedHeaders
     }
     at_start = false;
 
-    // How much of the list's budget is left for this field's name and value, and whether it
-    // may be kept at all.
-    bool keep = !over_limit && out.fields_.size() < limits_.max_header_count &&
-                out.list_size_ + kEntryOverhead <= limits_.max_header_list_size;
-    std::size_t room = keep ? limits_.max_header_list_size - out.list_size_ - kEntryOverhead : 0;
-    const std::size_t used_before = out.used_;
+    // Whether a field of `size` name and value bytes may be kept: within the list's size (32
+    // more for the field) and count.
+    auto fits = [&](std::uint64_t size) {
+      return !over_limit && out.fields_.size() < limits_.max_header_count &&
+             out.list_size_ + kEntryOverhead + size <= limits_.max_header_list_size;
+    };
 
     if (first & 0x80) {
       // RFC 7541 §6.1: an indexed field.
@@ -275,7 +295,7 @@ absl::Status Decoder::decode(std::span<const std::uint8_t> block, DecodedHeaders
       if (index == 0) return compression_error("index 0 (RFC 7541 §6.1)");
       if (index <= kStaticTableSize) {
         const StaticEntry& e = static_entry(index);
-        if (keep && e.name.size() + e.value.size() <= room) {
+        if (fits(e.name.size() + e.value.size())) {
           out.fields_.push_back({e.name, e.value, false, /*syntax_checked=*/true});
           out.list_size_ += e.name.size() + e.value.size() + kEntryOverhead;
         } else {
@@ -289,7 +309,18 @@ absl::Status Decoder::decode(std::span<const std::uint8_t> block, DecodedHeaders
       }
       const std::uint32_t n = table_.name_size(i);
       const std::uint32_t v = table_.value_size(i);
-      if (keep && std::size_t{n} + v <= room) {
+      if (fits(std::uint64_t{n} + v)) {
+        std::string_view name, value;
+        if (table_.view(i, name, value)) {
+          // In place: no copy (copy_table_views makes one before the table changes).
+          if (!out.views_in_table_) {
+            out.views_in_table_ = true;
+            out.first_view_ = out.fields_.size();
+          }
+          out.fields_.push_back({name, value, false, table_.syntax_ok(i)});
+          out.list_size_ += n + v + kEntryOverhead;
+          continue;
+        }
         out.reserve(std::size_t{n} + v);
         char* at = out.tail();
         table_.copy_name(i, at);
@@ -305,8 +336,18 @@ absl::Status Decoder::decode(std::span<const std::uint8_t> block, DecodedHeaders
     }
 
     // RFC 7541 §6.2: a literal field, with incremental indexing (01), without indexing (0000)
-    // or never indexed (0001).
+    // or never indexed (0001). How much of the list's budget is left for its name and value,
+    // and whether it may be kept at all.
+    bool keep = fits(0);
+    std::size_t room = keep ? limits_.max_header_list_size - out.list_size_ - kEntryOverhead : 0;
+    std::size_t used_before = out.used_;
     const bool index_it = first & 0x40;
+    if (index_it) {
+      // This field enters the table, which may overwrite or move the bytes the fields before it
+      // view: they are copied out first, while nothing of this field is in `out` yet.
+      copy_table_views(out);
+      used_before = out.used_;
+    }
     const bool never_indexed = !index_it && (first & 0x10);
     memoizable = !index_it && !never_indexed;
     std::uint32_t name_index;

@@ -44,10 +44,11 @@ struct DecodedField {
   bool syntax_checked = false;
 };
 
-// The fields of one decoded block, in order, with the bytes of their names and values. Owned
+// The fields of one decoded block, in order, with the bytes of their literal names and values;
+// a field sent by index is a view of the static table or of the decoder's dynamic table. Owned
 // by the caller and reused block after block: it grows to what the limits allow while a
 // connection warms up, then decoding allocates nothing. The views stay valid until the next
-// decode into it or its destruction.
+// decode (into it or by its decoder), or the destruction of it or its decoder.
 class DecodedHeaders {
  public:
   DecodedHeaders() = default;
@@ -67,6 +68,7 @@ class DecodedHeaders {
     fields_.clear();
     used_ = 0;
     list_size_ = 0;
+    views_in_table_ = false;
   }
   // Room for `bytes` more bytes, moving the kept views along when the storage moves.
   void reserve(std::size_t bytes);
@@ -77,6 +79,8 @@ class DecodedHeaders {
   std::size_t used_ = 0;
   std::vector<DecodedField> fields_;
   std::uint32_t list_size_ = 0;
+  bool views_in_table_ = false;  // some field is a view of the decoder's dynamic table
+  std::size_t first_view_ = 0;   // then none before this one is
 };
 
 class Decoder {
@@ -107,6 +111,10 @@ class Decoder {
   const DecoderLimits& limits() const { return limits_; }
 
  private:
+  // Before an insertion into the table, which may overwrite or move its bytes: the fields of
+  // `out` that are views of it are copied into `out`'s own bytes.
+  void copy_table_views(DecodedHeaders& out);
+
   DecoderLimits limits_;
   DynamicTable table_;
   bool expect_size_update_ = false;

@@ -55,6 +55,7 @@ void DynamicTable::insert(std::string_view name, std::string_view value, bool sy
       Entry{offset, static_cast<std::uint32_t>(name.size()),
             static_cast<std::uint32_t>(value.size()), syntax_ok};
   ++count_;
+  ++inserted_;
   bytes_used_ += data;
   size_ += static_cast<std::uint32_t>(entry_size);
 }
@@ -99,11 +100,26 @@ void DynamicTable::copy_out(std::uint32_t offset, std::uint32_t size, char* out)
 
 namespace {
 
-// a[0, n) == b[0, n): up to 16 bytes by two overlapping loads of each (no call), longer by
-// memcmp. Header names and gRPC's values are mostly short.
+// a[0, n) == b[0, n): up to 64 bytes by word loads (no call), longer by memcmp. Header names and
+// gRPC's values are mostly short.
 inline bool same_bytes(const char* a, const char* b, std::size_t n) {
   if (n >= 8) {
-    if (n > 16) return std::memcmp(a, b, n) == 0;
+    if (n > 16) {
+      if (n > 64) return std::memcmp(a, b, n) == 0;
+      // Up to 64 bytes (a user agent, grpc-accept-encoding's value) 8 at a time, the last 8
+      // overlapping.
+      std::uint64_t diff = 0;
+      for (std::size_t i = 0; i + 8 < n; i += 8) {
+        std::uint64_t x, y;
+        std::memcpy(&x, a + i, 8);
+        std::memcpy(&y, b + i, 8);
+        diff |= x ^ y;
+      }
+      std::uint64_t x, y;
+      std::memcpy(&x, a + n - 8, 8);
+      std::memcpy(&y, b + n - 8, 8);
+      return (diff | (x ^ y)) == 0;
+    }
     std::uint64_t a0, a1, b0, b1;
     std::memcpy(&a0, a, 8);
     std::memcpy(&b0, b, 8);
@@ -165,6 +181,22 @@ void DynamicTable::copy_value(std::uint32_t i, char* out) const {
 bool DynamicTable::name_equals(std::uint32_t i, std::string_view name) const {
   const Entry& e = entry(i);
   return equals(e.offset, e.name_size, name);
+}
+
+bool DynamicTable::entry_equals(std::uint32_t i, std::string_view name,
+                                std::string_view value) const {
+  const Entry& e = entry(i);
+  if (e.name_size != name.size() || e.value_size != value.size()) return false;
+  const std::uint32_t size = e.name_size + e.value_size;
+  if (e.offset + size <= bytes_capacity_) {
+    // Not wrapped (nearly always): two comparisons in place.
+    const char* at = &bytes_[e.offset];
+    return same_bytes(at, name.data(), name.size()) &&
+           same_bytes(at + name.size(), value.data(), value.size());
+  }
+  std::uint32_t value_at = e.offset + e.name_size;
+  if (value_at >= bytes_capacity_) value_at -= bytes_capacity_;
+  return equals(e.offset, e.name_size, name) && equals(value_at, e.value_size, value);
 }
 
 bool DynamicTable::value_equals(std::uint32_t i, std::string_view value) const {

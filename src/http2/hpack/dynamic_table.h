@@ -47,6 +47,35 @@ class DynamicTable {
   void copy_value(std::uint32_t i, char* out) const;
   bool name_equals(std::uint32_t i, std::string_view name) const;
   bool value_equals(std::uint32_t i, std::string_view value) const;
+  // Entry `i`'s name and value as views of the table's bytes, when they lie in one piece (all
+  // but the entry the ring wraps under); false otherwise. The views hold until the next
+  // insert() (which may overwrite or move the bytes) or the table's destruction.
+  bool view(std::uint32_t i, std::string_view& name, std::string_view& value) const {
+    const Entry& e = entry(i);
+    if (e.offset + e.name_size + e.value_size > bytes_capacity_) return false;
+    const char* at = bytes_.get() + e.offset;
+    name = std::string_view(at, e.name_size);
+    value = std::string_view(at + e.name_size, e.value_size);
+    return true;
+  }
+  // Whether `p` points into the table's bytes (a view()'s name does).
+  bool holds(const char* p) const {
+    return p >= bytes_.get() && p < bytes_.get() + bytes_capacity_;
+  }
+  // Whether entry `i` holds this name and value (one comparison, no scan).
+  bool entry_equals(std::uint32_t i, std::string_view name, std::string_view value) const;
+
+  // Entries counted from the table's creation (wrapping at 2^32): entry `i` was the
+  // (inserted() - 1 - i)th. The encoder names an entry by this number, which stays the entry's
+  // while newer ones push its index up (position_of).
+  std::uint32_t inserted() const { return inserted_; }
+  // The index (0 the newest) of the entry numbered `number`, or count() when it has left the
+  // table (or was never in it: a number from 2^32 insertions ago reads as a current one, which
+  // is why the encoder compares the entry's bytes before it uses one).
+  std::uint32_t position_of(std::uint32_t number) const {
+    const std::uint32_t i = inserted_ - 1 - number;
+    return i < count_ ? i : count_;
+  }
 
   // The encoder's lookup, newest first: `exact` the position of an entry of this name and value,
   // `name` the newest of this name; count() when there is none. One pass, short strings
@@ -84,6 +113,7 @@ class DynamicTable {
   std::unique_ptr<Entry[]> entries_;
   std::uint32_t entries_capacity_ = 0;
   std::uint32_t first_ = 0;
+  std::uint32_t inserted_ = 0;
 };
 
 }  // namespace ferry::http2::hpack

@@ -86,6 +86,40 @@ std::uint8_t* Encoder::write_string(std::string_view text, std::uint8_t* out, bo
   return out + text.size();
 }
 
+std::uint32_t Encoder::index_from_hint(const Field& f) {
+  const std::uint32_t first = hint_slot(f);
+  for (std::uint32_t way = 0; way < kHintWays; ++way) {
+    Hint& hint = hints_[(first + way) & (kHintSlots - 1)];
+    if (hint.name != f.name.data() || hint.value != f.value.data()) continue;
+    if (hint.dynamic) {
+      const std::uint32_t i = table_.position_of(hint.where);
+      if (i < table_.count() && (f.immutable || table_.entry_equals(i, f.name, f.value))) {
+        return kStaticTableSize + 1 + i;
+      }
+    } else {
+      const StaticEntry& e = static_entry(hint.where);
+      if (f.immutable || (e.name == f.name && e.value == f.value)) return hint.where;
+    }
+    hint = Hint{};  // stale: the entry left the table, or the storage holds other text now
+    return 0;
+  }
+  return 0;
+}
+
+void Encoder::remember(const Field& f, std::uint32_t where, bool dynamic) {
+  const std::uint32_t first = hint_slot(f);
+  std::uint32_t slot = (first + next_victim_) & (kHintSlots - 1);
+  for (std::uint32_t way = 0; way < kHintWays; ++way) {
+    const std::uint32_t s = (first + way) & (kHintSlots - 1);
+    if (hints_[s].name == nullptr) {
+      slot = s;
+      break;
+    }
+  }
+  next_victim_ = (next_victim_ + 1) & (kHintWays - 1);
+  hints_[slot] = Hint{f.name.data(), f.value.data(), where, dynamic};
+}
+
 std::uint8_t* Encoder::encode(std::span<const Field> fields, std::uint8_t* out) {
   if (update_pending_) {
     // RFC 7541 §4.2 and §6.3.
@@ -98,6 +132,14 @@ std::uint8_t* Encoder::encode(std::span<const Field> fields, std::uint8_t* out) 
     update_pending_ = false;
   }
   for (const Field& f : fields) {
+    // A field sent before from the same storage: its index, at the cost of one comparison.
+    // (Never-indexed fields have no hint; an automatic one that was indexed stays so.)
+    if (f.indexing != Indexing::kNever && f.name.data() != nullptr) {
+      if (const std::uint32_t index = index_from_hint(f); index != 0) {
+        out = write_integer(index, 7, 0x80, out);  // RFC 7541 §6.1
+        continue;
+      }
+    }
     Indexing indexing = f.indexing;
     const std::uint64_t entry_size = std::uint64_t{f.name.size()} + f.value.size() + kEntryOverhead;
     if (indexing == Indexing::kAuto) {
@@ -116,6 +158,7 @@ std::uint8_t* Encoder::encode(std::span<const Field> fields, std::uint8_t* out) 
       const DynamicTable::Match found = table_.find(f.name, f.value);
       if (found.exact < table_.count()) {
         out = write_integer(kStaticTableSize + 1 + found.exact, 7, 0x80, out);  // RFC 7541 §6.1
+        remember(f, table_.inserted() - 1 - found.exact, /*dynamic=*/true);
         continue;
       }
       if (found.name < table_.count()) dynamic_name = kStaticTableSize + 1 + found.name;
@@ -123,6 +166,7 @@ std::uint8_t* Encoder::encode(std::span<const Field> fields, std::uint8_t* out) 
     const StaticMatch in_static = find_static(f.name, f.value);
     if (indexing != Indexing::kNever && in_static.exact != 0) {
       out = write_integer(in_static.exact, 7, 0x80, out);
+      remember(f, in_static.exact, /*dynamic=*/false);
       continue;
     }
     // A static name is preferred: its index is smaller and never evicted.
@@ -136,7 +180,10 @@ std::uint8_t* Encoder::encode(std::span<const Field> fields, std::uint8_t* out) 
     }
     if (name_index == 0) out = write_string(f.name, out, !f.raw);
     out = write_string(f.value, out, !f.raw);
-    if (indexing == Indexing::kIncremental) table_.insert(f.name, f.value);
+    if (indexing == Indexing::kIncremental) {
+      table_.insert(f.name, f.value);
+      if (table_.count() > 0) remember(f, table_.inserted() - 1, /*dynamic=*/true);
+    }
   }
   return out;
 }

@@ -36,6 +36,10 @@ struct Field {
   // is a literal every time), whose roughly a fifth fewer bytes would cost its receiver a Huffman
   // decode every call (RFC 7541 §5.2 leaves the choice to the encoder).
   bool raw = false;
+  // The name and the value lie in storage whose text never changes while the encoder lives
+  // (string literals): a field sent again from the same addresses is known without comparing
+  // its bytes (see Encoder's hints).
+  bool immutable = false;
 };
 
 struct EncoderOptions {
@@ -72,11 +76,39 @@ class Encoder {
  private:
   std::uint8_t* write_string(std::string_view text, std::uint8_t* out, bool huffman) const;
 
+  // Where this encoder last found or put a field it sent as an index, by the addresses of its
+  // name and value: the fields a connection repeats come from the same storage call after call
+  // (string literals, the channel's authority and user agent, a method's path), so that one
+  // comparison with the entry a hint names replaces the search of both tables. A hint is used
+  // only once that entry's bytes compare equal to the field's (not compared for an immutable
+  // field): storage reused for other text, or an entry evicted since, only misses. Keyed by our
+  // own fields, never the peer's bytes.
+  struct Hint {
+    const char* name = nullptr;
+    const char* value = nullptr;
+    std::uint32_t where = 0;  // the static index, or the dynamic entry's number (inserted())
+    bool dynamic = false;
+  };
+  static constexpr std::uint32_t kHintSlots = 16;  // a power of two
+  static constexpr std::uint32_t kHintWays = 4;    // slots probed from a field's first
+  static std::uint32_t hint_slot(const Field& f) {
+    const auto name = reinterpret_cast<std::uintptr_t>(f.name.data());
+    const auto value = reinterpret_cast<std::uintptr_t>(f.value.data());
+    // Fibonacci hashing of both addresses: the top bits pick the first slot.
+    return static_cast<std::uint32_t>(((name ^ (value << 1)) * 0x9e3779b97f4a7c15ull) >> 60) &
+           (kHintSlots - 1);
+  }
+  // The HPACK index of `f` from its hint, or 0 when there is none (or it no longer holds).
+  std::uint32_t index_from_hint(const Field& f);
+  void remember(const Field& f, std::uint32_t where, bool dynamic);
+
   EncoderOptions options_;
   DynamicTable table_;
   bool update_pending_ = false;
   std::uint32_t update_min_ = 0;    // the smallest size since the last block
   std::uint32_t update_final_ = 0;  // the size to end at
+  Hint hints_[kHintSlots];
+  std::uint32_t next_victim_ = 0;  // which way a new hint replaces when all are taken
 };
 
 }  // namespace ferry::http2::hpack

@@ -67,7 +67,12 @@ hpack::Field to_field(std::string_view name, std::string_view value, bool no_ind
   if (no_index) return {name, value, hpack::Indexing::kNever, /*raw=*/true};
   return {name, value, hpack::Indexing::kAuto};
 }
-hpack::Field to_field(const HeaderField& f) { return to_field(f.name, f.value, f.no_index); }
+// A literal's strings never change: the encoder trusts its hint for them without comparing.
+hpack::Field to_field(const HeaderField& f) {
+  hpack::Field field = to_field(f.name, f.value, f.no_index);
+  field.immutable = f.static_storage;
+  return field;
+}
 
 using FieldList = absl::InlinedVector<hpack::Field, 16>;
 
@@ -199,34 +204,16 @@ void Session::stream_error(std::uint32_t id, ErrorCode code) {
 
 // --- stream table --------------------------------------------------------------------------
 
-Stream* Session::find(std::uint32_t id) {
-  if (recent_ != nullptr && static_cast<std::uint32_t>(recent_->id_) == id) return recent_;
-  auto it = std::lower_bound(streams_.begin(), streams_.end(), id,
-                             [](const auto& entry, std::uint32_t v) { return entry.first < v; });
-  if (it == streams_.end() || it->first != id) return nullptr;
-  recent_ = it->second;
-  return recent_;
-}
+Stream* Session::find(std::uint32_t id) { return streams_.find(id); }
 
 void Session::insert(Stream* stream) {
-  const auto id = static_cast<std::uint32_t>(stream->id_);
-  // Ids only grow: an append, save for a client whose table holds no peer streams anyway.
-  if (streams_.empty() || streams_.back().first < id) {
-    streams_.emplace_back(id, stream);
-  } else {
-    auto it = std::lower_bound(streams_.begin(), streams_.end(), id,
-                               [](const auto& entry, std::uint32_t v) { return entry.first < v; });
-    streams_.emplace(it, id, stream);
-  }
-  recent_ = stream;
+  streams_.insert(static_cast<std::uint32_t>(stream->id_), stream);
+  state(stream).in_table = true;
 }
 
 void Session::erase(Stream* stream) {
-  const auto id = static_cast<std::uint32_t>(stream->id_);
-  auto it = std::lower_bound(streams_.begin(), streams_.end(), id,
-                             [](const auto& entry, std::uint32_t v) { return entry.first < v; });
-  if (it != streams_.end() && it->second == stream) streams_.erase(it);
-  if (recent_ == stream) recent_ = nullptr;
+  streams_.erase(static_cast<std::uint32_t>(stream->id_), stream);
+  state(stream).in_table = false;
 }
 
 void Session::enqueue(Stream* stream) {
@@ -286,9 +273,12 @@ void Session::close_later(Stream* stream, ErrorCode code) {
 }
 
 void Session::forget_streams() {
-  for (auto& [id, stream] : streams_) state(stream).in_send_queue = false;
+  streams_.for_each([](std::uint32_t, Stream* stream) {
+    state(stream).in_send_queue = false;
+    state(stream).in_table = false;
+    return true;
+  });
   streams_.clear();
-  recent_ = nullptr;
   send_head_ = send_tail_ = nullptr;
   pending_opens_.clear();
   local_open_ = 0;
@@ -307,8 +297,7 @@ bool Session::accepts_new_streams() const {
 
 std::size_t Session::memory() const {
   return parser_.memory() + decoded_.memory() + decoder_.table().memory() +
-         encoder_.table().memory() + streams_.capacity() * sizeof(streams_[0]) +
-         scratch_.capacity();
+         encoder_.table().memory() + streams_.memory() + scratch_.capacity();
 }
 
 // --- input ---------------------------------------------------------------------------------
@@ -407,14 +396,20 @@ void Session::on_settings(const FrameEvent& event) {
     const std::int64_t delta = std::int64_t{value} - peer_initial_window_;
     peer_initial_window_ = value;
     if (delta != 0) {
-      for (auto& [id, stream] : streams_) {
+      bool overflow = false;
+      streams_.for_each([&](std::uint32_t, Stream* stream) {
         StreamState& st = state(stream);
         st.send_window += delta;
         if (st.send_window > kMaxWindow) {
-          fail(ErrorCode::kFlowControlError, "SETTINGS_INITIAL_WINDOW_SIZE overflows a window");
-          return;
+          overflow = true;
+          return false;
         }
         if (delta > 0 && st.send_window > 0 && st.sending && !st.local_closed) enqueue(stream);
+        return true;
+      });
+      if (overflow) {
+        fail(ErrorCode::kFlowControlError, "SETTINGS_INITIAL_WINDOW_SIZE overflows a window");
+        return;
       }
     }
   }
@@ -430,7 +425,10 @@ void Session::on_settings_ack() {
     // Streams opened before the ACK were allowed the default window (the peer could not know
     // ours yet); from now on the advertised one holds (RFC 9113 §6.9.2).
     const std::int64_t delta = std::int64_t{local_initial_window_} - kDefaultWindow;
-    for (auto& [id, stream] : streams_) state(stream).recv_window += delta;
+    streams_.for_each([&](std::uint32_t, Stream* stream) {
+      state(stream).recv_window += delta;
+      return true;
+    });
   }
 }
 
@@ -803,7 +801,7 @@ void Session::on_goaway(const FrameEvent& event) {
   // The streams this end opened above the last one the peer processed were not processed:
   // closed as refused, so that their calls may be retried (RFC 9113 §6.8).
   while (!streams_.empty()) {
-    Stream* last = streams_.back().second;
+    Stream* last = streams_.highest();
     const auto id = static_cast<std::uint32_t>(last->id_);
     if (id <= event.last_stream_id || ids_.peer_parity(id)) break;
     close(last, ErrorCode::kRefusedStream);
@@ -868,8 +866,7 @@ bool Session::submit_response(Stream* stream, std::span<const HeaderField> heade
                               bool with_data) {
   if (terminated_) return false;
   StreamState& st = state(stream);
-  if (find(static_cast<std::uint32_t>(stream->id_)) != stream || st.closing || st.sending ||
-      st.local_closed) {
+  if (!state(stream).in_table || st.closing || st.sending || st.local_closed) {
     return false;
   }
   FieldList fields;
@@ -898,13 +895,13 @@ bool Session::submit_response(Stream* stream, std::span<const HeaderField> heade
 void Session::resume(Stream* stream) {
   StreamState& st = state(stream);
   if (terminated_ || !st.sending || st.local_closed || st.closing) return;
-  if (find(static_cast<std::uint32_t>(stream->id_)) != stream) return;
+  if (!state(stream).in_table) return;
   enqueue(stream);
 }
 
 void Session::reset(Stream* stream, ErrorCode error) {
   if (terminated_ || stream->id_ <= 0) return;
-  if (find(static_cast<std::uint32_t>(stream->id_)) != stream) return;
+  if (!state(stream).in_table) return;
   StreamState& st = state(stream);
   if (st.closing) return;
   // A stream whose HEADERS are still held was never on the wire: it closes without a frame.
@@ -917,7 +914,7 @@ void Session::reset(Stream* stream, ErrorCode error) {
 
 void Session::consume(Stream* stream, std::size_t n) {
   if (terminated_ || n == 0 || stream->id_ <= 0) return;
-  if (find(static_cast<std::uint32_t>(stream->id_)) == stream) {
+  if (state(stream).in_table) {
     StreamState& st = state(stream);
     st.recv_unacked += static_cast<std::uint32_t>(n);
     // No WINDOW_UPDATE once the peer has ended the stream (it sends no more), nor one per small

@@ -46,6 +46,7 @@
 #include "http2/read_parts.h"
 #include "http2/stream.h"
 #include "http2/streams/stream_ids.h"
+#include "http2/streams/stream_table.h"
 
 namespace ferry::http2::session {
 
@@ -230,9 +231,8 @@ class Session {
   PeerStreamLedger ledger_;  // server: what became of the client's recent streams
   limits::Defences defences_;
 
-  // Open streams by id, ascending (each end opens its streams in ascending order).
-  std::vector<std::pair<std::uint32_t, Stream*>> streams_;
-  Stream* recent_ = nullptr;  // find()'s last answer
+  // Open streams by id.
+  streams::StreamTable<Stream> streams_;
   // Streams with output to frame, first to last.
   Stream* send_head_ = nullptr;
   Stream* send_tail_ = nullptr;
