@@ -74,7 +74,11 @@ class Cluster final : public detail::PriorityPolicyHelper, public detail::Subcha
   }
   ~Cluster() override {
     policy_->shutdown(/*graceful=*/false);
+    // The picker's connections hold timers of io_: they go while it lives (the members after
+    // it are destroyed after it).
+    picker = detail::LocalityPicker();
     io_.run_for(20ms);
+    policy_.reset();
   }
   std::shared_ptr<Subchannel> make_subchannel(Address address) override {
     ++subchannels_made;
