@@ -1196,6 +1196,16 @@ TEST(Decoder, FieldsByIndexOutliveAnInsertionInTheirBlock) {
                                 {"x-b", "second"},
                                 {"x-a", "first"}}));
   }
+  {
+    // An entry with an empty name and value, referred to before an insertion in the first block
+    // that has any storage of its own: nothing to copy (its view was handed to memcpy with the
+    // block's null storage, which UBSan refused; found by hpack_decoder_fuzzer).
+    Decoder decoder;
+    Headers headers;
+    ASSERT_TRUE(decode(decoder, block_of(literal_indexed("", "")), headers).ok());
+    ASSERT_TRUE(decode(decoder, block_of("\xbe" + literal_indexed("x-a", "b")), headers).ok());
+    EXPECT_EQ(headers, (Headers{{"", ""}, {"x-a", "b"}}));
+  }
 }
 
 // Block after block, the output and the table stop growing: no allocation in steady state.

@@ -124,6 +124,10 @@ void Decoder::copy_table_views(DecodedHeaders& out) {
     if (!table_.holds(field.name.data())) continue;
     const std::size_t n = field.name.size();
     const std::size_t v = field.value.size();
+    if (n + v == 0) {  // an empty name and value (the block's storage may not exist yet)
+      field.name = field.value = std::string_view("", 0);
+      continue;
+    }
     out.reserve(n + v);
     char* at = out.tail();
     std::memcpy(at, field.name.data(), n + v);
