@@ -830,6 +830,30 @@ TEST(Encoder, RandomFieldsFromMutatingStorageDecodeAsSent) {
   }
 }
 
+// Immutable fields whose views start at the same addresses but end apart (a literal and its
+// prefix): each is sent as itself, never as the other's entry.
+TEST(Encoder, ImmutableViewsOfOneLiteralWithOtherLengthsAreTold) {
+  static constexpr std::string_view kName = "x-literal-name";
+  static constexpr std::string_view kValue = "application/grpc+proto";
+  Encoder encoder;
+  Decoder decoder;
+  for (int round = 0; round < 3; ++round) {
+    for (const std::size_t n : {kName.size(), std::size_t{8}}) {
+      for (const std::size_t v : {kValue.size(), std::size_t{16}, std::size_t{0}}) {
+        const std::vector<Field> fields = {
+            {kName.substr(0, n), kValue.substr(0, v), Indexing::kIncremental, false, true}};
+        Bytes block(Encoder::max_encoded_size(fields));
+        block.resize(static_cast<std::size_t>(encoder.encode(fields, block.data()) - block.data()));
+        Headers decoded;
+        ASSERT_TRUE(decode(decoder, block, decoded).ok());
+        EXPECT_EQ(decoded,
+                  (Headers{{std::string(kName.substr(0, n)), std::string(kValue.substr(0, v))}}))
+            << round << " " << n << " " << v;
+      }
+    }
+  }
+}
+
 // ---- Attacks: what a peer's header block may make the decoder do ----------------------------
 
 // Literal with incremental indexing, new name (RFC 7541 §6.2.1), raw strings.

@@ -90,7 +90,10 @@ std::uint32_t Encoder::index_from_hint(const Field& f) {
   const std::uint32_t first = hint_slot(f);
   for (std::uint32_t way = 0; way < kHintWays; ++way) {
     Hint& hint = hints_[(first + way) & (kHintSlots - 1)];
-    if (hint.name != f.name.data() || hint.value != f.value.data()) continue;
+    if (hint.name != f.name.data() || hint.value != f.value.data() ||
+        hint.name_size != f.name.size() || hint.value_size != f.value.size()) {
+      continue;
+    }
     if (hint.dynamic) {
       const std::uint32_t i = table_.position_of(hint.where);
       if (i < table_.count() && (f.immutable || table_.entry_equals(i, f.name, f.value))) {
@@ -117,7 +120,12 @@ void Encoder::remember(const Field& f, std::uint32_t where, bool dynamic) {
     }
   }
   next_victim_ = (next_victim_ + 1) & (kHintWays - 1);
-  hints_[slot] = Hint{f.name.data(), f.value.data(), where, dynamic};
+  hints_[slot] = Hint{f.name.data(),
+                      f.value.data(),
+                      static_cast<std::uint32_t>(f.name.size()),
+                      static_cast<std::uint32_t>(f.value.size()),
+                      where,
+                      dynamic};
 }
 
 std::uint8_t* Encoder::encode(std::span<const Field> fields, std::uint8_t* out) {

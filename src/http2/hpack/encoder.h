@@ -86,6 +86,10 @@ class Encoder {
   struct Hint {
     const char* name = nullptr;
     const char* value = nullptr;
+    // The sizes too: two views may start at one address and end apart (a literal and its
+    // prefix), and an immutable field's bytes are not compared.
+    std::uint32_t name_size = 0;
+    std::uint32_t value_size = 0;
     std::uint32_t where = 0;  // the static index, or the dynamic entry's number (inserted())
     bool dynamic = false;
   };
