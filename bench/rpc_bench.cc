@@ -190,6 +190,20 @@ auto run(asio::io_context& io, Make make) {
   }
 }
 
+// n calls as kInFlight workers (worker(calls) an awaitable making that many) on io, run on
+// this thread; returns the calls made (n rounded down to a multiple of kInFlight).
+template <class Worker>
+int run_in_flight(asio::io_context& io, const Worker& worker, int n) {
+  std::vector<std::future<void>> done;
+  for (int i = 0; i < kInFlight; ++i) {
+    done.push_back(asio::co_spawn(io, worker(n / kInFlight), asio::use_future));
+  }
+  for (auto& f : done) {
+    while (f.wait_for(std::chrono::seconds(0)) != std::future_status::ready) io.run_one();
+  }
+  return n / kInFlight * kInFlight;
+}
+
 struct FerryResult {
   double p50_us, p99_us, calls_per_s, cpu_us_per_call, allocs_per_call, small_allocs_per_call,
       stream_mb_per_s, unary_1mib_mb_per_s, stream_1mib_mb_per_s, stream_1mib_ref_mb_per_s;
@@ -576,16 +590,7 @@ BalancedResult measure_balanced(int servers, int calls) {
       }
     }
   };
-  auto round = [&](int n) {
-    std::vector<std::future<void>> done;
-    for (int i = 0; i < kInFlight; ++i) {
-      done.push_back(asio::co_spawn(io, worker(n / kInFlight), asio::use_future));
-    }
-    for (auto& f : done) {
-      while (f.wait_for(std::chrono::seconds(0)) != std::future_status::ready) io.run_one();
-    }
-    return n / kInFlight * kInFlight;
-  };
+  auto round = [&](int n) { return run_in_flight(io, worker, n); };
   round(4 * kInFlight);  // connects every server (round_robin starts with the first ready one)
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   round(2000);  // warm-up, now over every connection
@@ -729,16 +734,7 @@ BalancedResult measure_xds_or_round_robin(bool xds, int calls) {
       }
     }
   };
-  auto round = [&](int n) {
-    std::vector<std::future<void>> done;
-    for (int i = 0; i < kInFlight; ++i) {
-      done.push_back(asio::co_spawn(io, worker(n / kInFlight), asio::use_future));
-    }
-    for (auto& f : done) {
-      while (f.wait_for(std::chrono::seconds(0)) != std::future_status::ready) io.run_one();
-    }
-    return n / kInFlight * kInFlight;
-  };
+  auto round = [&](int n) { return run_in_flight(io, worker, n); };
   round(4 * kInFlight);  // connects every server
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   round(2000);  // warm-up, now over every connection
