@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "asio/any_io_executor.hpp"
 #include "asio/awaitable.hpp"
+#include "client/outlier_detection.h"
 #include "ferry/client_context.h"
 #include "ferry/resolver.h"
 
@@ -38,6 +39,7 @@ struct RoutedCluster {
   std::string name;  // a connection set is kept across updates by its name
   // The cluster's endpoints, or why it has none (its calls fail with it, UNAVAILABLE).
   absl::StatusOr<std::vector<Address>> addresses;
+  ClusterPolicy policy;  // gRFC A32's limit, A50's outlier detection
 };
 
 struct RoutingConfig {

@@ -82,7 +82,10 @@ ChannelCore::~ChannelCore() {
 }
 
 ChannelCore::ClusterSet::ClusterSet(ChannelCore& owner, std::string cluster_name)
-    : core(owner), name(std::move(cluster_name)), policy(make_round_robin(*this)) {}
+    : core(owner),
+      name(std::move(cluster_name)),
+      policy(make_round_robin(*this)),
+      detector_timer(owner.executor_) {}
 
 void ChannelCore::set_state(ConnectivityState state) {
   if (state_.load(std::memory_order_relaxed) == ConnectivityState::kShutdown) return;
@@ -265,9 +268,12 @@ void ChannelCore::apply_routes(RoutingConfig config) {
     std::vector<Address> addresses;
     set->unavailable = cluster.addresses.status();
     if (cluster.addresses.ok()) addresses = *std::move(cluster.addresses);
+    set->cluster_policy = std::move(cluster.policy);
+    apply_outlier_detection(*set, addresses);
     std::vector<std::shared_ptr<Subchannel>> gone = std::exchange(
         set->subchannels, subchannels_for(std::move(addresses), set->subchannels, set.get()));
     set->policy->update(set->subchannels);
+    filter_ejected(*set);  // the detector may have come or gone
     for (const auto& s : gone) s->shutdown(/*graceful=*/true);  // its calls finish
     next.push_back(std::move(set));
   }
@@ -275,6 +281,7 @@ void ChannelCore::apply_routes(RoutingConfig config) {
   std::vector<std::unique_ptr<ClusterSet>> dropped;
   for (auto& set : clusters_) {
     if (set == nullptr) continue;
+    set->detector_timer.cancel();
     for (const auto& s : set->subchannels) s->shutdown(/*graceful=*/true);
     dropped.push_back(std::move(set));
   }
@@ -302,15 +309,104 @@ void ChannelCore::on_cluster_subchannel_state(ClusterSet& set, Subchannel* subch
 void ChannelCore::on_cluster_picker(ClusterSet& set, Picker picker, ConnectivityState state,
                                     absl::Status error) {
   if (closed_) return;
-  std::swap(set.picker, picker);
+  std::swap(set.policy_picker, picker);
   asio::post(executor_, [old = std::move(picker)] {});
-  set.state = state;
-  if (state == ConnectivityState::kTransientFailure) {
-    set.error = set.unavailable.ok() ? std::move(error) : set.unavailable;
-  }
+  set.policy_state = state;
+  set.policy_error = std::move(error);
+  filter_ejected(set);
   if (applying_routes_) return;  // apply_routes aggregates once it is done
   aggregate_cluster_states();
   changed_.notify_all();
+}
+
+void ChannelCore::filter_ejected(ClusterSet& set) {
+  std::vector<std::shared_ptr<ChannelConnection>> ready;
+  ready.reserve(set.policy_picker.connections().size());
+  for (const auto& conn : set.policy_picker.connections()) {
+    if (set.detector != nullptr && conn->owner != nullptr) {
+      const Address& address = conn->owner->address();
+      if (const auto* counts = set.detector->counts_for(address)) conn->call_counts = *counts;
+      if (set.detector->ejected(address)) continue;  // gRFC A50: no calls while ejected
+    } else {
+      conn->call_counts = nullptr;
+    }
+    ready.push_back(conn);
+  }
+  Picker next(std::move(ready));
+  std::swap(set.picker, next);
+  asio::post(executor_, [old = std::move(next)] {});
+  set.state = set.policy_state;
+  absl::Status error = set.policy_error;
+  if (set.state == ConnectivityState::kReady && set.picker.empty()) {
+    // Every READY endpoint is ejected (max_ejection_percent 100): as gRPC's ejected
+    // subchannels, which report TRANSIENT_FAILURE to the cluster's round_robin.
+    set.state = ConnectivityState::kTransientFailure;
+    error = absl::UnavailableError(absl::StrCat("xDS: every connected endpoint of cluster '",
+                                                set.name, "' is ejected (outlier detection)"));
+  }
+  if (set.state == ConnectivityState::kTransientFailure) {
+    set.error = set.unavailable.ok() ? std::move(error) : set.unavailable;
+  }
+}
+
+void ChannelCore::apply_outlier_detection(ClusterSet& set, const std::vector<Address>& addresses) {
+  const std::optional<OutlierDetectionConfig>& config = set.cluster_policy.outlier_detection;
+  if (!config.has_value()) {
+    if (set.detector != nullptr) {
+      set.detector.reset();
+      set.detector_timer.cancel();
+    }
+    return;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (set.detector == nullptr) {
+    set.detector = std::make_unique<OutlierDetector>(*config);
+    set.detector->set_addresses(addresses);
+    set.detector_timer_start = now;
+    arm_detector_timer(set, set.detector->interval());
+    return;
+  }
+  const std::chrono::milliseconds old_interval = set.detector->interval();
+  set.detector->set_config(*config);
+  set.detector->set_addresses(addresses);
+  if (set.detector->interval() != old_interval) {
+    // A50: a new interval counts from the running timer's start (at once if that has passed).
+    const auto elapsed =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - set.detector_timer_start);
+    arm_detector_timer(set,
+                       std::max(std::chrono::milliseconds(0), set.detector->interval() - elapsed));
+  }
+}
+
+void ChannelCore::arm_detector_timer(ClusterSet& set, std::chrono::milliseconds wait) {
+  set.detector_timer.expires_after(wait);  // replaces a pending wait
+  set.detector_timer.async_wait(
+      [weak = weak_from_this(), target = &set](const asio::error_code& ec) {
+        if (ec) return;
+        auto self = weak.lock();
+        if (self == nullptr || self->closed_) return;
+        // The set may have been dropped since the timer fired (its wait already queued).
+        const bool current = std::any_of(self->clusters_.begin(), self->clusters_.end(),
+                                         [target](const auto& set) { return set.get() == target; });
+        if (current) self->on_detector_timer(*target);
+      });
+}
+
+void ChannelCore::on_detector_timer(ClusterSet& set) {
+  if (set.detector == nullptr) return;
+  const auto now = std::chrono::steady_clock::now();
+  set.detector_timer_start = now;
+  thread_local std::mt19937 engine(static_cast<unsigned>(now.time_since_epoch().count() ^
+                                                         reinterpret_cast<std::uintptr_t>(&set)));
+  const bool changed = set.detector->run_interval(now, [] {
+    return static_cast<std::uint32_t>(std::uniform_int_distribution<std::uint32_t>(0, 99)(engine));
+  });
+  if (changed) {
+    filter_ejected(set);
+    aggregate_cluster_states();
+    changed_.notify_all();
+  }
+  arm_detector_timer(set, set.detector->interval());
 }
 
 void ChannelCore::aggregate_cluster_states() {
@@ -344,9 +440,11 @@ Ref<ClientCall> ChannelCore::try_start_routed(std::string_view method, const Met
   if (cluster < 0 || static_cast<std::size_t>(cluster) >= clusters_.size()) {
     return {};  // start_call fails it, saying why
   }
-  const std::shared_ptr<ChannelConnection>* conn = clusters_[cluster]->picker.pick();
+  ClusterSet& set = *clusters_[cluster];
+  if (over_limit(set)) return {};  // start_call fails it (gRFC A32)
+  const std::shared_ptr<ChannelConnection>* conn = set.picker.pick();
   if (conn == nullptr || !(*conn)->connection->accepts_new_streams()) return {};
-  return start_call_on(*conn, method, config, context, previous_attempts, unary);
+  return start_call_on(*conn, method, config, context, previous_attempts, unary, &set);
 }
 
 void ChannelCore::schedule_refresh() {
@@ -406,6 +504,13 @@ asio::awaitable<Ref<ClientCall>> ChannelCore::start_call(std::string_view method
         break;
       }
       set = clusters_[cluster].get();
+      if (over_limit(*set)) {
+        // gRFC A32: over the cluster's max_requests a call fails at once (grpc-go's words).
+        failure = absl::UnavailableError(
+            absl::StrCat("xDS: max requests ", set->cluster_policy.max_requests,
+                         " exceeded on cluster '", set->name, "' (circuit breaking)"));
+        break;
+      }
       picker = &set->picker;
       s = set->state;
       error = &set->error;
@@ -413,7 +518,7 @@ asio::awaitable<Ref<ClientCall>> ChannelCore::start_call(std::string_view method
     if (const std::shared_ptr<ChannelConnection>* conn = picker->pick()) {
       if ((*conn)->connection->accepts_new_streams()) {
         --waiting_calls_;
-        co_return start_call_on(*conn, method, config, context, previous_attempts, unary);
+        co_return start_call_on(*conn, method, config, context, previous_attempts, unary, set);
       }
       if ((*conn)->owner != nullptr) (*conn)->owner->drop_connection();
       continue;
@@ -469,12 +574,13 @@ asio::awaitable<Ref<ClientCall>> ChannelCore::start_call(std::string_view method
 Ref<ClientCall> ChannelCore::start_call_on(const std::shared_ptr<ChannelConnection>& conn,
                                            std::string_view method, const MethodConfig* config,
                                            ClientContext& context, int previous_attempts,
-                                           bool unary) {
+                                           bool unary, ClusterSet* cluster) {
   CallLimits limits = options_;
   if (config != nullptr) limits = message_limits(*config, options_);
   auto call =
       Ref<ClientCall>::adopt(new ClientCall(conn, conn->connection.get(), &conn->deadlines,
                                             &context, limits, options_.max_header_list_size));
+  if (cluster != nullptr) call->count_in(cluster->counts, conn->call_counts);
   call->start(method, options_.authority, options_.user_agent, previous_attempts,
               CallProtocol{options_.protocol, options_.codec, unary});
   return call;
@@ -539,7 +645,9 @@ void ChannelCore::close() {
   for (const auto& s : subchannels_) s->shutdown(/*graceful=*/false);
   subchannels_.clear();
   for (const auto& set : clusters_) {
+    set->detector_timer.cancel();
     set->picker = Picker();
+    set->policy_picker = Picker();
     for (const auto& s : set->subchannels) s->shutdown(/*graceful=*/false);
     set->subchannels.clear();
   }

@@ -141,7 +141,28 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
     Picker picker;
     ConnectivityState state = ConnectivityState::kIdle;
     absl::Status error;  // in TRANSIENT_FAILURE: why
+    // gRFC A32 and A50 (client/outlier_detection.h): the cluster's limit, its calls in flight,
+    // and with outlier detection the detector, its interval timer and the policy's own picker
+    // (picker is then that one less the ejected endpoints' connections).
+    ClusterPolicy cluster_policy;
+    std::shared_ptr<ClusterCallCounts> counts = std::make_shared<ClusterCallCounts>();
+    std::unique_ptr<OutlierDetector> detector;
+    asio::steady_timer detector_timer;
+    std::chrono::steady_clock::time_point detector_timer_start{};
+    Picker policy_picker;
+    ConnectivityState policy_state = ConnectivityState::kIdle;
+    absl::Status policy_error;
   };
+  // The cluster's circuit breaker is open (gRFC A32): the UNAVAILABLE a new call fails with.
+  static bool over_limit(const ClusterSet& set) {
+    return set.counts->in_flight.load(std::memory_order_relaxed) >= set.cluster_policy.max_requests;
+  }
+  // A50: the cluster's outlier detection follows its policy's config (made, changed, dropped).
+  void apply_outlier_detection(ClusterSet& set, const std::vector<Address>& addresses);
+  void arm_detector_timer(ClusterSet& set, std::chrono::milliseconds wait);
+  void on_detector_timer(ClusterSet& set);
+  // set.picker and set.state from the policy's, less the ejected endpoints.
+  void filter_ejected(ClusterSet& set);
   Ref<ClientCall> try_start_routed(std::string_view method, const MethodConfig* config,
                                    ClientContext& context, int previous_attempts, bool unary);
   void apply_routes(RoutingConfig config);
@@ -167,9 +188,11 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
     return find_method_config(options_.method_configs, options_.method_config, method);
   }
   // config: the method's settings, null when the channel has none (the channel's limits apply).
+  // cluster: a routed call's (counted in its calls in flight, gRFC A32/A50).
   Ref<ClientCall> start_call_on(const std::shared_ptr<ChannelConnection>& conn,
                                 std::string_view method, const MethodConfig* config,
-                                ClientContext& context, int previous_attempts, bool unary);
+                                ClientContext& context, int previous_attempts, bool unary,
+                                ClusterSet* cluster = nullptr);
   // Suspends until the picker or state changes, or deadline passes (spurious wake-ups allowed).
   asio::awaitable<void> wait_for_change(std::chrono::steady_clock::time_point deadline);
   // Resolves now, or as soon as min_resolve_interval allows; one resolution at a time.

@@ -33,6 +33,7 @@ class Picker {
     return &ready_[i];
   }
   bool empty() const { return ready_.empty(); }
+  const std::vector<std::shared_ptr<ChannelConnection>>& connections() const { return ready_; }
 
  private:
   std::vector<std::shared_ptr<ChannelConnection>> ready_;
