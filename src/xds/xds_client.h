@@ -56,6 +56,8 @@ struct XdsConfig {
   VirtualHost virtual_host;
   // By name, each once.
   std::vector<std::pair<std::string, absl::StatusOr<std::vector<Address>>>> clusters;
+  // Of the clusters known (CDS): gRFC A32's and A50's settings, by name.
+  std::vector<std::pair<std::string, ::ferry::detail::ClusterPolicy>> cluster_policies;
   friend bool operator==(const XdsConfig&, const XdsConfig&) = default;
 };
 using WatchResult = absl::StatusOr<XdsConfig>;

@@ -82,6 +82,9 @@ RoutingResult routing_of(const detail::WatchResult& result) {
   for (const auto& [name, addresses] : result->clusters) {
     names.push_back(name);
     config.clusters.push_back({name, addresses});
+    for (const auto& [policy_name, policy] : result->cluster_policies) {
+      if (policy_name == name) config.clusters.back().policy = policy;
+    }
   }
   config.router = std::make_shared<XdsRouter>(result->virtual_host, names);
   return config;
