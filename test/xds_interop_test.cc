@@ -657,6 +657,14 @@ TEST(XdsControlPlane, CircuitBreakingFailsCallsOverMaxRequests) {
   EXPECT_TRUE(status.ok()) << status;
   ASSERT_TRUE(held[1].write_last(request).ok());
   EXPECT_TRUE(held[1].finish_with_response(response).ok());
+  // max_requests 0: every call fails, none in flight (grpc-go alike, below).
+  ASSERT_EQ(cp.command("snapshot 4 " + snapshot({&a}, true, R"(, "max_requests": 0)")), "ok");
+  ASSERT_EQ(cp.await("acked cds", "4"), "4");
+  for (int i = 0; i < 200 && (status = echo(*channel)).ok(); ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_EQ(echo(*channel).code(), absl::StatusCode::kUnavailable);
 }
 
 TEST(XdsControlPlane, OutlierDetectionEjectsAFailingEndpointAndReturnsIt) {
@@ -837,6 +845,14 @@ TEST(XdsGrpcGo, CircuitBreakingFailsCallsOverMaxRequests) {
   EXPECT_EQ(client.command("release"), "ok");
   EXPECT_EQ(client.command("call 1"), "ok");
   EXPECT_EQ(client.command("release"), "ok");
+  // max_requests 0: every call fails.
+  ASSERT_EQ(cp.command("snapshot 2 " + snapshot({&a}, true, R"(, "max_requests": 0)")), "ok");
+  ASSERT_EQ(cp.await("acked cds", "2"), "2");
+  std::string answer;
+  for (int i = 0; i < 200 && (answer = client.command("call 1")) == "ok"; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(answer.rfind("error Unavailable", 0), 0u) << answer;
 }
 
 TEST(XdsGrpcGo, OutlierDetectionEjectsAFailingEndpointAndReturnsIt) {
