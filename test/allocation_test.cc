@@ -395,7 +395,8 @@ class SplitResolver final : public Resolver, public detail::RoutingResolver {
     address.tcp = asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"),
                                           static_cast<unsigned short>(*port_));
     detail::RoutingConfig config;
-    config.clusters = {{"a", std::vector<Address>{address}}, {"b", std::vector<Address>{address}}};
+    config.clusters = {{"a", std::vector<Address>{address}, {}},
+                       {"b", std::vector<Address>{address}, {}}};
     config.router = router_;
     co_return config;
   }

@@ -81,10 +81,11 @@ RoutingResult routing_of(const detail::WatchResult& result) {
   std::vector<std::string> names;
   for (const auto& [name, addresses] : result->clusters) {
     names.push_back(name);
-    config.clusters.push_back({name, addresses});
+    ::ferry::detail::ClusterPolicy cluster_policy;  // A32's default without a CDS resource
     for (const auto& [policy_name, policy] : result->cluster_policies) {
-      if (policy_name == name) config.clusters.back().policy = policy;
+      if (policy_name == name) cluster_policy = policy;
     }
+    config.clusters.push_back({name, addresses, std::move(cluster_policy)});
   }
   config.router = std::make_shared<XdsRouter>(result->virtual_host, names);
   return config;
