@@ -18,28 +18,36 @@
 
 namespace ferry::detail {
 
+// A50's success_rate_ejection and failure_percentage_ejection (outside OutlierDetectionConfig:
+// clang 14 takes a nested class with default member initializers for one that cannot be
+// default-constructed while the enclosing class is being defined, and std::optional's emplace()
+// then fails).
+struct SuccessRateEjection {
+  std::uint32_t stdev_factor = 1900;  // thousandths of a standard deviation
+  std::uint32_t enforcement_percentage = 100;
+  std::uint32_t minimum_hosts = 5;
+  std::uint32_t request_volume = 100;
+  friend bool operator==(const SuccessRateEjection&, const SuccessRateEjection&) = default;
+};
+struct FailurePercentageEjection {
+  std::uint32_t threshold = 85;
+  std::uint32_t enforcement_percentage = 100;
+  std::uint32_t minimum_hosts = 5;
+  std::uint32_t request_volume = 50;
+  friend bool operator==(const FailurePercentageEjection&,
+                         const FailurePercentageEjection&) = default;
+};
+
 // gRFC A50's configuration, validated by whoever made it (ferry::xds NACKs out-of-range
 // values): percentages in [0, 100], durations not negative. Durations are clamped on use
 // (kMinOutlierInterval, kMaxOutlierDuration), so none overflows a clock or spins a timer.
 struct OutlierDetectionConfig {
+  using SuccessRate = SuccessRateEjection;
+  using FailurePercentage = FailurePercentageEjection;
   std::chrono::milliseconds interval{10000};
   std::chrono::milliseconds base_ejection_time{30000};
   std::chrono::milliseconds max_ejection_time{300000};
   std::uint32_t max_ejection_percent = 10;
-  struct SuccessRate {
-    std::uint32_t stdev_factor = 1900;  // thousandths of a standard deviation
-    std::uint32_t enforcement_percentage = 100;
-    std::uint32_t minimum_hosts = 5;
-    std::uint32_t request_volume = 100;
-    friend bool operator==(const SuccessRate&, const SuccessRate&) = default;
-  };
-  struct FailurePercentage {
-    std::uint32_t threshold = 85;
-    std::uint32_t enforcement_percentage = 100;
-    std::uint32_t minimum_hosts = 5;
-    std::uint32_t request_volume = 50;
-    friend bool operator==(const FailurePercentage&, const FailurePercentage&) = default;
-  };
   std::optional<SuccessRate> success_rate;
   std::optional<FailurePercentage> failure_percentage;
   friend bool operator==(const OutlierDetectionConfig&, const OutlierDetectionConfig&) = default;
