@@ -7,9 +7,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -611,6 +614,68 @@ std::string eject_and_return(Calls calls, const Backend& a, const Backend& b, Fl
   return "";
 }
 
+// The attacker's case of A50: every endpoint fails every call. max_ejection_percent (50: A50
+// stops ejecting once the ejected share is at or above it, so two of three) keeps at least one
+// in the picker: every call still reaches an endpoint (and fails there), while some are ejected.
+std::string never_all_ejected(const std::function<void(int)>& calls,
+                              std::vector<FlakyBackend*> flaky) {
+  using Clock = std::chrono::steady_clock;
+  auto total = [&] {
+    int n = 0;
+    for (FlakyBackend* f : flaky) n += f->calls();
+    return n;
+  };
+  for (int i = 0; i < 100 && std::any_of(flaky.begin(), flaky.end(),
+                                         [](FlakyBackend* f) { return f->calls() == 0; });
+       ++i) {
+    calls(3);
+    std::this_thread::sleep_for(10ms);
+  }
+  for (FlakyBackend* f : flaky) f->set_failing(true);
+  bool some_ejected = false;
+  for (auto end = Clock::now() + 4s; Clock::now() < end;) {
+    std::vector<int> before;
+    for (FlakyBackend* f : flaky) before.push_back(f->calls());
+    const int total_before = total();
+    calls(30);
+    if (total() - total_before != 30) return "a call reached no endpoint: all were ejected";
+    int idle = 0;
+    for (std::size_t i = 0; i < flaky.size(); ++i) idle += flaky[i]->calls() == before[i];
+    if (idle == static_cast<int>(flaky.size())) return "no endpoint got calls";
+    some_ejected = some_ejected || idle > 0;
+  }
+  if (!some_ejected) return "no endpoint was ejected";
+  return "";
+}
+
+TEST(XdsControlPlane, EveryEndpointFailingNeverEjectsThemAll) {
+  if (peer_missing()) GTEST_SKIP() << "xds_control_plane_go not installed: " << peer_path();
+  ControlPlane cp;
+  FlakyBackend x, y, z;
+  ASSERT_EQ(cp.command(absl::StrCat("snapshot 1 ",
+                                    R"({"listeners": [{"name": "svc", "rds": "route-svc"}], )",
+                                    R"("routes": [{"name": "route-svc", "routes": [{"prefix": )",
+                                    R"("/", "cluster": "c"}]}], "clusters": [{"name": "c")",
+                                    std::string(kFailurePercentageEjection),
+                                    R"(}], "endpoints": [{"name": "c", "localities": [{)",
+                                    R"("priority": 0, "weight": 1, "addresses": [")", x.address(),
+                                    R"(", ")", y.address(), R"(", ")", z.address(), R"("]}]}]})")),
+            "ok");
+  auto channel = xds_channel(cp.port());
+  std::string last_error;
+  const std::string outcome = never_all_ejected(
+      [&](int n) {
+        for (int i = 0; i < n; ++i) {
+          // Not wait-for-ready: a call with every endpoint ejected fails at once, not later.
+          absl::Status status = echo(*channel, /*wait_for_ready=*/false);
+          if (!status.ok()) last_error = std::string(status.message());
+        }
+      },
+      {&x, &y, &z});
+  EXPECT_EQ(outcome, "");
+  EXPECT_EQ(last_error, "failing on purpose");  // the endpoint's, never the channel's
+}
+
 TEST(XdsControlPlane, CircuitBreakingFailsCallsOverMaxRequests) {
   if (peer_missing()) GTEST_SKIP() << "xds_control_plane_go not installed: " << peer_path();
   ControlPlane cp;
@@ -868,6 +933,25 @@ TEST(XdsGrpcGo, OutlierDetectionEjectsAFailingEndpointAndReturnsIt) {
       [&](int n) { (void)client.command(absl::StrCat("tally ", n)); }, a, b, flaky);
   EXPECT_EQ(outcome, "");
   EXPECT_EQ(cp.command("nacks"), "0");
+}
+
+TEST(XdsGrpcGo, EveryEndpointFailingNeverEjectsThemAll) {
+  if (peer_missing() || grpc_go_missing()) GTEST_SKIP() << "xDS peers not installed";
+  ControlPlane cp;
+  FlakyBackend x, y, z;
+  ASSERT_EQ(cp.command(absl::StrCat("snapshot 1 ",
+                                    R"({"listeners": [{"name": "svc", "rds": "route-svc"}], )",
+                                    R"("routes": [{"name": "route-svc", "routes": [{"prefix": )",
+                                    R"("/", "cluster": "c"}]}], "clusters": [{"name": "c")",
+                                    std::string(kFailurePercentageEjection),
+                                    R"(}], "endpoints": [{"name": "c", "localities": [{)",
+                                    R"("priority": 0, "weight": 1, "addresses": [")", x.address(),
+                                    R"(", ")", y.address(), R"(", ")", z.address(), R"("]}]}]})")),
+            "ok");
+  GrpcGoXdsClient client(cp.port());
+  const std::string outcome = never_all_ejected(
+      [&](int n) { (void)client.command(absl::StrCat("tally ", n)); }, {&x, &y, &z});
+  EXPECT_EQ(outcome, "");
 }
 
 }  // namespace
