@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "asio/use_future.hpp"
 #include "envoy/config/cluster/v3/cluster.pb.h"
@@ -1574,6 +1575,121 @@ TEST(XdsRouteSettings, AStreamIsRetriedByItsRoutesPolicy) {
   EXPECT_EQ(response.payload(), "again");
   EXPECT_EQ(a.service().attempts(), 2);
   EXPECT_EQ(b.service().attempts(), 0);
+}
+
+// gRFC A32 and A50 (src/xds/cluster_policy.cc): a Cluster's circuit_breakers and
+// outlier_detection, their defaults, and hostile values NACKed or clamped.
+absl::StatusOr<::ferry::detail::ClusterPolicy> policy_of(
+    const envoy::config::cluster::v3::Cluster& cluster) {
+  xd::DecodedResource decoded = xd::decode_resource(xd::ResourceType::kCluster, pack(cluster));
+  if (!decoded.value.ok()) return decoded.value.status();
+  return std::get<xd::ClusterResource>(*decoded.value).policy;
+}
+
+TEST(XdsClusterPolicy, MaxRequestsComesFromTheDefaultPriorityThreshold) {
+  auto c = eds_cluster("c");
+  EXPECT_EQ(policy_of(c)->max_requests, 1024u);  // A32's default
+  EXPECT_FALSE(policy_of(c)->outlier_detection.has_value());
+  auto* high = c.mutable_circuit_breakers()->add_thresholds();
+  high->set_priority(envoy::config::core::v3::HIGH);
+  high->mutable_max_requests()->set_value(3);
+  EXPECT_EQ(policy_of(c)->max_requests, 1024u);  // HIGH is not ferry's priority
+  auto* def = c.mutable_circuit_breakers()->add_thresholds();
+  EXPECT_EQ(policy_of(c)->max_requests, 1024u);  // DEFAULT without max_requests
+  def->mutable_max_requests()->set_value(7);
+  EXPECT_EQ(policy_of(c)->max_requests, 7u);
+  def->mutable_max_requests()->set_value(0);  // every call fails, as in grpc-go
+  EXPECT_EQ(policy_of(c)->max_requests, 0u);
+  def->mutable_max_requests()->set_value(4294967295u);
+  EXPECT_EQ(policy_of(c)->max_requests, 4294967295u);
+}
+
+TEST(XdsClusterPolicy, OutlierDetectionDefaultsAndWhichAlgorithmsRun) {
+  auto c = eds_cluster("c");
+  c.mutable_outlier_detection();
+  absl::StatusOr<::ferry::detail::ClusterPolicy> p = policy_of(c);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE(p->outlier_detection.has_value());
+  const ::ferry::detail::OutlierDetectionConfig& od = *p->outlier_detection;
+  EXPECT_EQ(od.interval, 10s);
+  EXPECT_EQ(od.base_ejection_time, 30s);
+  EXPECT_EQ(od.max_ejection_time, 300s);
+  EXPECT_EQ(od.max_ejection_percent, 10u);
+  // A50: success rate on unless enforcing_success_rate is 0; failure percentage only with a
+  // non-zero enforcing_failure_percentage.
+  ASSERT_TRUE(od.success_rate.has_value());
+  EXPECT_EQ(od.success_rate->stdev_factor, 1900u);
+  EXPECT_EQ(od.success_rate->enforcement_percentage, 100u);
+  EXPECT_EQ(od.success_rate->minimum_hosts, 5u);
+  EXPECT_EQ(od.success_rate->request_volume, 100u);
+  EXPECT_FALSE(od.failure_percentage.has_value());
+  auto* o = c.mutable_outlier_detection();
+  o->mutable_enforcing_success_rate()->set_value(0);
+  o->mutable_enforcing_failure_percentage()->set_value(100);
+  o->mutable_failure_percentage_minimum_hosts()->set_value(3);
+  o->mutable_interval()->set_nanos(500000000);
+  o->mutable_base_ejection_time()->set_seconds(2);
+  o->mutable_max_ejection_percent()->set_value(34);
+  p = policy_of(c);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_FALSE(p->outlier_detection->success_rate.has_value());
+  ASSERT_TRUE(p->outlier_detection->failure_percentage.has_value());
+  EXPECT_EQ(p->outlier_detection->failure_percentage->threshold, 85u);
+  EXPECT_EQ(p->outlier_detection->failure_percentage->minimum_hosts, 3u);
+  EXPECT_EQ(p->outlier_detection->failure_percentage->request_volume, 50u);
+  EXPECT_EQ(p->outlier_detection->interval, 500ms);
+  EXPECT_EQ(p->outlier_detection->base_ejection_time, 2s);
+  EXPECT_EQ(p->outlier_detection->max_ejection_percent, 34u);
+}
+
+TEST(XdsClusterPolicy, OutOfRangeOutlierDetectionValuesAreNackedAndHugeOnesClamped) {
+  using Cluster = envoy::config::cluster::v3::Cluster;
+  struct Case {
+    std::string field;
+    std::function<void(envoy::config::cluster::v3::OutlierDetection&)> set;
+  };
+  const std::vector<Case> cases = {
+      {"max_ejection_percent", [](auto& o) { o.mutable_max_ejection_percent()->set_value(101); }},
+      {"enforcing_success_rate",
+       [](auto& o) { o.mutable_enforcing_success_rate()->set_value(4294967295u); }},
+      {"failure_percentage_threshold",
+       [](auto& o) { o.mutable_failure_percentage_threshold()->set_value(101); }},
+      {"enforcing_failure_percentage",
+       [](auto& o) { o.mutable_enforcing_failure_percentage()->set_value(200); }},
+      {"interval", [](auto& o) { o.mutable_interval()->set_seconds(-1); }},
+      {"base_ejection_time", [](auto& o) { o.mutable_base_ejection_time()->set_nanos(-5); }},
+      {"max_ejection_time", [](auto& o) { o.mutable_max_ejection_time()->set_nanos(1000000000); }},
+      {"interval", [](auto& o) { o.mutable_interval()->set_seconds(315576000001); }},
+      {"base_ejection_time",
+       [](auto& o) { o.mutable_base_ejection_time()->set_seconds(INT64_MIN); }},
+  };
+  for (const Case& c : cases) {
+    Cluster cluster = eds_cluster("c");
+    c.set(*cluster.mutable_outlier_detection());
+    absl::StatusOr<::ferry::detail::ClusterPolicy> p = policy_of(cluster);
+    ASSERT_FALSE(p.ok()) << c.field;
+    EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_TRUE(absl::StrContains(p.status().message(), "outlier_detection." + c.field))
+        << p.status();
+  }
+  // Durations at the Duration's own bound are taken, capped where the clock could overflow.
+  Cluster cluster = eds_cluster("c");
+  auto* o = cluster.mutable_outlier_detection();
+  o->mutable_interval()->set_seconds(315576000000);
+  o->mutable_interval()->set_nanos(999999999);
+  o->mutable_base_ejection_time()->set_seconds(315576000000);
+  o->mutable_max_ejection_time()->set_seconds(315576000000);
+  o->mutable_max_ejection_percent()->set_value(100);
+  absl::StatusOr<::ferry::detail::ClusterPolicy> p = policy_of(cluster);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->outlier_detection->interval, ::ferry::detail::kMaxOutlierDuration);
+  EXPECT_EQ(p->outlier_detection->base_ejection_time, ::ferry::detail::kMaxOutlierDuration);
+  // A zero interval is taken, and the detector's timer clamps it (outlier_detection_test).
+  o->mutable_interval()->set_seconds(0);
+  o->mutable_interval()->set_nanos(0);
+  p = policy_of(cluster);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->outlier_detection->interval, 0ms);
 }
 
 }  // namespace
