@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -1690,6 +1691,72 @@ TEST(XdsClusterPolicy, OutOfRangeOutlierDetectionValuesAreNackedAndHugeOnesClamp
   p = policy_of(cluster);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->outlier_detection->interval, 0ms);
+}
+
+// gRFC A50 under A27 through a channel (the scripted control plane): priority 0's only endpoint
+// fails every call; outlier detection ejects it, which makes priority 0 TRANSIENT_FAILURE as
+// gRPC's ejected subchannels do, so priority 1 (created only then) takes the calls, fail-fast
+// ones included, and priority 0's endpoint gets none while ejected.
+TEST(XdsOutlierDetection, AnEjectedPriorityFailsOverToTheNext) {
+  AttemptBackend a, b;
+  a.service().fail_attempts = 1 << 30;  // every call fails
+  envoy::config::endpoint::v3::ClusterLoadAssignment cla;
+  cla.set_cluster_name("c");
+  for (auto [priority, port] : {std::pair{0u, a.port()}, std::pair{1u, b.port()}}) {
+    auto* locality = cla.add_endpoints();
+    locality->set_priority(priority);
+    locality->mutable_load_balancing_weight()->set_value(1);
+    auto* address = locality->add_lb_endpoints()->mutable_endpoint()->mutable_address();
+    address->mutable_socket_address()->set_address("127.0.0.1");
+    address->mutable_socket_address()->set_port_value(port);
+  }
+  envoy::config::cluster::v3::Cluster cluster = eds_cluster("c");
+  auto* o = cluster.mutable_outlier_detection();
+  o->mutable_interval()->set_nanos(100000000);  // 100 ms
+  o->mutable_base_ejection_time()->set_seconds(30);
+  o->mutable_max_ejection_percent()->set_value(100);
+  o->mutable_enforcing_success_rate()->set_value(0);
+  o->mutable_enforcing_failure_percentage()->set_value(100);
+  o->mutable_failure_percentage_threshold()->set_value(50);
+  o->mutable_failure_percentage_minimum_hosts()->set_value(1);
+  o->mutable_failure_percentage_request_volume()->set_value(5);
+  FakeControlPlane cp([&](const DiscoveryRequest& request, int) -> Reply {
+    if (!first_of_its_type(request)) return {};
+    if (request.type_url() == kCds) return {{response(kCds, "1", "c1", {pack(cluster)})}, {}};
+    if (request.type_url() == kEds) return {{response(kEds, "1", "e1", {pack(cla)})}, {}};
+    return good_chain(request, 0);
+  });
+  absl::StatusOr<std::shared_ptr<Resolver>> resolver =
+      xds::make_resolver("xds:///svc", bootstrap_for(cp.port()), fast_options());
+  ASSERT_TRUE(resolver.ok());
+  ChannelOptions options;
+  options.resolver = *resolver;
+  Channel channel("xds:///svc", options);
+  testing::Echo::BlockingStub stub(channel);
+  auto call = [&](bool wait_for_ready) {
+    testing::EchoRequest request;
+    testing::EchoResponse response;
+    ClientContext ctx;
+    ctx.set_timeout(5s);
+    ctx.set_wait_for_ready(wait_for_ready);
+    return stub.Echo(ctx, request, response);
+  };
+  // Priority 0 serves (and fails) the calls until its endpoint is ejected.
+  EXPECT_EQ(call(true).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(b.service().attempts(), 0);  // lazy: priority 1 not even connected
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (b.service().attempts() == 0 && std::chrono::steady_clock::now() < deadline) {
+    (void)call(true);
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_GT(b.service().attempts(), 0) << "priority 0's failing endpoint was never ejected";
+  // Ejected for 30 s: every call, fail-fast ones too, goes to priority 1 and succeeds.
+  const int failed = a.service().attempts();
+  for (int i = 0; i < 40; ++i) {
+    absl::Status status = call(/*wait_for_ready=*/false);
+    ASSERT_TRUE(status.ok()) << i << " " << status;
+  }
+  EXPECT_EQ(a.service().attempts(), failed);
 }
 
 }  // namespace
