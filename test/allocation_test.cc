@@ -419,6 +419,9 @@ class SplitResolver final : public Resolver, public detail::RoutingResolver {
                                           static_cast<unsigned short>(*port_));
     detail::RoutingConfig config;
     config.clusters = {{"a", std::vector<Address>{address}}, {"b", std::vector<Address>{address}}};
+    // The calls' cluster counts them in flight (gRFC A32, always) and, with outlier detection
+    // (A50), their outcomes for their endpoint: both on the measured path.
+    config.clusters[1].policy.outlier_detection.emplace();
     config.router = router_;
     co_return config;
   }

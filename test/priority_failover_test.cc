@@ -11,6 +11,8 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "asio/io_context.hpp"
@@ -93,6 +95,31 @@ class Cluster final : public detail::PriorityPolicyHelper, public detail::Subcha
   void on_subchannel_state(Subchannel* subchannel, State s) override {
     policy_->on_subchannel_state(subchannel, s);
   }
+  bool ejected(const Subchannel& subchannel) const override {
+    return ejected_addresses.contains(subchannel.address().to_string());
+  }
+  void on_ready_connection(const Subchannel&, detail::ChannelConnection&) override {
+    ++connections_readied;
+  }
+  // As ChannelCore's outlier detector does (gRFC A50): ejects or returns an endpoint.
+  void set_ejected(const Address& address, bool ejected) {
+    if (ejected) {
+      ejected_addresses.insert(address.to_string());
+    } else {
+      ejected_addresses.erase(address.to_string());
+    }
+    policy_->refresh_ejections();
+  }
+  // The addresses of n picks from the current picker.
+  std::set<std::string> picked(int n) {
+    std::set<std::string> out;
+    for (int i = 0; i < n; ++i) {
+      const std::shared_ptr<detail::ChannelConnection>* conn = picker.pick();
+      if (conn == nullptr) return out;
+      if ((*conn)->owner != nullptr) out.insert((*conn)->owner->address().to_string());
+    }
+    return out;
+  }
 
   PriorityPolicy& policy() { return *policy_; }
   void update(std::vector<std::vector<RoutedLocality>> priorities,
@@ -119,6 +146,8 @@ class Cluster final : public detail::PriorityPolicyHelper, public detail::Subcha
   absl::Status last_error;
   std::vector<State> states;  // every published state, in order
   int subchannels_made = 0;
+  int connections_readied = 0;
+  std::set<std::string> ejected_addresses;
 
  private:
   asio::io_context io_;
@@ -232,6 +261,57 @@ TEST(PriorityFailover, PrioritiesFlappingOnEveryUpdateNeitherSpinNorPileUp) {
   cluster.update(std::move(many));
   ASSERT_TRUE(cluster.run_until([&] { return cluster.ready_on(0); }));
   EXPECT_EQ(cluster.policy().created_priorities(), 1u);
+}
+
+// gRFC A50 under A27: an ejected endpoint (PriorityPolicyHelper::ejected) is TRANSIENT_FAILURE to
+// its priority, as gRPC's ejected subchannels report: it leaves its locality's round robin, a
+// locality whose READY endpoints are all ejected takes no call, and a priority left with none
+// fails over to the next (created only then); returned endpoints take the calls back.
+TEST(PriorityFailover, EjectedEndpointsLeaveTheirLocalityAndAnAllEjectedPriorityFailsOver) {
+  Backend a1, a2, a3, b;
+  Cluster cluster;
+  cluster.update(
+      {{RoutedLocality{1, {a1.address(), a2.address()}}, RoutedLocality{1, {a3.address()}}},
+       {RoutedLocality{1, {b.address()}}}},
+      10s, /*retention=*/15min);
+  const std::set<std::string> all = {a1.address().to_string(), a2.address().to_string(),
+                                     a3.address().to_string()};
+  ASSERT_TRUE(cluster.run_until([&] { return cluster.ready_on(0) && cluster.picked(200) == all; }));
+  EXPECT_GT(cluster.connections_readied, 0);
+  EXPECT_EQ(cluster.picker.localities(), 2u);
+
+  // One of locality 1's two endpoints ejected: it takes no call, its locality-mate does.
+  cluster.set_ejected(a1.address(), true);
+  EXPECT_TRUE(cluster.ready_on(0));
+  EXPECT_EQ(cluster.picked(200),
+            (std::set<std::string>{a2.address().to_string(), a3.address().to_string()}));
+  EXPECT_EQ(cluster.picker.localities(), 2u);
+  // Both ejected: locality 1 takes no call, locality 2 all of them; still priority 0.
+  cluster.set_ejected(a2.address(), true);
+  EXPECT_TRUE(cluster.ready_on(0));
+  EXPECT_EQ(cluster.picker.localities(), 1u);
+  EXPECT_EQ(cluster.picked(200), (std::set<std::string>{a3.address().to_string()}));
+  EXPECT_EQ(cluster.policy().created_priorities(), 1u);
+
+  // Every endpoint of priority 0 ejected: it is not READY, so priority 1 is created and takes
+  // the calls.
+  const std::size_t before = cluster.states.size();
+  cluster.set_ejected(a3.address(), true);
+  EXPECT_NE(cluster.policy().current_priority(), 0);
+  ASSERT_TRUE(cluster.run_until([&] { return cluster.ready_on(1); }, 5s));
+  EXPECT_EQ(cluster.picked(50), (std::set<std::string>{b.address().to_string()}));
+  EXPECT_EQ(cluster.policy().created_priorities(), 2u);
+  // Meanwhile the calls waited for priority 1 to connect (CONNECTING), none failing.
+  ASSERT_GT(cluster.states.size(), before);
+  EXPECT_EQ(cluster.states[before], State::kConnecting);
+
+  // An endpoint returns: priority 0 is READY again and takes the calls back, on it alone.
+  cluster.set_ejected(a2.address(), false);
+  EXPECT_TRUE(cluster.ready_on(0));
+  EXPECT_EQ(cluster.picked(50), (std::set<std::string>{a2.address().to_string()}));
+  cluster.set_ejected(a1.address(), false);
+  cluster.set_ejected(a3.address(), false);
+  EXPECT_EQ(cluster.picked(200), all);
 }
 
 }  // namespace

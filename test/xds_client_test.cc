@@ -17,8 +17,10 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "asio/use_future.hpp"
 #include "envoy/config/cluster/v3/cluster.pb.h"
@@ -1574,6 +1576,190 @@ TEST(XdsRouteSettings, AStreamIsRetriedByItsRoutesPolicy) {
   EXPECT_EQ(response.payload(), "again");
   EXPECT_EQ(a.service().attempts(), 2);
   EXPECT_EQ(b.service().attempts(), 0);
+}
+
+// gRFC A32 and A50 (src/xds/cluster_policy.cc): a Cluster's circuit_breakers and
+// outlier_detection, their defaults, and hostile values NACKed or clamped.
+absl::StatusOr<::ferry::detail::ClusterPolicy> policy_of(
+    const envoy::config::cluster::v3::Cluster& cluster) {
+  xd::DecodedResource decoded = xd::decode_resource(xd::ResourceType::kCluster, pack(cluster));
+  if (!decoded.value.ok()) return decoded.value.status();
+  return std::get<xd::ClusterResource>(*decoded.value).policy;
+}
+
+TEST(XdsClusterPolicy, MaxRequestsComesFromTheDefaultPriorityThreshold) {
+  auto c = eds_cluster("c");
+  EXPECT_EQ(policy_of(c)->max_requests, 1024u);  // A32's default
+  EXPECT_FALSE(policy_of(c)->outlier_detection.has_value());
+  auto* high = c.mutable_circuit_breakers()->add_thresholds();
+  high->set_priority(envoy::config::core::v3::HIGH);
+  high->mutable_max_requests()->set_value(3);
+  EXPECT_EQ(policy_of(c)->max_requests, 1024u);  // HIGH is not ferry's priority
+  auto* def = c.mutable_circuit_breakers()->add_thresholds();
+  EXPECT_EQ(policy_of(c)->max_requests, 1024u);  // DEFAULT without max_requests
+  def->mutable_max_requests()->set_value(7);
+  EXPECT_EQ(policy_of(c)->max_requests, 7u);
+  def->mutable_max_requests()->set_value(0);  // every call fails, as in grpc-go
+  EXPECT_EQ(policy_of(c)->max_requests, 0u);
+  def->mutable_max_requests()->set_value(4294967295u);
+  EXPECT_EQ(policy_of(c)->max_requests, 4294967295u);
+}
+
+TEST(XdsClusterPolicy, OutlierDetectionDefaultsAndWhichAlgorithmsRun) {
+  auto c = eds_cluster("c");
+  c.mutable_outlier_detection();
+  absl::StatusOr<::ferry::detail::ClusterPolicy> p = policy_of(c);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE(p->outlier_detection.has_value());
+  const ::ferry::detail::OutlierDetectionConfig& od = *p->outlier_detection;
+  EXPECT_EQ(od.interval, 10s);
+  EXPECT_EQ(od.base_ejection_time, 30s);
+  EXPECT_EQ(od.max_ejection_time, 300s);
+  EXPECT_EQ(od.max_ejection_percent, 10u);
+  // A50: success rate on unless enforcing_success_rate is 0; failure percentage only with a
+  // non-zero enforcing_failure_percentage.
+  ASSERT_TRUE(od.success_rate.has_value());
+  EXPECT_EQ(od.success_rate->stdev_factor, 1900u);
+  EXPECT_EQ(od.success_rate->enforcement_percentage, 100u);
+  EXPECT_EQ(od.success_rate->minimum_hosts, 5u);
+  EXPECT_EQ(od.success_rate->request_volume, 100u);
+  EXPECT_FALSE(od.failure_percentage.has_value());
+  auto* o = c.mutable_outlier_detection();
+  o->mutable_enforcing_success_rate()->set_value(0);
+  o->mutable_enforcing_failure_percentage()->set_value(100);
+  o->mutable_failure_percentage_minimum_hosts()->set_value(3);
+  o->mutable_interval()->set_nanos(500000000);
+  o->mutable_base_ejection_time()->set_seconds(2);
+  o->mutable_max_ejection_percent()->set_value(34);
+  p = policy_of(c);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_FALSE(p->outlier_detection->success_rate.has_value());
+  ASSERT_TRUE(p->outlier_detection->failure_percentage.has_value());
+  EXPECT_EQ(p->outlier_detection->failure_percentage->threshold, 85u);
+  EXPECT_EQ(p->outlier_detection->failure_percentage->minimum_hosts, 3u);
+  EXPECT_EQ(p->outlier_detection->failure_percentage->request_volume, 50u);
+  EXPECT_EQ(p->outlier_detection->interval, 500ms);
+  EXPECT_EQ(p->outlier_detection->base_ejection_time, 2s);
+  EXPECT_EQ(p->outlier_detection->max_ejection_percent, 34u);
+}
+
+TEST(XdsClusterPolicy, OutOfRangeOutlierDetectionValuesAreNackedAndHugeOnesClamped) {
+  using Cluster = envoy::config::cluster::v3::Cluster;
+  struct Case {
+    std::string field;
+    std::function<void(envoy::config::cluster::v3::OutlierDetection&)> set;
+  };
+  const std::vector<Case> cases = {
+      {"max_ejection_percent", [](auto& o) { o.mutable_max_ejection_percent()->set_value(101); }},
+      {"enforcing_success_rate",
+       [](auto& o) { o.mutable_enforcing_success_rate()->set_value(4294967295u); }},
+      {"failure_percentage_threshold",
+       [](auto& o) { o.mutable_failure_percentage_threshold()->set_value(101); }},
+      {"enforcing_failure_percentage",
+       [](auto& o) { o.mutable_enforcing_failure_percentage()->set_value(200); }},
+      {"interval", [](auto& o) { o.mutable_interval()->set_seconds(-1); }},
+      {"base_ejection_time", [](auto& o) { o.mutable_base_ejection_time()->set_nanos(-5); }},
+      {"max_ejection_time", [](auto& o) { o.mutable_max_ejection_time()->set_nanos(1000000000); }},
+      {"interval", [](auto& o) { o.mutable_interval()->set_seconds(315576000001); }},
+      {"base_ejection_time",
+       [](auto& o) { o.mutable_base_ejection_time()->set_seconds(INT64_MIN); }},
+  };
+  for (const Case& c : cases) {
+    Cluster cluster = eds_cluster("c");
+    c.set(*cluster.mutable_outlier_detection());
+    absl::StatusOr<::ferry::detail::ClusterPolicy> p = policy_of(cluster);
+    ASSERT_FALSE(p.ok()) << c.field;
+    EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_TRUE(absl::StrContains(p.status().message(), "outlier_detection." + c.field))
+        << p.status();
+  }
+  // Durations at the Duration's own bound are taken, capped where the clock could overflow.
+  Cluster cluster = eds_cluster("c");
+  auto* o = cluster.mutable_outlier_detection();
+  o->mutable_interval()->set_seconds(315576000000);
+  o->mutable_interval()->set_nanos(999999999);
+  o->mutable_base_ejection_time()->set_seconds(315576000000);
+  o->mutable_max_ejection_time()->set_seconds(315576000000);
+  o->mutable_max_ejection_percent()->set_value(100);
+  absl::StatusOr<::ferry::detail::ClusterPolicy> p = policy_of(cluster);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->outlier_detection->interval, ::ferry::detail::kMaxOutlierDuration);
+  EXPECT_EQ(p->outlier_detection->base_ejection_time, ::ferry::detail::kMaxOutlierDuration);
+  // A zero interval is taken, and the detector's timer clamps it (outlier_detection_test).
+  o->mutable_interval()->set_seconds(0);
+  o->mutable_interval()->set_nanos(0);
+  p = policy_of(cluster);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->outlier_detection->interval, 0ms);
+}
+
+// gRFC A50 under A27 through a channel (the scripted control plane): priority 0's only endpoint
+// fails every call; outlier detection ejects it, which makes priority 0 TRANSIENT_FAILURE as
+// gRPC's ejected subchannels do, so priority 1 (created only then) takes the calls, fail-fast
+// ones included, and priority 0's endpoint gets none while ejected.
+TEST(XdsOutlierDetection, AnEjectedPriorityFailsOverToTheNext) {
+  AttemptBackend a, b;
+  a.service().fail_attempts = 1 << 30;  // every call fails
+  envoy::config::endpoint::v3::ClusterLoadAssignment cla;
+  cla.set_cluster_name("c");
+  for (auto [priority, port] : {std::pair{0u, a.port()}, std::pair{1u, b.port()}}) {
+    auto* locality = cla.add_endpoints();
+    locality->set_priority(priority);
+    locality->mutable_load_balancing_weight()->set_value(1);
+    auto* address = locality->add_lb_endpoints()->mutable_endpoint()->mutable_address();
+    address->mutable_socket_address()->set_address("127.0.0.1");
+    address->mutable_socket_address()->set_port_value(port);
+  }
+  envoy::config::cluster::v3::Cluster cluster = eds_cluster("c");
+  auto* o = cluster.mutable_outlier_detection();
+  o->mutable_interval()->set_nanos(100000000);  // 100 ms
+  o->mutable_base_ejection_time()->set_seconds(30);
+  o->mutable_max_ejection_percent()->set_value(100);
+  o->mutable_enforcing_success_rate()->set_value(0);
+  o->mutable_enforcing_failure_percentage()->set_value(100);
+  o->mutable_failure_percentage_threshold()->set_value(50);
+  o->mutable_failure_percentage_minimum_hosts()->set_value(1);
+  o->mutable_failure_percentage_request_volume()->set_value(5);
+  FakeControlPlane cp([&](const DiscoveryRequest& request, int) -> Reply {
+    if (!first_of_its_type(request)) return {};
+    if (request.type_url() == kCds) return {{response(kCds, "1", "c1", {pack(cluster)})}, {}};
+    if (request.type_url() == kEds) return {{response(kEds, "1", "e1", {pack(cla)})}, {}};
+    return good_chain(request, 0);
+  });
+  absl::StatusOr<std::shared_ptr<Resolver>> resolver =
+      xds::make_resolver("xds:///svc", bootstrap_for(cp.port()), fast_options());
+  ASSERT_TRUE(resolver.ok());
+  ChannelOptions options;
+  options.resolver = *resolver;
+  Channel channel("xds:///svc", options);
+  testing::Echo::BlockingStub stub(channel);
+  auto call = [&](bool wait_for_ready) {
+    testing::EchoRequest request;
+    testing::EchoResponse response;
+    ClientContext ctx;
+    ctx.set_timeout(5s);
+    ctx.set_wait_for_ready(wait_for_ready);
+    return stub.Echo(ctx, request, response);
+  };
+  // Priority 0 serves (and fails) the calls until its endpoint is ejected.
+  EXPECT_EQ(call(true).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(b.service().attempts(), 0);  // lazy: priority 1 not even connected
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (b.service().attempts() == 0 && std::chrono::steady_clock::now() < deadline) {
+    (void)call(true);
+    std::this_thread::sleep_for(5ms);
+  }
+  // Without A50 under A27 (an ejected endpoint left out of the picker, its priority still READY)
+  // the calls would find no endpoint and never reach priority 1.
+  ASSERT_GT(b.service().attempts(), 0)
+      << "no call reached priority 1 (not ejected, or no failover)";
+  // Ejected for 30 s: every call, fail-fast ones too, goes to priority 1 and succeeds.
+  const int failed = a.service().attempts();
+  for (int i = 0; i < 40; ++i) {
+    absl::Status status = call(/*wait_for_ready=*/false);
+    ASSERT_TRUE(status.ok()) << i << " " << status;
+  }
+  EXPECT_EQ(a.service().attempts(), failed);
 }
 
 }  // namespace

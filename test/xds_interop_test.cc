@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -809,6 +811,236 @@ TEST(XdsControlPlane, ARetryGoesToTheClusterOfItsCallsFirstAttempt) {
 
 // The same scenarios through grpc-go's xDS client (xds_client_go), with the same bootstrap,
 // control plane and endpoints: the outcomes must match ferry's above.
+// gRFC A32 and A50's scenarios, for ferry's channel here and grpc-go's below (XdsGrpcGo.*):
+// the same control plane snapshots, backends and outcomes.
+constexpr std::string_view kMaxRequests2 = R"(, "max_requests": 2)";
+// Failure-percentage ejection (success rate off): over 50% failed of at least 5 calls, with 3
+// endpoints so counted, every 500 ms; ejected for 2 s (x its multiplier), at most half of them.
+constexpr std::string_view kFailurePercentageEjection =
+    R"(, "outlier_detection": {"interval_ms": 500, "base_ejection_time_ms": 2000,)"
+    R"( "max_ejection_percent": 50, "failure_percentage_threshold": 50,)"
+    R"( "enforcing_failure_percentage": 100, "failure_percentage_minimum_hosts": 3,)"
+    R"( "failure_percentage_request_volume": 5, "enforcing_success_rate": 0})";
+
+// An endpoint whose Echo fails every call (UNAVAILABLE) while failing is set.
+class FlakyEcho final : public testing::Echo::Service {
+ public:
+  asio::awaitable<absl::Status> Echo(ServerContext&, const EchoRequest& request,
+                                     EchoResponse& response) override {
+    calls.fetch_add(1);
+    if (failing.load()) co_return absl::UnavailableError("failing on purpose");
+    response.set_payload(request.payload());
+    co_return absl::OkStatus();
+  }
+  std::atomic<int> calls{0};
+  std::atomic<bool> failing{false};
+};
+
+class FlakyBackend {
+ public:
+  FlakyBackend() {
+    server_.add_service(service_);
+    absl::StatusOr<int> port = server_.start("127.0.0.1", 0);
+    port_ = port.ok() ? *port : 0;
+  }
+  ~FlakyBackend() { server_.shutdown(100ms); }
+  std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
+  int calls() const { return service_.calls.load(); }
+  void set_failing(bool failing) { service_.failing.store(failing); }
+
+ private:
+  FlakyEcho service_;
+  Server server_;
+  int port_ = 0;
+};
+
+// Listener "svc" -> cluster "c" (with cluster_extra) -> endpoints a, b and flaky.
+std::string three_endpoint_snapshot(const Backend& a, const Backend& b, const FlakyBackend& flaky,
+                                    std::string_view cluster_extra) {
+  return absl::StrCat(
+      R"({"listeners": [{"name": "svc", "rds": "route-svc"}], "routes": [{"name": "route-svc", )",
+      R"("routes": [{"prefix": "/", "cluster": "c"}]}], "clusters": [{"name": "c")",
+      std::string(cluster_extra),
+      R"(}], "endpoints": [{"name": "c", "localities": [{"priority": 0, "weight": 1, )",
+      R"("addresses": [")", a.address(), R"(", ")", b.address(), R"(", ")", flaky.address(),
+      R"("]}]}]})");
+}
+
+// A50's scenario, driven by calls(n) (n Echo calls of the client under test, whatever fails):
+// flaky fails every call until it gets none for a batch (ejected), then heals and gets calls
+// again once its ejection time has passed. Returns what went wrong, or "".
+template <class Calls>
+std::string eject_and_return(Calls calls, const Backend& a, const Backend& b, FlakyBackend& flaky) {
+  using Clock = std::chrono::steady_clock;
+  // Every endpoint connected and served first.
+  for (int i = 0; i < 100 && (a.calls() == 0 || b.calls() == 0 || flaky.calls() == 0); ++i) {
+    calls(3);
+    std::this_thread::sleep_for(10ms);
+  }
+  if (a.calls() == 0 || b.calls() == 0 || flaky.calls() == 0) return "not every endpoint served";
+  flaky.set_failing(true);
+  bool ejected = false;
+  for (auto end = Clock::now() + 15s; !ejected && Clock::now() < end;) {
+    const int before = flaky.calls();
+    calls(30);
+    ejected = flaky.calls() == before;
+  }
+  if (!ejected) return "the failing endpoint was not ejected within 15 s";
+  const auto ejected_seen = Clock::now();
+  // Ejected: no call reaches it, and the others take every call.
+  const int flaky_then = flaky.calls(), others_then = a.calls() + b.calls();
+  calls(30);
+  if (flaky.calls() != flaky_then) return "an ejected endpoint got calls";
+  if (a.calls() + b.calls() - others_then != 30) return "the healthy endpoints missed calls";
+  flaky.set_failing(false);
+  // Back after base_ejection_time (2 s, and the interval's 500 ms at most).
+  bool returned = false;
+  for (auto end = Clock::now() + 15s; !returned && Clock::now() < end;) {
+    calls(3);
+    returned = flaky.calls() > flaky_then;
+    if (!returned) std::this_thread::sleep_for(20ms);
+  }
+  if (!returned) return "the healed endpoint got no calls 15 s after its ejection";
+  if (Clock::now() - ejected_seen < 1s) return "the endpoint came back well before 2 s";
+  return "";
+}
+
+// The attacker's case of A50: every endpoint fails every call. max_ejection_percent (50: A50
+// stops ejecting once the ejected share is at or above it, so two of three) keeps at least one
+// in the picker: every call still reaches an endpoint (and fails there), while some are ejected.
+std::string never_all_ejected(const std::function<void(int)>& calls,
+                              std::vector<FlakyBackend*> flaky) {
+  using Clock = std::chrono::steady_clock;
+  auto total = [&] {
+    int n = 0;
+    for (FlakyBackend* f : flaky) n += f->calls();
+    return n;
+  };
+  for (int i = 0; i < 100 && std::any_of(flaky.begin(), flaky.end(),
+                                         [](FlakyBackend* f) { return f->calls() == 0; });
+       ++i) {
+    calls(3);
+    std::this_thread::sleep_for(10ms);
+  }
+  for (FlakyBackend* f : flaky) f->set_failing(true);
+  bool some_ejected = false;
+  for (auto end = Clock::now() + 4s; Clock::now() < end;) {
+    std::vector<int> before;
+    for (FlakyBackend* f : flaky) before.push_back(f->calls());
+    const int total_before = total();
+    calls(30);
+    if (total() - total_before != 30) return "a call reached no endpoint: all were ejected";
+    int idle = 0;
+    for (std::size_t i = 0; i < flaky.size(); ++i) idle += flaky[i]->calls() == before[i];
+    if (idle == static_cast<int>(flaky.size())) return "no endpoint got calls";
+    some_ejected = some_ejected || idle > 0;
+  }
+  if (!some_ejected) return "no endpoint was ejected";
+  return "";
+}
+
+TEST(XdsControlPlane, EveryEndpointFailingNeverEjectsThemAll) {
+  if (peer_missing()) GTEST_SKIP() << "xds_control_plane_go not installed: " << peer_path();
+  ControlPlane cp;
+  FlakyBackend x, y, z;
+  ASSERT_EQ(cp.command(absl::StrCat("snapshot 1 ",
+                                    R"({"listeners": [{"name": "svc", "rds": "route-svc"}], )",
+                                    R"("routes": [{"name": "route-svc", "routes": [{"prefix": )",
+                                    R"("/", "cluster": "c"}]}], "clusters": [{"name": "c")",
+                                    std::string(kFailurePercentageEjection),
+                                    R"(}], "endpoints": [{"name": "c", "localities": [{)",
+                                    R"("priority": 0, "weight": 1, "addresses": [")", x.address(),
+                                    R"(", ")", y.address(), R"(", ")", z.address(), R"("]}]}]})")),
+            "ok");
+  auto channel = xds_channel(cp.port());
+  std::string last_error;
+  const std::string outcome = never_all_ejected(
+      [&](int n) {
+        for (int i = 0; i < n; ++i) {
+          // Not wait-for-ready: a call with every endpoint ejected fails at once, not later.
+          absl::Status status = echo(*channel, /*wait_for_ready=*/false);
+          if (!status.ok()) last_error = std::string(status.message());
+        }
+      },
+      {&x, &y, &z});
+  EXPECT_EQ(outcome, "");
+  EXPECT_EQ(last_error, "failing on purpose");  // the endpoint's, never the channel's
+}
+
+TEST(XdsControlPlane, CircuitBreakingFailsCallsOverMaxRequests) {
+  if (peer_missing()) GTEST_SKIP() << "xds_control_plane_go not installed: " << peer_path();
+  ControlPlane cp;
+  Backend a;
+  ASSERT_EQ(cp.command("snapshot 1 " + snapshot({&a}, true, std::string(kMaxRequests2))), "ok");
+  auto channel = xds_channel(cp.port());
+  ASSERT_TRUE(echo(*channel).ok());
+  // Two calls held open at the server: Collect streams whose requests never end.
+  std::vector<std::unique_ptr<ClientContext>> contexts;
+  std::vector<BlockingClientStream> held;
+  EchoRequest request;
+  request.set_payload("held");
+  for (int i = 0; i < 2; ++i) {
+    contexts.push_back(std::make_unique<ClientContext>());
+    contexts.back()->set_timeout(30s);
+    held.push_back(channel->open_blocking("/ferry.testing.Echo/Collect", *contexts.back()));
+    ASSERT_TRUE(held.back().write(request).ok());
+  }
+  for (int i = 0; i < 500 && a.calls() < 3; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(a.calls(), 3);
+  // gRFC A32: the third call in flight fails at once, wait_for_ready or not.
+  absl::Status over = echo(*channel);
+  EXPECT_EQ(over.code(), absl::StatusCode::kUnavailable) << over;
+  EXPECT_NE(over.message().find("max requests 2"), std::string::npos) << over;
+  EXPECT_EQ(echo(*channel, /*wait_for_ready=*/false).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(a.calls(), 3);  // never sent
+  // One released: a call goes through again (one held, one new: two in flight).
+  EchoResponse response;
+  ASSERT_TRUE(held[0].write_last(request).ok());
+  EXPECT_TRUE(held[0].finish_with_response(response).ok());
+  EXPECT_TRUE(echo(*channel).ok());
+  // The limit follows the cluster's updates: max_requests 1 (the held call fills it), then none
+  // (1024).
+  ASSERT_EQ(cp.command("snapshot 2 " + snapshot({&a}, true, R"(, "max_requests": 1)")), "ok");
+  ASSERT_EQ(cp.await("acked cds", "2"), "2");
+  for (int i = 0; i < 200 && echo(*channel).ok(); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(echo(*channel).code(), absl::StatusCode::kUnavailable);
+  ASSERT_EQ(cp.command("snapshot 3 " + snapshot({&a})), "ok");
+  ASSERT_EQ(cp.await("acked cds", "3"), "3");
+  absl::Status status;
+  for (int i = 0; i < 200 && !(status = echo(*channel)).ok(); ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(status.ok()) << status;
+  ASSERT_TRUE(held[1].write_last(request).ok());
+  EXPECT_TRUE(held[1].finish_with_response(response).ok());
+  // max_requests 0: every call fails, none in flight (grpc-go alike, below).
+  ASSERT_EQ(cp.command("snapshot 4 " + snapshot({&a}, true, R"(, "max_requests": 0)")), "ok");
+  ASSERT_EQ(cp.await("acked cds", "4"), "4");
+  for (int i = 0; i < 200 && (status = echo(*channel)).ok(); ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_EQ(echo(*channel).code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(XdsControlPlane, OutlierDetectionEjectsAFailingEndpointAndReturnsIt) {
+  if (peer_missing()) GTEST_SKIP() << "xds_control_plane_go not installed: " << peer_path();
+  ControlPlane cp;
+  Backend a, b;
+  FlakyBackend flaky;
+  ASSERT_EQ(
+      cp.command("snapshot 1 " + three_endpoint_snapshot(a, b, flaky, kFailurePercentageEjection)),
+      "ok");
+  auto channel = xds_channel(cp.port());
+  const std::string outcome = eject_and_return(
+      [&](int n) {
+        for (int i = 0; i < n; ++i) (void)echo(*channel);
+      },
+      a, b, flaky);
+  EXPECT_EQ(outcome, "");
+  EXPECT_EQ(cp.command("nacks"), "0");
+}
+
 class GrpcGoXdsClient : public PeerProcess {
  public:
   explicit GrpcGoXdsClient(int control_plane_port)
@@ -1023,6 +1255,66 @@ TEST(XdsGrpcGo, ARetryGoesToTheClusterOfItsCallsFirstAttempt) {
   run_retries_keep_their_cluster(cp, a, b, [&](int n) {
     return client.call(n, "/ferry.testing.Echo/Echo", "x-call-id=call-{i}");
   });
+}
+
+TEST(XdsGrpcGo, CircuitBreakingFailsCallsOverMaxRequests) {
+  if (peer_missing() || grpc_go_missing()) GTEST_SKIP() << "xDS peers not installed";
+  ControlPlane cp;
+  Backend a;
+  ASSERT_EQ(cp.command("snapshot 1 " + snapshot({&a}, true, std::string(kMaxRequests2))), "ok");
+  GrpcGoXdsClient client(cp.port());
+  ASSERT_EQ(client.command("call 1"), "ok");
+  ASSERT_EQ(client.command("hold 2"), "ok");
+  for (int i = 0; i < 500 && a.calls() < 3; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(a.calls(), 3);
+  const std::string over = client.command("call 1");
+  EXPECT_EQ(over.rfind("error Unavailable", 0), 0u) << over;
+  EXPECT_EQ(a.calls(), 3);
+  EXPECT_EQ(client.command("release"), "ok");
+  EXPECT_EQ(client.command("call 1"), "ok");
+  EXPECT_EQ(client.command("release"), "ok");
+  // max_requests 0: every call fails.
+  ASSERT_EQ(cp.command("snapshot 2 " + snapshot({&a}, true, R"(, "max_requests": 0)")), "ok");
+  ASSERT_EQ(cp.await("acked cds", "2"), "2");
+  std::string answer;
+  for (int i = 0; i < 200 && (answer = client.command("call 1")) == "ok"; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(answer.rfind("error Unavailable", 0), 0u) << answer;
+}
+
+TEST(XdsGrpcGo, OutlierDetectionEjectsAFailingEndpointAndReturnsIt) {
+  if (peer_missing() || grpc_go_missing()) GTEST_SKIP() << "xDS peers not installed";
+  ControlPlane cp;
+  Backend a, b;
+  FlakyBackend flaky;
+  ASSERT_EQ(
+      cp.command("snapshot 1 " + three_endpoint_snapshot(a, b, flaky, kFailurePercentageEjection)),
+      "ok");
+  GrpcGoXdsClient client(cp.port());
+  const std::string outcome = eject_and_return(
+      [&](int n) { (void)client.command(absl::StrCat("tally ", n)); }, a, b, flaky);
+  EXPECT_EQ(outcome, "");
+  EXPECT_EQ(cp.command("nacks"), "0");
+}
+
+TEST(XdsGrpcGo, EveryEndpointFailingNeverEjectsThemAll) {
+  if (peer_missing() || grpc_go_missing()) GTEST_SKIP() << "xDS peers not installed";
+  ControlPlane cp;
+  FlakyBackend x, y, z;
+  ASSERT_EQ(cp.command(absl::StrCat("snapshot 1 ",
+                                    R"({"listeners": [{"name": "svc", "rds": "route-svc"}], )",
+                                    R"("routes": [{"name": "route-svc", "routes": [{"prefix": )",
+                                    R"("/", "cluster": "c"}]}], "clusters": [{"name": "c")",
+                                    std::string(kFailurePercentageEjection),
+                                    R"(}], "endpoints": [{"name": "c", "localities": [{)",
+                                    R"("priority": 0, "weight": 1, "addresses": [")", x.address(),
+                                    R"(", ")", y.address(), R"(", ")", z.address(), R"("]}]}]})")),
+            "ok");
+  GrpcGoXdsClient client(cp.port());
+  const std::string outcome = never_all_ejected(
+      [&](int n) { (void)client.command(absl::StrCat("tally ", n)); }, {&x, &y, &z});
+  EXPECT_EQ(outcome, "");
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "asio/any_io_executor.hpp"
 #include "asio/awaitable.hpp"
+#include "client/outlier_detection.h"
 #include "ferry/client_context.h"
 #include "ferry/resolver.h"
 #include "ferry/retry.h"
@@ -81,6 +82,7 @@ struct RoutedCluster {
   // gRFC A27's endpoints, when the resolver knows them (client/priority_policy.h): priorities[p]
   // the localities of priority p, 0 first. Empty: `addresses` are one priority of one locality.
   std::vector<std::vector<RoutedLocality>> priorities = {};
+  ClusterPolicy policy = {};  // gRFC A32's limit, A50's outlier detection
 };
 
 struct RoutingConfig {

@@ -83,7 +83,8 @@ ChannelCore::ClusterSet::ClusterSet(ChannelCore& owner, std::string cluster_name
     : core(owner),
       name(std::move(cluster_name)),
       id(owner.next_cluster_id_++),
-      policy(std::make_unique<PriorityPolicy>(owner.executor_, *this)) {}
+      policy(std::make_unique<PriorityPolicy>(owner.executor_, *this)),
+      detector_timer(owner.executor_) {}
 
 void ChannelCore::set_state(ConnectivityState state) {
   if (state_.load(std::memory_order_relaxed) == ConnectivityState::kShutdown) return;
@@ -264,12 +265,18 @@ void ChannelCore::apply_routes(RoutingConfig config) {
                                           ? std::move(*kept)
                                           : std::make_unique<ClusterSet>(*this, cluster.name);
     set->unavailable = cluster.addresses.status();
+    set->cluster_policy = std::move(cluster.policy);
     std::vector<std::vector<RoutedLocality>> priorities;
     if (cluster.addresses.ok()) {
+      // gRFC A50: one detector over the cluster's endpoints, of every priority; made or
+      // changed before the policy's update, whose pickers leave the ejected ones out.
+      apply_outlier_detection(*set, *cluster.addresses);
       priorities = std::move(cluster.priorities);
       if (priorities.empty() && !cluster.addresses->empty()) {
         priorities.push_back({RoutedLocality{1, *std::move(cluster.addresses)}});
       }
+    } else {
+      apply_outlier_detection(*set, {});
     }
     set->policy->update(std::move(priorities), {config.failover_timeout, config.retention_timeout});
     next.push_back(std::move(set));
@@ -278,6 +285,7 @@ void ChannelCore::apply_routes(RoutingConfig config) {
   std::vector<std::unique_ptr<ClusterSet>> dropped;
   for (auto& set : clusters_) {
     if (set == nullptr) continue;
+    set->detector_timer.cancel();
     set->policy->shutdown(/*graceful=*/true);  // its calls finish
     dropped.push_back(std::move(set));
   }
@@ -314,6 +322,65 @@ void ChannelCore::on_cluster_picker(ClusterSet& set, LocalityPicker picker, Conn
   if (applying_routes_) return;  // apply_routes aggregates once it is done
   aggregate_cluster_states();
   changed_.notify_all();
+}
+
+void ChannelCore::apply_outlier_detection(ClusterSet& set, const std::vector<Address>& addresses) {
+  const std::optional<OutlierDetectionConfig>& config = set.cluster_policy.outlier_detection;
+  if (!config.has_value()) {
+    if (set.detector != nullptr) {
+      set.detector.reset();
+      set.detector_timer.cancel();
+    }
+    return;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (set.detector == nullptr) {
+    set.detector = std::make_unique<OutlierDetector>(*config);
+    set.detector->set_addresses(addresses);
+    set.detector_timer_start = now;
+    arm_detector_timer(set, set.detector->interval());
+    return;
+  }
+  const std::chrono::milliseconds old_interval = set.detector->interval();
+  set.detector->set_config(*config);
+  set.detector->set_addresses(addresses);
+  if (set.detector->interval() != old_interval) {
+    // A50: a new interval counts from the running timer's start (at once if that has passed).
+    const auto elapsed =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - set.detector_timer_start);
+    arm_detector_timer(set,
+                       std::max(std::chrono::milliseconds(0), set.detector->interval() - elapsed));
+  }
+}
+
+void ChannelCore::arm_detector_timer(ClusterSet& set, std::chrono::milliseconds wait) {
+  set.detector_timer.expires_after(wait);  // replaces a pending wait
+  set.detector_timer.async_wait(
+      [weak = weak_from_this(), target = &set](const asio::error_code& ec) {
+        if (ec) return;
+        auto self = weak.lock();
+        if (self == nullptr || self->closed_) return;
+        // The set may have been dropped since the timer fired (its wait already queued).
+        const bool current = std::any_of(self->clusters_.begin(), self->clusters_.end(),
+                                         [target](const auto& set) { return set.get() == target; });
+        if (current) self->on_detector_timer(*target);
+      });
+}
+
+void ChannelCore::on_detector_timer(ClusterSet& set) {
+  if (set.detector == nullptr) return;
+  const auto now = std::chrono::steady_clock::now();
+  set.detector_timer_start = now;
+  thread_local std::mt19937 engine(static_cast<unsigned>(now.time_since_epoch().count() ^
+                                                         reinterpret_cast<std::uintptr_t>(&set)));
+  const bool changed = set.detector->run_interval(now, [] {
+    return static_cast<std::uint32_t>(std::uniform_int_distribution<std::uint32_t>(0, 99)(engine));
+  });
+  // The policy's pickers leave the ejected endpoints out, and a priority whose endpoints are all
+  // ejected fails over (PriorityPolicy::refresh_ejections); its new picker is published through
+  // on_cluster_picker.
+  if (changed) set.policy->refresh_ejections();
+  arm_detector_timer(set, set.detector->interval());
 }
 
 void ChannelCore::aggregate_cluster_states() {
@@ -384,10 +451,11 @@ Ref<ClientCall> ChannelCore::try_start_routed(std::string_view method, const Met
   if (!route->error.ok()) return {};  // start_call fails it, saying why
   if (route->router == nullptr && !choose_route(method, context, *route)) return {};
   ClusterSet* set = cluster_of(*route);
-  if (set == nullptr) return {};  // its cluster is gone: start_call fails it
+  if (set == nullptr) return {};    // its cluster is gone: start_call fails it
+  if (over_limit(*set)) return {};  // start_call fails it (gRFC A32)
   const std::shared_ptr<ChannelConnection>* conn = set->picker.pick();
   if (conn == nullptr || !(*conn)->connection->accepts_new_streams()) return {};
-  return start_call_on(*conn, method, config, context, previous_attempts, unary);
+  return start_call_on(*conn, method, config, context, previous_attempts, unary, set);
 }
 
 void ChannelCore::schedule_refresh() {
@@ -453,6 +521,13 @@ asio::awaitable<Ref<ClientCall>> ChannelCore::start_call(std::string_view method
         failure = absl::UnavailableError("xDS: the call's cluster left the configuration");
         break;
       }
+      if (over_limit(*set)) {
+        // gRFC A32: over the cluster's max_requests a call fails at once (grpc-go's words).
+        failure = absl::UnavailableError(
+            absl::StrCat("xDS: max requests ", set->cluster_policy.max_requests,
+                         " exceeded on cluster '", set->name, "' (circuit breaking)"));
+        break;
+      }
       s = set->state;
       error = &set->error;
     }
@@ -460,7 +535,7 @@ asio::awaitable<Ref<ClientCall>> ChannelCore::start_call(std::string_view method
             set != nullptr ? set->picker.pick() : picker_.pick()) {
       if ((*conn)->connection->accepts_new_streams()) {
         --waiting_calls_;
-        co_return start_call_on(*conn, method, config, context, previous_attempts, unary);
+        co_return start_call_on(*conn, method, config, context, previous_attempts, unary, set);
       }
       if ((*conn)->owner != nullptr) (*conn)->owner->drop_connection();
       continue;
@@ -516,12 +591,13 @@ asio::awaitable<Ref<ClientCall>> ChannelCore::start_call(std::string_view method
 Ref<ClientCall> ChannelCore::start_call_on(const std::shared_ptr<ChannelConnection>& conn,
                                            std::string_view method, const MethodConfig* config,
                                            ClientContext& context, int previous_attempts,
-                                           bool unary) {
+                                           bool unary, ClusterSet* cluster) {
   CallLimits limits = options_;
   if (config != nullptr) limits = message_limits(*config, options_);
   auto call =
       Ref<ClientCall>::adopt(new ClientCall(conn, conn->connection.get(), &conn->deadlines,
                                             &context, limits, options_.max_header_list_size));
+  if (cluster != nullptr) call->count_in(cluster->counts, conn->call_counts);
   call->start(method, options_.authority, options_.user_agent, previous_attempts,
               CallProtocol{options_.protocol, options_.codec, unary});
   return call;
@@ -601,6 +677,7 @@ void ChannelCore::close() {
   for (const auto& s : subchannels_) s->shutdown(/*graceful=*/false);
   subchannels_.clear();
   for (const auto& set : clusters_) {
+    set->detector_timer.cancel();
     set->picker = LocalityPicker();
     set->policy->shutdown(/*graceful=*/false);
   }

@@ -150,6 +150,14 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
                        absl::Status error) override {
       core.on_cluster_picker(*this, std::move(next), next_state, std::move(error));
     }
+    bool ejected(const Subchannel& subchannel) const override {
+      return detector != nullptr && detector->ejected(subchannel.address());
+    }
+    void on_ready_connection(const Subchannel& subchannel, ChannelConnection& conn) override {
+      const std::shared_ptr<EndpointCallCounts>* counts =
+          detector != nullptr ? detector->counts_for(subchannel.address()) : nullptr;
+      conn.call_counts = counts != nullptr ? *counts : nullptr;
+    }
     ChannelCore& core;
     std::string name;
     std::uint64_t id = 0;      // unique in the channel: a call's route finds its set by it
@@ -158,7 +166,23 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
     LocalityPicker picker;
     ConnectivityState state = ConnectivityState::kIdle;
     absl::Status error;  // in TRANSIENT_FAILURE: why
+    // gRFC A32 and A50 (client/outlier_detection.h): the cluster's limit, its calls in flight,
+    // and with outlier detection the detector (over the endpoints of all its priorities; the
+    // policy's pickers leave the ejected ones out) and its interval timer.
+    ClusterPolicy cluster_policy;
+    std::shared_ptr<ClusterCallCounts> counts = std::make_shared<ClusterCallCounts>();
+    std::unique_ptr<OutlierDetector> detector;
+    asio::steady_timer detector_timer;
+    std::chrono::steady_clock::time_point detector_timer_start{};
   };
+  // The cluster's circuit breaker is open (gRFC A32): the UNAVAILABLE a new call fails with.
+  static bool over_limit(const ClusterSet& set) {
+    return set.counts->in_flight.load(std::memory_order_relaxed) >= set.cluster_policy.max_requests;
+  }
+  // A50: the cluster's outlier detection follows its policy's config (made, changed, dropped).
+  void apply_outlier_detection(ClusterSet& set, const std::vector<Address>& addresses);
+  void arm_detector_timer(ClusterSet& set, std::chrono::milliseconds wait);
+  void on_detector_timer(ClusterSet& set);
   Ref<ClientCall> try_start_routed(std::string_view method, const MethodConfig* config,
                                    ClientContext& context, int previous_attempts, bool unary,
                                    CallRoute* route);
@@ -190,9 +214,11 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore>,
     return find_method_config(options_.method_configs, options_.method_config, method);
   }
   // config: the method's settings, null when the channel has none (the channel's limits apply).
+  // cluster: a routed call's (counted in its calls in flight, gRFC A32/A50).
   Ref<ClientCall> start_call_on(const std::shared_ptr<ChannelConnection>& conn,
                                 std::string_view method, const MethodConfig* config,
-                                ClientContext& context, int previous_attempts, bool unary);
+                                ClientContext& context, int previous_attempts, bool unary,
+                                ClusterSet* cluster = nullptr);
   // Suspends until the picker or state changes, or deadline passes (spurious wake-ups allowed).
   asio::awaitable<void> wait_for_change(std::chrono::steady_clock::time_point deadline);
   // Resolves now, or as soon as min_resolve_interval allows; one resolution at a time.

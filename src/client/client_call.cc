@@ -48,7 +48,23 @@ ClientCall::ClientCall(const asio::any_io_executor& executor, ClientContext* con
   abort(status_);
 }
 
-ClientCall::~ClientCall() = default;
+ClientCall::~ClientCall() {
+  if (cluster_counts_ != nullptr) {
+    endpoint_counts_.reset();  // never ended: no outcome to count
+    release_counts();
+  }
+}
+
+void ClientCall::release_counts() {
+  cluster_counts_->in_flight.fetch_sub(1, std::memory_order_relaxed);
+  cluster_counts_.reset();
+  if (endpoint_counts_ != nullptr) {
+    // gRFC A50: a call is a success when its status is OK.
+    (status_.ok() ? endpoint_counts_->successes : endpoint_counts_->failures)
+        .fetch_add(1, std::memory_order_relaxed);
+    endpoint_counts_.reset();
+  }
+}
 
 void ClientCall::on_deadline() {
   Ref<ClientCall> keep(this);  // what abort_call sets off may drop the other references
@@ -570,6 +586,8 @@ void ClientCall::complete(absl::Status status) {
   if (done_) return;
   done_ = true;
   status_ = std::move(status);
+  if (cluster_counts_ != nullptr) [[unlikely]]
+    release_counts();
   disarm_deadline();
   if (parent_ != nullptr) parent_->remove(std::exchange(parent_registration_, 0));
   if (status_final()) tell_observer();

@@ -13,6 +13,7 @@
 #include "call/cancellation_link.h"
 #include "call/content_type.h"
 #include "call/deadline_queue.h"
+#include "client/outlier_detection.h"
 #include "client/stream_call.h"
 #include "ferry/channel.h"
 #include "ferry/client_context.h"
@@ -137,6 +138,15 @@ class ClientCall final : public CallStream, public StreamCall {
   bool committed() const { return header_blocks_ > 0 && !trailers_only_ && !response_rejected_; }
   // The server's grpc-retry-pushback-ms (client/retry.h: kNoPushback, kStopRetrying or ms).
   std::int64_t retry_pushback_ms() const { return retry_pushback_ms_; }
+  // A routed cluster's call (client/outlier_detection.h), before start(): counted in the
+  // cluster's calls in flight until it ends (gRFC A32), its outcome then counted for its
+  // endpoint when endpoint is not null (gRFC A50).
+  void count_in(std::shared_ptr<ClusterCallCounts> cluster,
+                const std::shared_ptr<EndpointCallCounts>& endpoint) {
+    cluster->in_flight.fetch_add(1, std::memory_order_relaxed);
+    cluster_counts_ = std::move(cluster);
+    endpoint_counts_ = endpoint;  // the connection's may be replaced while the call runs
+  }
 
  private:
   // The request headers, submitted: the connection has the stream (or the call is over).
@@ -254,6 +264,10 @@ class ClientCall final : public CallStream, public StreamCall {
   // this call's registration with it; null and 0 otherwise.
   std::shared_ptr<CancellationLink> parent_;
   std::uint64_t parent_registration_ = 0;
+  // count_in's: released when the call ends (or is destroyed first).
+  void release_counts();
+  std::shared_ptr<ClusterCallCounts> cluster_counts_;
+  std::shared_ptr<EndpointCallCounts> endpoint_counts_;
 };
 
 }  // namespace ferry::detail

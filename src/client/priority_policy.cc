@@ -175,14 +175,19 @@ void PriorityPolicy::create_child(std::size_t priority) {
 
 bool PriorityPolicy::refresh_state(const std::shared_ptr<Child>& shared) {
   Child& child = *shared;
-  bool ready = false, connecting = false, any = false;
+  bool ready = false, connecting = false, any = false, ejected = false;
   const absl::Status* failure = nullptr;
   for (const auto& locality : child.localities) {
     for (const auto& s : locality.subchannels) {
       any = true;
       switch (s->state()) {
         case ConnectivityState::kReady:
-          ready = true;
+          // gRFC A50: an ejected endpoint is TRANSIENT_FAILURE to its priority.
+          if (helper_.ejected(*s)) {
+            ejected = true;
+          } else {
+            ready = true;
+          }
           break;
         case ConnectivityState::kIdle:
         case ConnectivityState::kConnecting:
@@ -204,8 +209,14 @@ bool PriorityPolicy::refresh_state(const std::shared_ptr<Child>& shared) {
     next = ConnectivityState::kTransientFailure;
   } else if (!connecting || child.failed) {
     if (!child.failed || failure != nullptr) {
-      child.error = failure != nullptr ? *failure
-                                       : absl::UnavailableError("every endpoint failed to connect");
+      if (failure != nullptr) {
+        child.error = *failure;
+      } else if (ejected) {
+        child.error =
+            absl::UnavailableError("xDS: every connected endpoint is ejected (outlier detection)");
+      } else {
+        child.error = absl::UnavailableError("every endpoint failed to connect");
+      }
     }
     child.failed = true;
     next = ConnectivityState::kTransientFailure;
@@ -293,6 +304,19 @@ void PriorityPolicy::on_subchannel_state(Subchannel* subchannel, ConnectivitySta
   }
 }
 
+void PriorityPolicy::refresh_ejections() {
+  if (shut_down_) return;
+  bool changed = false;
+  for (const auto& child : children_) {
+    if (child != nullptr) changed |= refresh_state(child);
+  }
+  if (changed) {
+    choose();
+  } else {
+    publish();  // the same states, another set of endpoints taking calls
+  }
+}
+
 void PriorityPolicy::exit_idle() {
   if (shut_down_) return;
   for (const auto& child : children_) {
@@ -362,7 +386,9 @@ void PriorityPolicy::publish() {
     LocalityPicker::Locality out;
     out.weight = locality.weight;
     for (const auto& s : locality.subchannels) {
-      if (s->state() == ConnectivityState::kReady) out.ready.push_back(s->connection());
+      if (s->state() != ConnectivityState::kReady || helper_.ejected(*s)) continue;  // gRFC A50
+      out.ready.push_back(s->connection());
+      helper_.on_ready_connection(*s, *out.ready.back());
     }
     if (out.weight > 0 && !out.ready.empty()) localities.push_back(std::move(out));
   }

@@ -6,7 +6,8 @@
 // when its timer fires hands over to the next; a higher priority that becomes READY again takes
 // the calls back, and the lower ones keep their connections for the retention time, then close
 // them. Within the priority in use a call draws a locality by weight, then round robin over its
-// READY endpoints (client/locality_picker.h). Everything runs on the channel's executor.
+// READY endpoints (client/locality_picker.h), less those outlier detection ejected (gRFC A50,
+// PriorityPolicyHelper::ejected). Everything runs on the channel's executor.
 #pragma once
 
 #include <chrono>
@@ -53,6 +54,21 @@ class PriorityPolicyHelper {
   // The priority in use's picker and state (error: why, in TRANSIENT_FAILURE).
   virtual void update_picker(LocalityPicker picker, ConnectivityState state,
                              absl::Status error) = 0;
+  // gRFC A50: whether outlier detection ejected the subchannel's endpoint. An ejected endpoint
+  // counts as TRANSIENT_FAILURE, as gRPC's ejected subchannels report to the policy under them:
+  // it is left out of its locality's round robin, a locality with only ejected READY endpoints
+  // takes no call, and a priority with no READY endpoint left is not READY (it fails over to the
+  // next). The helper tells the policy of changes (PriorityPolicy::refresh_ejections).
+  virtual bool ejected(const Subchannel& subchannel) const {
+    (void)subchannel;
+    return false;
+  }
+  // A READY, not ejected subchannel's connection is going into a picker (the helper marks where
+  // its calls' outcomes count, gRFC A50).
+  virtual void on_ready_connection(const Subchannel& subchannel, ChannelConnection& conn) {
+    (void)subchannel;
+    (void)conn;
+  }
 };
 
 // Bounds on what a cluster's endpoints may cost (a hostile control plane's 10,000 localities or
@@ -82,6 +98,9 @@ class PriorityPolicy {
   void update(std::vector<std::vector<RoutedLocality>> priorities, Timeouts timeouts);
   // One of its subchannels changed state.
   void on_subchannel_state(Subchannel* subchannel, ConnectivityState state);
+  // The helper's ejections changed (gRFC A50): the created priorities' states are read again,
+  // the choice made again, and a new picker published.
+  void refresh_ejections();
   // A call waits: IDLE subchannels of the created priorities connect.
   void exit_idle();
   // Every subchannel shut down (graceful: their calls finish), timers stopped; no more pickers.

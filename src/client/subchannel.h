@@ -16,6 +16,7 @@
 #include "asio/steady_timer.hpp"
 #include "call/deadline_queue.h"
 #include "client/backoff.h"
+#include "client/outlier_detection.h"
 #include "ferry/channel.h"
 #include "ferry/client_interceptor.h"
 #include "ferry/connectivity.h"
@@ -49,6 +50,9 @@ struct ChannelConnection final : http2::ConnectionObserver {
   // Set once the connection is open (ConnectionEvent::kAttemptSucceeded): its close is told
   // (kClosed) to the interceptors these settings hold.
   std::shared_ptr<const SubchannelSettings> told_open;
+  // Where its calls' outcomes count, when its cluster has outlier detection (gRFC A50,
+  // client/outlier_detection.h); set by the channel on its thread.
+  std::shared_ptr<EndpointCallCounts> call_counts;
   http2::Stream* on_stream_open(std::int32_t) override { return nullptr; }  // no server push
   void on_goaway(std::int32_t, http2::ErrorCode) override;
   void on_connection_closed() override;

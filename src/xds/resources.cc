@@ -364,6 +364,9 @@ absl::StatusOr<Resource> decode_cluster(const cluster_v3::Cluster& cluster) {
   ClusterResource out;
   out.eds_service_name = cluster.eds_cluster_config().service_name();
   if (out.eds_service_name.empty()) out.eds_service_name = cluster.name();
+  absl::StatusOr<::ferry::detail::ClusterPolicy> policy = decode_cluster_policy(cluster);
+  if (!policy.ok()) return policy.status();
+  out.policy = *std::move(policy);
   return out;
 }
 

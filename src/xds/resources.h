@@ -16,11 +16,15 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "client/outlier_detection.h"
 #include "ferry/metadata.h"
 #include "ferry/resolver.h"
 
 namespace google::protobuf {
 class Any;
+}
+namespace envoy::config::cluster::v3 {
+class Cluster;
 }
 
 namespace ferry::xds::detail {
@@ -123,7 +127,14 @@ struct ListenerResource {
 
 struct ClusterResource {
   std::string eds_service_name;  // the ClusterLoadAssignment's name (the cluster's if unset)
+  ::ferry::detail::ClusterPolicy policy;  // gRFC A32's max_requests, A50's outlier detection
 };
+
+// gRFC A32's circuit_breakers (the DEFAULT priority's max_requests) and A50's
+// outlier_detection, validated as A50 says (percentages over 100, invalid durations:
+// INVALID_ARGUMENT, the cluster NACKed). src/xds/cluster_policy.cc.
+absl::StatusOr<::ferry::detail::ClusterPolicy> decode_cluster_policy(
+    const envoy::config::cluster::v3::Cluster& cluster);
 
 struct EndpointLocality {
   std::uint32_t weight = 0;

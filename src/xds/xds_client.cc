@@ -421,6 +421,7 @@ std::optional<WatchResult> XdsClient::follow(
       absent = missing(c, "cluster", name);
     } else {
       const std::string& eds_name = std::get<ClusterResource>(*c.value).eds_service_name;
+      config.cluster_policies.emplace_back(name, std::get<ClusterResource>(*c.value).policy);
       CachedResource& e = lookup(ResourceType::kEndpoints, eds_name);
       if (!e.value.has_value()) {
         absent = missing(e, "endpoints", eds_name);

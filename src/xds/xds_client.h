@@ -65,6 +65,8 @@ struct XdsConfig {
   std::optional<std::chrono::milliseconds> max_stream_duration;
   // By name, each once.
   std::vector<std::pair<std::string, absl::StatusOr<EndpointsResource>>> clusters;
+  // Of the clusters known (CDS): gRFC A32's and A50's settings, by name.
+  std::vector<std::pair<std::string, ::ferry::detail::ClusterPolicy>> cluster_policies;
   friend bool operator==(const XdsConfig&, const XdsConfig&) = default;
 };
 using WatchResult = absl::StatusOr<XdsConfig>;

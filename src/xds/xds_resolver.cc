@@ -135,7 +135,11 @@ RoutingResult routing_of(const detail::WatchResult& result, const XdsClientOptio
   std::vector<std::string> names;
   for (const auto& [name, endpoints] : result->clusters) {
     names.push_back(name);
-    config.clusters.push_back(routed_cluster(name, endpoints));
+    ::ferry::detail::RoutedCluster cluster = routed_cluster(name, endpoints);
+    for (const auto& [policy_name, policy] : result->cluster_policies) {
+      if (policy_name == name) cluster.policy = policy;  // else A32's default: no CDS resource
+    }
+    config.clusters.push_back(std::move(cluster));
   }
   config.router =
       std::make_shared<XdsRouter>(result->virtual_host, names, result->max_stream_duration);

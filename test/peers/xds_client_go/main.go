@@ -12,6 +12,11 @@
 //	fail_fast N [METHOD [KEY=VALUE...]]  the same without wait-for-ready (a call fails at once
 //	                 when its cluster is in TRANSIENT_FAILURE), all N made whatever fails -> "ok" |
 //	                 "failed K CODE MESSAGE" (K of them failed; the first failure's status)
+//	tally N          N unary Echo calls as above, all made whatever fails -> "OK FAILED"
+//	hold N           opens N Collect streams (wait-for-ready) and sends one request on each,
+//	                 keeping them open (calls in flight, gRFC A32) -> "ok" | "error CODE MESSAGE"
+//	release          half-closes the oldest held stream and waits for its response -> "ok" |
+//	                 "error CODE MESSAGE"
 //
 // Requests and responses are sent as google.protobuf.Empty: an empty EchoRequest, and the
 // EchoResponse's fields kept as unknown ones. Runs until stdin closes.
@@ -46,8 +51,72 @@ func main() {
 	defer conn.Close()
 	out := bufio.NewWriter(os.Stdout)
 	in := bufio.NewScanner(os.Stdin)
+	type held struct {
+		stream grpc.ClientStream
+		cancel context.CancelFunc
+	}
+	var holding []held
+	describe := func(err error) string {
+		s := status.Convert(err)
+		return fmt.Sprintf("error %s %s", s.Code(), strings.ReplaceAll(s.Message(), "\n", " "))
+	}
+	collect := &grpc.StreamDesc{StreamName: "Collect", ClientStreams: true}
 	for in.Scan() {
 		cmd, arg, _ := strings.Cut(in.Text(), " ")
+		switch cmd {
+		case "tally":
+			n, _ := strconv.Atoi(arg)
+			ok, failed := 0, 0
+			for i := 0; i < n; i++ {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				err := conn.Invoke(ctx, "/ferry.testing.Echo/Echo", &emptypb.Empty{}, &emptypb.Empty{},
+					grpc.WaitForReady(true))
+				cancel()
+				if err != nil {
+					failed++
+				} else {
+					ok++
+				}
+			}
+			fmt.Fprintf(out, "%d %d\n", ok, failed)
+			out.Flush()
+			continue
+		case "hold":
+			n, _ := strconv.Atoi(arg)
+			answer := "ok"
+			for i := 0; i < n; i++ {
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				stream, err := conn.NewStream(ctx, collect, "/ferry.testing.Echo/Collect", grpc.WaitForReady(true))
+				if err == nil {
+					err = stream.SendMsg(&emptypb.Empty{})
+				}
+				if err != nil {
+					cancel()
+					answer = describe(err)
+					break
+				}
+				holding = append(holding, held{stream, cancel})
+			}
+			fmt.Fprintln(out, answer)
+			out.Flush()
+			continue
+		case "release":
+			answer := "error no held stream"
+			if len(holding) > 0 {
+				h := holding[0]
+				holding = holding[1:]
+				answer = "ok"
+				if err := h.stream.CloseSend(); err != nil {
+					answer = describe(err)
+				} else if err := h.stream.RecvMsg(&emptypb.Empty{}); err != nil {
+					answer = describe(err)
+				}
+				h.cancel()
+			}
+			fmt.Fprintln(out, answer)
+			out.Flush()
+			continue
+		}
 		if cmd != "call" && cmd != "fail_fast" {
 			fmt.Fprintf(out, "error unknown command %q\n", cmd)
 			out.Flush()

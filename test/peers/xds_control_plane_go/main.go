@@ -19,7 +19,12 @@
 //	               | {"name": "bad", "no_api_listener": true}],
 //	 "routes":    [{"name": "route-a", "domains": ["*"], "routes": [ROUTE...],
 //	               "retry_policy": RETRY}],
-//	 "clusters":  [{"name": "c", "service_name": "", "type": "EDS"|"STATIC", "lb_policy": "ROUND_ROBIN"|"MAGLEV"}],
+//	 "clusters":  [{"name": "c", "service_name": "", "type": "EDS"|"STATIC", "lb_policy": "ROUND_ROBIN"|"MAGLEV",
+//	                "max_requests": N,  (gRFC A32: circuit_breakers, DEFAULT priority)
+//	                "outlier_detection": {"interval_ms": N, "base_ejection_time_ms": N,  (gRFC A50)
+//	                    "max_ejection_percent": N, "failure_percentage_threshold": N,
+//	                    "enforcing_failure_percentage": N, "failure_percentage_minimum_hosts": N,
+//	                    "failure_percentage_request_volume": N, "enforcing_success_rate": N}}],
 //	 "endpoints": [{"name": "c", "localities": [{"priority": 0, "weight": 1, "addresses": ["127.0.0.1:5000"]}]}]}
 //	ROUTE: {"prefix": "/" | "path": "/s/M" | "regex": "...", "cluster": "c"
 //	        | "weighted": [{"cluster": "c", "weight": 3}, ...],
@@ -154,6 +159,19 @@ type spec struct {
 		ServiceName string `json:"service_name"`
 		Type        string `json:"type"`
 		LbPolicy    string `json:"lb_policy"`
+		// gRFC A32: circuit_breakers' DEFAULT threshold's max_requests.
+		MaxRequests *uint32 `json:"max_requests"`
+		// gRFC A50: outlier_detection, failure-percentage ejection.
+		OutlierDetection *struct {
+			IntervalMs          int64   `json:"interval_ms"`
+			BaseEjectionTimeMs  int64   `json:"base_ejection_time_ms"`
+			MaxEjectionPercent  *uint32 `json:"max_ejection_percent"`
+			FailureThreshold    *uint32 `json:"failure_percentage_threshold"`
+			FailureEnforcing    *uint32 `json:"enforcing_failure_percentage"`
+			FailureMinimumHosts *uint32 `json:"failure_percentage_minimum_hosts"`
+			FailureVolume       *uint32 `json:"failure_percentage_request_volume"`
+			SuccessEnforcing    *uint32 `json:"enforcing_success_rate"`
+		} `json:"outlier_detection"`
 	} `json:"clusters"`
 	Endpoints []struct {
 		Name       string `json:"name"`
@@ -294,6 +312,32 @@ func build(s *spec) (map[resourcev3.Type][]types.Resource, error) {
 				return nil, fmt.Errorf("lb_policy %q", c.LbPolicy)
 			}
 			out.LbPolicy = cluster.Cluster_LbPolicy(v)
+		}
+		if c.MaxRequests != nil {
+			out.CircuitBreakers = &cluster.CircuitBreakers{Thresholds: []*cluster.CircuitBreakers_Thresholds{{
+				Priority: core.RoutingPriority_DEFAULT, MaxRequests: wrapperspb.UInt32(*c.MaxRequests)}}}
+		}
+		if od := c.OutlierDetection; od != nil {
+			u32 := func(v *uint32) *wrapperspb.UInt32Value {
+				if v == nil {
+					return nil
+				}
+				return wrapperspb.UInt32(*v)
+			}
+			out.OutlierDetection = &cluster.OutlierDetection{
+				MaxEjectionPercent:             u32(od.MaxEjectionPercent),
+				FailurePercentageThreshold:     u32(od.FailureThreshold),
+				EnforcingFailurePercentage:     u32(od.FailureEnforcing),
+				FailurePercentageMinimumHosts:  u32(od.FailureMinimumHosts),
+				FailurePercentageRequestVolume: u32(od.FailureVolume),
+				EnforcingSuccessRate:           u32(od.SuccessEnforcing),
+			}
+			if od.IntervalMs != 0 {
+				out.OutlierDetection.Interval = durationpb.New(time.Duration(od.IntervalMs) * time.Millisecond)
+			}
+			if od.BaseEjectionTimeMs != 0 {
+				out.OutlierDetection.BaseEjectionTime = durationpb.New(time.Duration(od.BaseEjectionTimeMs) * time.Millisecond)
+			}
 		}
 		res[resourcev3.ClusterType] = append(res[resourcev3.ClusterType], out)
 	}
