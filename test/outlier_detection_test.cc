@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <vector>
@@ -222,6 +223,35 @@ TEST(OutlierDetection, EndpointsKeepTheirStateAcrossUpdatesAndNoAlgorithmReturns
   none.failure_percentage.reset();
   detector.set_config(none);
   EXPECT_EQ(detector.ejected_count(), 0u);
+}
+
+// A control plane may give a cluster 10,000 endpoints (what ferry::xds accepts): the detector's
+// work per endpoint (set_addresses, the lookups the channel makes as it builds a picker, an
+// interval ejecting every failing endpoint that max_ejection_percent allows) must stay what it
+// is for 100. With a scan per lookup and a count of the ejected per ejection, both quadratic,
+// each of 10,000 endpoints cost about 100 times what each of 100 did.
+TEST(OutlierDetection, WorkPerEndpointDoesNotGrowWithTheCluster) {
+  auto per_endpoint = [](int n) {
+    const std::vector<Address> a = addresses(n);
+    auto least = std::chrono::nanoseconds::max();
+    for (int round = 0; round < 3; ++round) {
+      OutlierDetector detector(failure_percentage(100));
+      const auto start = std::chrono::steady_clock::now();
+      detector.set_addresses(a);
+      for (const Address& x : a) record(detector, x, 0, 20);  // every endpoint fails
+      detector.run_interval(std::chrono::steady_clock::now(), always());
+      std::size_t ejected = 0;
+      for (const Address& x : a) ejected += detector.ejected(x) ? 1 : 0;
+      least = std::min(least, std::chrono::nanoseconds(std::chrono::steady_clock::now() - start));
+      EXPECT_EQ(ejected, a.size());
+      EXPECT_EQ(detector.ejected_count(), a.size());
+    }
+    return least / n;
+  };
+  const auto small = per_endpoint(100);
+  const auto large = per_endpoint(10000);
+  EXPECT_LT(large, small * 20) << "per endpoint: " << small.count() << " ns with 100, "
+                               << large.count() << " ns with 10,000";
 }
 
 TEST(OutlierDetection, HostileDurationsAreClampedWithoutOverflow) {

@@ -3,7 +3,11 @@
 #include "client/outlier_detection.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
+#include <tuple>
+
+#include "absl/hash/hash.h"
 
 namespace ferry::detail {
 
@@ -15,6 +19,7 @@ void OutlierDetector::set_config(OutlierDetectionConfig config) {
       e.ejected = false;
       e.multiplier = 0;
     }
+    ejected_ = 0;
   }
 }
 
@@ -22,15 +27,32 @@ std::chrono::milliseconds OutlierDetector::interval() const {
   return std::clamp(config_.interval, kMinOutlierInterval, kMaxOutlierDuration);
 }
 
+std::size_t OutlierDetector::AddressHash::operator()(const Address& a) const {
+  const asio::ip::address ip = a.tcp.address();
+  std::array<unsigned char, 16> bytes{};
+  unsigned long scope = 0;
+  if (ip.is_v6()) {
+    bytes = ip.to_v6().to_bytes();
+    scope = ip.to_v6().scope_id();
+  } else {
+    const auto v4 = ip.to_v4().to_bytes();
+    std::copy(v4.begin(), v4.end(), bytes.begin());
+  }
+  using Key = std::tuple<const std::string&, unsigned short, std::array<unsigned char, 16>,
+                         unsigned long, bool>;
+  return absl::Hash<Key>{}(Key(a.unix_path, a.tcp.port(), bytes, scope, ip.is_v6()));
+}
+
 void OutlierDetector::set_addresses(const std::vector<Address>& addresses) {
   std::vector<Endpoint> next;
   next.reserve(addresses.size());
+  absl::flat_hash_map<Address, std::size_t, AddressHash> index;
+  index.reserve(addresses.size());
   for (const Address& a : addresses) {
-    auto same = [&a](const Endpoint& e) { return e.address == a; };
-    if (std::any_of(next.begin(), next.end(), same)) continue;  // listed twice
-    auto kept = std::find_if(endpoints_.begin(), endpoints_.end(), same);
-    if (kept != endpoints_.end()) {
-      next.push_back(std::move(*kept));
+    if (!index.try_emplace(a, next.size()).second) continue;  // listed twice
+    auto kept = index_.find(a);
+    if (kept != index_.end()) {
+      next.push_back(std::move(endpoints_[kept->second]));
     } else {
       Endpoint e;
       e.address = a;
@@ -38,27 +60,28 @@ void OutlierDetector::set_addresses(const std::vector<Address>& addresses) {
     }
   }
   endpoints_ = std::move(next);
+  index_ = std::move(index);
+  ejected_ = static_cast<std::size_t>(std::count_if(endpoints_.begin(), endpoints_.end(),
+                                                    [](const Endpoint& e) { return e.ejected; }));
+}
+
+const OutlierDetector::Endpoint* OutlierDetector::find(const Address& address) const {
+  auto at = index_.find(address);
+  return at == index_.end() ? nullptr : &endpoints_[at->second];
 }
 
 const std::shared_ptr<EndpointCallCounts>* OutlierDetector::counts_for(
     const Address& address) const {
-  for (const Endpoint& e : endpoints_) {
-    if (e.address == address) return &e.counts;
-  }
-  return nullptr;
+  const Endpoint* e = find(address);
+  return e == nullptr ? nullptr : &e->counts;
 }
 
 bool OutlierDetector::ejected(const Address& address) const {
-  for (const Endpoint& e : endpoints_) {
-    if (e.address == address) return e.ejected;
-  }
-  return false;
+  const Endpoint* e = find(address);
+  return e != nullptr && e->ejected;
 }
 
-std::size_t OutlierDetector::ejected_count() const {
-  return static_cast<std::size_t>(std::count_if(endpoints_.begin(), endpoints_.end(),
-                                                [](const Endpoint& e) { return e.ejected; }));
-}
+std::size_t OutlierDetector::ejected_count() const { return ejected_; }
 
 // A50: "If the percentage of ejected addresses is at or above max_ejection_percent, stop."
 // In integers: ejected * 100 >= max_percent * endpoints (no overflow: both under 2^40).
@@ -70,6 +93,7 @@ bool OutlierDetector::may_eject_more() const {
 }
 
 void OutlierDetector::eject(Endpoint& e, Clock::time_point now) {
+  if (!e.ejected) ++ejected_;
   e.ejected = true;
   e.ejected_at = now;
   if (e.multiplier < std::numeric_limits<std::uint32_t>::max()) ++e.multiplier;

@@ -14,6 +14,7 @@
 #include <optional>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "ferry/resolver.h"
 
 namespace ferry::detail {
@@ -128,9 +129,20 @@ class OutlierDetector {
   bool run(Clock::time_point now, F uniform100);
   bool may_eject_more() const;
   void eject(Endpoint& e, Clock::time_point now);
+  const Endpoint* find(const Address& address) const;
+
+  struct AddressHash {
+    std::size_t operator()(const Address& a) const;
+  };
 
   OutlierDetectionConfig config_;
   std::vector<Endpoint> endpoints_;
+  // endpoints_' indices by address: the channel asks of each endpoint as it builds a picker, so
+  // a cluster of n endpoints costs n lookups, not n^2 comparisons (10,000 endpoints are allowed).
+  absl::flat_hash_map<Address, std::size_t, AddressHash> index_;
+  // How many of endpoints_ are ejected, kept as they change: an interval asks before each
+  // ejection whether max_ejection_percent allows one more.
+  std::size_t ejected_ = 0;
 };
 
 template <class F>
@@ -217,6 +229,7 @@ bool OutlierDetector::run(Clock::time_point now, F uniform100) {
     }
     if (now >= e.ejected_at + duration) {
       e.ejected = false;
+      --ejected_;
       changed = true;
     }
   }
