@@ -38,8 +38,9 @@ class PeerProcess {
     if (pid_ == 0) {
       dup2(in[0], 0);
       dup2(out[1], 1);
-      close(in[1]);
-      close(out[0]);
+      // Nothing else of this process's: a backend's listening socket inherited by the peer would
+      // keep its port bound (and accepting, unanswered) after the backend stops.
+      close_range(3, ~0U, 0);
       for (std::string& e : env) putenv(e.data());
       std::vector<char*> argv;
       for (std::string& a : argv_strings) argv.push_back(a.data());
