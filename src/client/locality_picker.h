@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "client/load_balancer.h"
+#include "common/splitmix.h"
 
 namespace ferry::detail {
 
@@ -26,7 +27,7 @@ class LocalityPicker {
   // Localities of weight 0 or without a READY connection take no call and are left out, as
   // weighted_target leaves out children that are not READY. seed: of the per-call draw (a fixed
   // one in tests). Weights are summed in 64 bits: any count of 32-bit weights fits.
-  LocalityPicker(std::vector<Locality> localities, std::uint64_t seed) : state_(seed) {
+  LocalityPicker(std::vector<Locality> localities, std::uint64_t seed) : random_{seed} {
     for (Locality& l : localities) {
       if (l.weight == 0 || l.ready.empty()) continue;
       total_ += l.weight;
@@ -43,7 +44,7 @@ class LocalityPicker {
   const std::shared_ptr<ChannelConnection>* pick() {
     const std::size_t n = pickers_.size();
     if (n <= 1) return n == 0 ? nullptr : pickers_[0].pick();
-    const std::uint64_t draw = next() % total_;  // bias under 2^-31 for totals within 2^33
+    const std::uint64_t draw = random_.below(total_);  // bias under 2^-31 for totals within 2^33
     const std::size_t i =
         std::upper_bound(cumulative_.begin(), cumulative_.end(), draw) - cumulative_.begin();
     return pickers_[i].pick();
@@ -53,18 +54,10 @@ class LocalityPicker {
   std::size_t localities() const { return pickers_.size(); }
 
  private:
-  // splitmix64, as the route's weighted-cluster draw (xds/resources.h's RouteRandom).
-  std::uint64_t next() {
-    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-
   std::vector<Picker> pickers_;            // one per locality that takes calls
   std::vector<std::uint64_t> cumulative_;  // running sums of their weights
   std::uint64_t total_ = 0;
-  std::uint64_t state_ = 0;
+  SplitMix64 random_;  // the per-call draw
 };
 
 }  // namespace ferry::detail

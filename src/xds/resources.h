@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "client/outlier_detection.h"
+#include "common/splitmix.h"
 #include "ferry/metadata.h"
 #include "ferry/resolver.h"
 
@@ -174,19 +175,9 @@ const VirtualHost* find_virtual_host(const RouteConfig& config, std::string_view
 
 // gRFC A28's per-call route choice, used on the call path (no allocation but a header repeated
 // in the call's metadata, joined in a reused thread-local buffer).
-// A small random source (splitmix64) for runtime fractions and weighted clusters; seeded by the
-// caller (a fixed seed in tests).
-struct RouteRandom {
-  std::uint64_t state = 0;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [0, bound), bound > 0 (the modulo's bias is under 2^-32 for 32-bit bounds).
-  std::uint64_t below(std::uint64_t bound) { return next() % bound; }
-};
+// The random source for runtime fractions and weighted clusters; seeded by the caller (a fixed
+// seed in tests).
+using RouteRandom = ::ferry::detail::SplitMix64;
 // The index of the first route of host that matches a call to path (its :path, "/service/method")
 // with metadata, or -1 when none does.
 int match_route(const VirtualHost& host, std::string_view path, const Metadata& metadata,
