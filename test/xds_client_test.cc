@@ -1269,22 +1269,7 @@ class RoutedControlPlane {
 };
 
 // An AttemptEcho server (support/attempt_echo.h).
-class AttemptBackend {
- public:
-  AttemptBackend() {
-    server_.add_service(service_);
-    absl::StatusOr<int> port = server_.start("127.0.0.1", 0);
-    port_ = port.ok() ? *port : 0;
-  }
-  ~AttemptBackend() { server_.shutdown(100ms); }
-  int port() const { return port_; }
-  testing::AttemptEcho& service() { return service_; }
-
- private:
-  testing::AttemptEcho service_;
-  Server server_;
-  int port_ = 0;
-};
+using testing::AttemptBackend;
 
 absl::Status echo_on(Channel& channel, std::chrono::milliseconds timeout = 10s,
                      const std::string& call_id = "") {

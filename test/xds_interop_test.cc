@@ -561,22 +561,7 @@ TEST(XdsControlPlane, PriorityFailoverAndBack) {
 // listener's) max_stream_duration ends a slow call with DEADLINE_EXCEEDED, grpc_timeout_header_max
 // 0 lifts it; a route's (or its virtual host's) retry policy on "unavailable" makes calls whose
 // first attempts fail succeed, each attempt counted at the server, and without it they fail.
-class AttemptBackend {
- public:
-  AttemptBackend() {
-    server_.add_service(service_);
-    absl::StatusOr<int> port = server_.start("127.0.0.1", 0);
-    port_ = port.ok() ? *port : 0;
-  }
-  ~AttemptBackend() { server_.shutdown(100ms); }
-  std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
-  testing::AttemptEcho& service() { return service_; }
-
- private:
-  testing::AttemptEcho service_;
-  Server server_;
-  int port_ = 0;
-};
+using testing::AttemptBackend;
 
 // Listener "svc" (listener_extra: its fields) -> RDS "route-svc" (host_extra: the virtual
 // host's) -> one route to cluster "c1" (route_extra: the route's) -> backend a.

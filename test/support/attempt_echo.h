@@ -14,10 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "asio/steady_timer.hpp"
 #include "asio/this_coro.hpp"
 #include "asio/use_awaitable.hpp"
+#include "ferry/server.h"
 #include "ferry/server_context.h"
 #include "ferry/testing/echo.ferry.h"
 
@@ -79,6 +82,25 @@ class AttemptEcho final : public Echo::Service {
  private:
   mutable std::mutex mutex_;
   std::vector<std::pair<std::string, int>> seen_;  // (x-call-id, previous attempts) per attempt
+};
+
+// An AttemptEcho server on a loopback port of its own, shut down with this object.
+class AttemptBackend {
+ public:
+  AttemptBackend() {
+    server_.add_service(service_);
+    absl::StatusOr<int> port = server_.start("127.0.0.1", 0);
+    port_ = port.ok() ? *port : 0;
+  }
+  ~AttemptBackend() { server_.shutdown(std::chrono::milliseconds(100)); }
+  int port() const { return port_; }
+  std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
+  AttemptEcho& service() { return service_; }
+
+ private:
+  AttemptEcho service_;
+  Server server_;
+  int port_ = 0;
 };
 
 }  // namespace ferry::testing
